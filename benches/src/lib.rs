@@ -1,0 +1,1 @@
+//! Micro-benchmarks for ringtrace live in `benches/`; this crate has no library code.

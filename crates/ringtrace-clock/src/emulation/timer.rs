@@ -1,0 +1,107 @@
+//! A periodic interrupt: a signal sent to one thread at a fixed rate.
+//!
+//! The kernel's timer interrupt lands on a CPU whatever that CPU is doing;
+//! this lands a signal on one thread whatever it is doing, which is what the
+//! tests and the `clocks` measurement need to provoke interrupted reads. A
+//! helper thread sends the signal with `tgkill` and sleeps `period` between
+//! sends, so it works the same natively and under qemu-user.
+
+use crate::ClockError;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The kernel id of the calling thread (`gettid`), a target for
+/// [`IrqTimer::start`].
+pub fn current_thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Sends a signal to one thread every period until dropped.
+///
+/// ```
+/// use ringtrace_clock::emulation::{interrupt, timer::{self, IrqTimer}};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::time::Duration;
+///
+/// static TICKS: AtomicU64 = AtomicU64::new(0);
+/// interrupt::install_irq_handler(libc::SIGRTMIN() + 3, |_| {
+///     TICKS.fetch_add(1, Ordering::Relaxed);
+/// }).unwrap();
+/// let t = IrqTimer::start(timer::current_thread_id(), libc::SIGRTMIN() + 3,
+///                         Duration::from_micros(200)).unwrap();
+/// while TICKS.load(Ordering::Relaxed) < 5 {
+///     std::hint::spin_loop();
+/// }
+/// assert!(t.stop() >= 5);
+/// ```
+pub struct IrqTimer {
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl IrqTimer {
+    /// Starts sending `signal` to thread `tid` of this process every `period`.
+    pub fn start(tid: i32, signal: i32, period: Duration) -> Result<IrqTimer, ClockError> {
+        if !(1..=64).contains(&signal) {
+            return Err(ClockError::BadSignal { signal, max: 64 });
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            let sent = Arc::clone(&sent);
+            std::thread::Builder::new()
+                .name("ringtrace-irq-timer".into())
+                .spawn(move || {
+                    // SAFETY: getpid cannot fail.
+                    let pid = unsafe { libc::getpid() };
+                    // Relaxed: the flag carries no data, only "stop now".
+                    while !stop.load(Ordering::Relaxed) {
+                        // SAFETY: tgkill with this process's id; an exited
+                        // target makes it fail with ESRCH, which ends the loop.
+                        let rc = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal) };
+                        if rc != 0 {
+                            break;
+                        }
+                        // Relaxed: a statistic read after join.
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        std::thread::sleep(period);
+                    }
+                })
+                .map_err(|e| ClockError::Os {
+                    call: "thread spawn",
+                    message: e.to_string(),
+                })?
+        };
+        Ok(IrqTimer {
+            stop,
+            sent,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the timer and returns how many signals it sent.
+    pub fn stop(mut self) -> u64 {
+        self.halt();
+        self.sent.load(Ordering::Relaxed)
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            // The sender loop cannot panic; a join error would only repeat
+            // a panic message already printed.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for IrqTimer {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}

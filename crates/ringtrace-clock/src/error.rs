@@ -1,0 +1,66 @@
+//! Errors of the clock crate: each names the bad value and what is valid.
+
+use thiserror::Error;
+
+/// Every way that choosing or building a clock can fail.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ClockError {
+    /// The source part of a clock name is not one ringtrace knows.
+    #[error("unknown clock source `{given}`; valid sources: {valid}")]
+    UnknownSource {
+        /// What was asked for.
+        given: String,
+        /// The valid source names, comma-separated.
+        valid: String,
+    },
+    /// The part after `@` is not a protection ringtrace knows.
+    #[error("unknown clock protection `{given}`; valid protections: {valid}")]
+    UnknownProtection {
+        /// What was asked for.
+        given: String,
+        /// The valid protection names, comma-separated.
+        valid: String,
+    },
+    /// The clock name is malformed (empty, or more than one `@`, say).
+    #[error("malformed clock name `{given}`: {reason}; expected SOURCE or SOURCE@PROTECTION, e.g. `tsc@preempt`")]
+    Malformed {
+        /// What was asked for.
+        given: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The source exists but cannot work on this machine.
+    #[error("clock source `{source_name}` is unavailable here: {reason}")]
+    Unavailable {
+        /// The source asked for.
+        source_name: &'static str,
+        /// Why it cannot work here.
+        reason: String,
+    },
+    /// A system call needed to set up a clock or the emulation failed.
+    #[error("{call} failed: {message}")]
+    Os {
+        /// The call that failed.
+        call: &'static str,
+        /// The system's explanation (strerror).
+        message: String,
+    },
+    /// A signal number outside what the irq emulation can route.
+    #[error("signal {signal} cannot be routed through the irq emulation; valid signals are 1..={max} except SIGKILL (9) and SIGSTOP (19)")]
+    BadSignal {
+        /// The signal asked for.
+        signal: i32,
+        /// The largest valid signal number.
+        max: i32,
+    },
+}
+
+impl ClockError {
+    /// Builds [`ClockError::Os`] from the calling thread's `errno`.
+    pub(crate) fn last_os(call: &'static str) -> Self {
+        ClockError::Os {
+            call,
+            message: std::io::Error::last_os_error().to_string(),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The clock sources, each a type and each selectable by name.
+//!
+//! | name          | reads                                     | kernel analog      |
+//! |---------------|-------------------------------------------|--------------------|
+//! | `tsc`         | `rdtsc`                                   | x86-tsc            |
+//! | `tsc-ordered` | `rdtscp`, or `lfence; rdtsc`              | rdtsc_ordered      |
+//! | `cntvct`      | `CNTVCT_EL0` after `isb`                  | arm64 counter      |
+//! | `mono`        | `CLOCK_MONOTONIC`                         | mono               |
+//! | `mono-raw`    | `CLOCK_MONOTONIC_RAW`                     | mono_raw           |
+//! | `boot`        | `CLOCK_BOOTTIME`                          | boot               |
+//! | `quanta`      | quanta's raw ticks, scaled on read        | -                  |
+//! | `counter`     | an atomic increment                       | counter            |
+//! | `local`       | the fastest per-CPU counter here          | local              |
+//! | `global`      | `local` clamped to a process-wide maximum | global             |
+//!
+//! `global:SOURCE` clamps any other source instead of `local`.
+
+mod cntvct;
+mod counter;
+mod global;
+mod local;
+mod posix;
+mod quanta;
+mod tsc;
+
+pub use self::quanta::QuantaClock;
+pub use cntvct::Cntvct;
+pub use counter::Counter;
+pub use global::Global;
+pub use local::Local;
+pub use posix::{Boot, Mono, MonoRaw, PosixClock};
+pub use tsc::{Tsc, TscOrdered};
+
+use crate::{Clock, ClockError, ClockInfo};
+use std::fmt;
+
+/// The name of a base source (every source but `global`, which wraps one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SourceName {
+    /// [`Tsc`].
+    Tsc,
+    /// [`TscOrdered`].
+    TscOrdered,
+    /// [`Cntvct`].
+    Cntvct,
+    /// [`Mono`].
+    Mono,
+    /// [`MonoRaw`].
+    MonoRaw,
+    /// [`Boot`].
+    Boot,
+    /// [`QuantaClock`].
+    Quanta,
+    /// [`Counter`].
+    Counter,
+    /// [`Local`].
+    Local,
+}
+
+impl SourceName {
+    /// Every base source, in the order listings show them.
+    pub const ALL: [SourceName; 9] = [
+        SourceName::Tsc,
+        SourceName::TscOrdered,
+        SourceName::Cntvct,
+        SourceName::Mono,
+        SourceName::MonoRaw,
+        SourceName::Boot,
+        SourceName::Quanta,
+        SourceName::Counter,
+        SourceName::Local,
+    ];
+
+    /// The name the source is selected by.
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceName::Tsc => "tsc",
+            SourceName::TscOrdered => "tsc-ordered",
+            SourceName::Cntvct => "cntvct",
+            SourceName::Mono => Mono::NAME,
+            SourceName::MonoRaw => MonoRaw::NAME,
+            SourceName::Boot => Boot::NAME,
+            SourceName::Quanta => "quanta",
+            SourceName::Counter => "counter",
+            SourceName::Local => "local",
+        }
+    }
+
+    /// Builds the source, or says why it cannot work here.
+    pub fn build(self) -> Result<BaseSource, ClockError> {
+        Ok(match self {
+            SourceName::Tsc => BaseSource::Tsc(Tsc::new()?),
+            SourceName::TscOrdered => BaseSource::TscOrdered(TscOrdered::new()?),
+            SourceName::Cntvct => BaseSource::Cntvct(Cntvct::new()?),
+            SourceName::Mono => BaseSource::Mono(Mono::try_new()?),
+            SourceName::MonoRaw => BaseSource::MonoRaw(MonoRaw::try_new()?),
+            SourceName::Boot => BaseSource::Boot(Boot::try_new()?),
+            SourceName::Quanta => BaseSource::Quanta(QuantaClock::new()),
+            SourceName::Counter => BaseSource::Counter(Counter::new()),
+            SourceName::Local => BaseSource::Local(Local::new()?),
+        })
+    }
+}
+
+impl fmt::Display for SourceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Any base source, chosen at run time.
+#[derive(Debug, Clone)]
+#[allow(missing_docs)] // each variant holds the source its name says
+pub enum BaseSource {
+    Tsc(Tsc),
+    TscOrdered(TscOrdered),
+    Cntvct(Cntvct),
+    Mono(Mono),
+    MonoRaw(MonoRaw),
+    Boot(Boot),
+    Quanta(QuantaClock),
+    Counter(Counter),
+    Local(Local),
+}
+
+/// Calls `$body` with `$c` bound to the source inside a [`BaseSource`].
+macro_rules! with_source {
+    ($source:expr, $c:ident => $body:expr) => {
+        match $source {
+            BaseSource::Tsc($c) => $body,
+            BaseSource::TscOrdered($c) => $body,
+            BaseSource::Cntvct($c) => $body,
+            BaseSource::Mono($c) => $body,
+            BaseSource::MonoRaw($c) => $body,
+            BaseSource::Boot($c) => $body,
+            BaseSource::Quanta($c) => $body,
+            BaseSource::Counter($c) => $body,
+            BaseSource::Local($c) => $body,
+        }
+    };
+}
+
+impl Clock for BaseSource {
+    #[inline]
+    fn read(&self) -> u64 {
+        with_source!(self, c => c.read())
+    }
+
+    fn info(&self) -> ClockInfo {
+        with_source!(self, c => c.info())
+    }
+}
+
+/// A base source, or one clamped by [`Global`].
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A source read as it is.
+    Base(BaseSource),
+    /// A source clamped to a process-wide maximum.
+    Global(Global<BaseSource>),
+}
+
+impl Clock for Source {
+    #[inline]
+    fn read(&self) -> u64 {
+        match self {
+            Source::Base(c) => c.read(),
+            Source::Global(c) => c.read(),
+        }
+    }
+
+    fn info(&self) -> ClockInfo {
+        match self {
+            Source::Base(c) => c.info(),
+            Source::Global(c) => c.info(),
+        }
+    }
+}

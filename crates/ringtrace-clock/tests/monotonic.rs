@@ -1,0 +1,155 @@
+//! Ordering guarantees of the sources, checked with proptest.
+
+use proptest::prelude::*;
+use ringtrace_clock::{Clock, ClockSpec, Counter, Global, Guarantee, Mono};
+use std::sync::{Arc, Mutex};
+
+/// Every spec that can be built on this machine.
+fn available() -> Vec<ClockSpec> {
+    ClockSpec::all()
+        .into_iter()
+        .filter(|s| s.build().is_ok())
+        .collect()
+}
+
+/// Pins the calling thread to the CPU it is on, so a per-CPU guarantee is
+/// what is tested; returns false if pinning is not allowed.
+fn pin_to_current_cpu() -> bool {
+    // SAFETY: sched_getcpu has no preconditions; the set is zeroed then
+    // filled by CPU_SET with a CPU number the kernel gave us.
+    unsafe {
+        let cpu = libc::sched_getcpu();
+        if cpu < 0 {
+            return false;
+        }
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_available_source_is_monotonic_per_thread(
+        pick in any::<prop::sample::Index>(),
+        reads in 1usize..20_000,
+    ) {
+        let specs = available();
+        let spec = specs[pick.index(specs.len())];
+        let clock = spec.build().unwrap();
+        let per_cpu = clock.info().guarantee == Guarantee::PerCpu;
+        // In a fresh thread, so pinning does not outlive the case.
+        let result = std::thread::spawn(move || {
+            if per_cpu && !pin_to_current_cpu() {
+                return Ok(());
+            }
+            let mut last = clock.read();
+            for i in 0..reads {
+                let now = clock.read();
+                if now < last {
+                    return Err(format!("{spec}: read {i} went back from {last} to {now}"));
+                }
+                last = now;
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap();
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+
+    #[test]
+    fn counter_is_strictly_increasing_and_unique_across_threads(
+        threads in 1usize..5,
+        reads in 1usize..5_000,
+    ) {
+        let counter = Counter::new();
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let c = counter.clone();
+                std::thread::spawn(move || (0..reads).map(|_| c.read()).collect::<Vec<u64>>())
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in handles {
+            let mine = h.join().unwrap();
+            prop_assert!(mine.windows(2).all(|w| w[0] < w[1]), "not strictly increasing in a thread");
+            all.extend(mine);
+        }
+        all.sort_unstable();
+        let n = all.len();
+        all.dedup();
+        prop_assert_eq!(all.len(), n, "two reads returned the same value");
+        prop_assert_eq!(*all.last().unwrap(), n as u64, "values skipped");
+    }
+}
+
+/// A clock that is a different, fixed amount behind on each thread: the
+/// worst case of per-CPU skew.
+#[derive(Clone)]
+struct SkewedPerThread;
+
+thread_local! {
+    static SKEW: u64 = {
+        // A thread-specific lag of up to a millisecond.
+        let tid = ringtrace_clock::emulation::timer::current_thread_id() as u64;
+        (tid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44) % 1_000_000
+    };
+}
+
+impl Clock for SkewedPerThread {
+    fn read(&self) -> u64 {
+        Mono::new().read() + 5_000_000 - SKEW.with(|s| *s)
+    }
+    fn info(&self) -> ringtrace_clock::ClockInfo {
+        Mono::new().info()
+    }
+}
+
+/// Threads take turns under a mutex, each read happening after the previous
+/// one; returns how often a read was smaller than the one before it.
+fn backward_steps_across_threads<C: Clock + Clone + 'static>(clock: C) -> usize {
+    let last = Arc::new(Mutex::new((0u64, 0usize)));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (clock, last) = (clock.clone(), Arc::clone(&last));
+            std::thread::spawn(move || {
+                for _ in 0..2_000 {
+                    let mut guard = last.lock().unwrap();
+                    let now = clock.read();
+                    if now < guard.0 {
+                        guard.1 += 1;
+                    }
+                    guard.0 = guard.0.max(now);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let steps = last.lock().unwrap().1;
+    steps
+}
+
+#[test]
+fn skewed_clock_goes_back_across_threads_without_global() {
+    // The control: the skew is real, so the next test can fail.
+    assert!(backward_steps_across_threads(SkewedPerThread) > 0);
+}
+
+#[test]
+fn global_is_monotonic_across_threads_over_a_skewed_source() {
+    assert_eq!(
+        backward_steps_across_threads(Global::new(SkewedPerThread)),
+        0
+    );
+}
+
+#[test]
+fn named_global_is_monotonic_across_threads() {
+    let clock = "global".parse::<ClockSpec>().unwrap().build().unwrap();
+    assert_eq!(backward_steps_across_threads(clock), 0);
+}
