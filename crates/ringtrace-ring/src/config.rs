@@ -1,0 +1,207 @@
+//! Ring configuration and its validation.
+
+use thiserror::Error;
+
+/// What happens when a writer finds the buffer full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Mode {
+    /// The flight recorder: the oldest page is overwritten and its unread
+    /// events are counted in `overrun`.
+    #[default]
+    Overwrite,
+    /// Producer/consumer: the reservation fails and is counted in `missed`.
+    Discard,
+}
+
+impl Mode {
+    /// `overwrite` or `discard`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Overwrite => "overwrite",
+            Mode::Discard => "discard",
+        }
+    }
+
+    /// Parses `overwrite` or `discard`.
+    ///
+    /// ```
+    /// use ringtrace_ring::Mode;
+    /// assert_eq!(Mode::parse("discard").unwrap(), Mode::Discard);
+    /// assert!(Mode::parse("drop").unwrap_err().to_string().contains("overwrite, discard"));
+    /// ```
+    pub fn parse(name: &str) -> Result<Mode, ConfigError> {
+        match name {
+            "overwrite" => Ok(Mode::Overwrite),
+            "discard" => Ok(Mode::Discard),
+            other => Err(ConfigError::UnknownMode(other.to_owned())),
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Bad configuration, named with what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// The page size is not a power of two in range.
+    #[error("page size {given} is invalid: it must be a power of two from {min} to {max} bytes")]
+    PageSize {
+        /// What was asked for.
+        given: usize,
+        /// Smallest valid page size.
+        min: usize,
+        /// Largest valid page size.
+        max: usize,
+    },
+    /// The per-CPU buffer would hold fewer than two pages, or too many.
+    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages")]
+    BufferSize {
+        /// What was asked for, in bytes.
+        given: usize,
+        /// The page size in force.
+        page_size: usize,
+        /// How many pages that makes.
+        pages: usize,
+        /// The most pages a CPU buffer can have.
+        max_pages: usize,
+    },
+    /// Zero CPU buffers were asked for.
+    #[error("the ring needs at least one CPU buffer, and at most {max}; {given} were asked for")]
+    Cpus {
+        /// What was asked for.
+        given: usize,
+        /// The most buffers a ring can have.
+        max: usize,
+    },
+    /// A mode name that is neither `overwrite` nor `discard`.
+    #[error("unknown ring mode `{0}`; valid modes: overwrite, discard")]
+    UnknownMode(String),
+}
+
+/// The shape of a ring: page size, per-CPU size, mode and CPU count.
+///
+/// ```
+/// use ringtrace_ring::{Mode, RingConfig};
+/// let config = RingConfig::default().page_size(1024).per_cpu_bytes(8192).mode(Mode::Discard);
+/// assert_eq!(config.validate().unwrap().pages_per_cpu, 8);
+/// let err = RingConfig::default().page_size(1000).validate().unwrap_err();
+/// assert!(err.to_string().contains("power of two"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Bytes per page (sub-buffer): a power of two, 4096 by default.
+    pub page_size: usize,
+    /// Bytes per CPU buffer, rounded up to whole pages; 1,000,000 by
+    /// default, as in ring_buffer_benchmark.
+    pub per_cpu_bytes: usize,
+    /// Overwrite (default) or discard.
+    pub mode: Mode,
+    /// Number of CPU buffers; `None` means one per possible CPU.
+    pub cpus: Option<usize>,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        RingConfig {
+            page_size: 4096,
+            per_cpu_bytes: 1_000_000,
+            mode: Mode::Overwrite,
+            cpus: None,
+        }
+    }
+}
+
+/// A validated configuration, with what follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Bytes per page.
+    pub page_size: usize,
+    /// Pages in each CPU buffer's ring.
+    pub pages_per_cpu: usize,
+    /// Overwrite or discard.
+    pub mode: Mode,
+    /// Number of CPU buffers.
+    pub cpus: usize,
+}
+
+impl Geometry {
+    /// log2 of the page size.
+    pub(crate) fn page_shift(&self) -> u32 {
+        self.page_size.trailing_zeros()
+    }
+}
+
+/// Smallest page: room for the header and a few events (loom and the
+/// property tests use tiny pages to reach wrap-around quickly).
+pub const MIN_PAGE_SIZE: usize = 64;
+/// Largest page: the commit word counts bytes in 24 bits and events in 16.
+pub const MAX_PAGE_SIZE: usize = 65_536;
+/// Most pages per CPU buffer: page indices are 16 bits, one spare for the
+/// reader and the rest for pages set aside by fixups.
+pub const MAX_PAGES: usize = 32_768;
+/// Most CPU buffers in one ring.
+pub const MAX_CPUS: usize = 4_096;
+
+impl RingConfig {
+    /// Sets the page size.
+    pub fn page_size(mut self, bytes: usize) -> Self {
+        self.page_size = bytes;
+        self
+    }
+
+    /// Sets the per-CPU size in bytes.
+    pub fn per_cpu_bytes(mut self, bytes: usize) -> Self {
+        self.per_cpu_bytes = bytes;
+        self
+    }
+
+    /// Sets the mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets the number of CPU buffers.
+    pub fn cpus(mut self, cpus: usize) -> Self {
+        self.cpus = Some(cpus);
+        self
+    }
+
+    /// Checks the configuration and works out the geometry.
+    pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        let page_size = self.page_size;
+        if !page_size.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) {
+            return Err(ConfigError::PageSize {
+                given: page_size,
+                min: MIN_PAGE_SIZE,
+                max: MAX_PAGE_SIZE,
+            });
+        }
+        let pages = self.per_cpu_bytes.div_ceil(page_size);
+        if !(2..=MAX_PAGES).contains(&pages) {
+            return Err(ConfigError::BufferSize {
+                given: self.per_cpu_bytes,
+                page_size,
+                pages,
+                max_pages: MAX_PAGES,
+            });
+        }
+        let cpus = self.cpus.unwrap_or_else(crate::cpu::possible_cpus);
+        if !(1..=MAX_CPUS).contains(&cpus) {
+            return Err(ConfigError::Cpus {
+                given: cpus,
+                max: MAX_CPUS,
+            });
+        }
+        Ok(Geometry {
+            page_size,
+            pages_per_cpu: pages,
+            mode: self.mode,
+            cpus,
+        })
+    }
+}

@@ -1,0 +1,590 @@
+//! One CPU's buffer: its pages, and the reserve/commit protocol.
+//!
+//! ```text
+//!   virtual offsets:  | page seq 0 | page seq 1 | ... | page seq q | ...
+//!   ring slots:       [ slot 0 ][ slot 1 ] ... [ slot N-1 ]   seq q -> slot q % N
+//!   physical pages:   [ p0 ][ p1 ] ... [ pN-1 ][ reader ][ spares ]
+//!                        ^ slot word names the physical page; the reader
+//!                          swaps its own page in to take a full one out
+//!
+//!   state (128-bit): ( write = virtual byte offset of the next record,
+//!                      last_ts = time of the record before it )
+//! ```
+//!
+//! Writers claim space by compare-and-swap on `state` (LTTng-UST's
+//! reservation), reading the clock after the position is known and before
+//! the swap, so every record's time is known to its successor: its delta is
+//! exact, never guessed. Commits add to the physical page's commit word in
+//! any order (LTTng's per-sub-buffer commit counter); a page is readable as a
+//! whole once its commit word counts every byte.
+
+use crate::config::{Geometry, Mode};
+use crate::format::{self, TimePrefix, PAGE_HEADER};
+use crate::meta::{self, gen_of, tag_of, Commit, Slot};
+use crate::stats::RareCounters;
+use crate::sync::{fence, AtomicPair, AtomicU64, Ordering};
+use crate::words::PageWords;
+use crossbeam_utils::CachePadded;
+use ringtrace_clock::Clock;
+use thiserror::Error;
+
+/// Physical pages beyond the ring's: one for the reader, the rest for fixups.
+pub(crate) const EXTRA_PAGES: usize = 4;
+
+/// Why a reservation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ReserveError {
+    /// Discard mode, and the next page is not yet read.
+    #[error("buffer full: the next page has not been read (discard mode)")]
+    Full,
+    /// The page to reuse still holds a reservation that was never committed.
+    #[error("the page to reuse still has an uncommitted reservation")]
+    Busy,
+    /// The payload cannot fit in a page.
+    #[error("an event of {len} bytes cannot fit in a page; the largest is {max} bytes")]
+    TooLarge {
+        /// The payload length asked for.
+        len: usize,
+        /// The largest payload a page holds.
+        max: usize,
+    },
+}
+
+/// The writers' hot cache line: one per CPU buffer, so writers on different
+/// CPUs share no line on the fast path.
+#[derive(Debug)]
+pub(crate) struct WriterHot {
+    /// (write offset, last timestamp), changed together by CAS.
+    pub state: AtomicPair,
+    /// A recent `state`, read without a 128-bit load. Possibly stale or torn;
+    /// a stale guess only costs a failed CAS, which returns the true value.
+    pub write_hint: AtomicU64,
+    pub ts_hint: AtomicU64,
+    /// Successful reservations.
+    pub hit: AtomicU64,
+}
+
+/// One CPU's ring of pages.
+#[derive(Debug)]
+pub struct CpuBuffer {
+    pub(crate) cpu: usize,
+    pub(crate) geometry: Geometry,
+    pub(crate) hot: CachePadded<WriterHot>,
+    /// One word per ring slot; see [`crate::meta`].
+    pub(crate) slots: Box<[AtomicU64]>,
+    /// One commit word per physical page, each on its own cache line.
+    pub(crate) commits: Box<[CachePadded<AtomicU64>]>,
+    pub(crate) words: PageWords,
+    pub(crate) rare: CachePadded<RareCounters>,
+    pub(crate) reader: parking_lot::Mutex<crate::reader::ReaderState>,
+}
+
+/// Where a reservation sits and how its records are laid out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement {
+    pub phys: usize,
+    /// Byte offset in the page of the time prefix (or the event header).
+    pub at: usize,
+    pub prefix: TimePrefix,
+    /// Delta in the event header (0 after a prefix or at a page start).
+    pub delta: u64,
+    pub len: usize,
+    pub ts: u64,
+}
+
+impl Placement {
+    /// Byte offset of the event header.
+    pub(crate) fn event_at(&self) -> usize {
+        self.at + self.prefix.size()
+    }
+
+    /// Byte offset of the payload.
+    pub(crate) fn payload_at(&self) -> usize {
+        self.event_at() + if format::is_short(self.len) { 4 } else { 8 }
+    }
+
+    /// Bytes the reservation takes in the page.
+    pub(crate) fn size(&self) -> usize {
+        self.prefix.size() + format::event_size(self.len)
+    }
+}
+
+impl CpuBuffer {
+    pub(crate) fn new(cpu: usize, geometry: Geometry) -> Self {
+        let n = geometry.pages_per_cpu;
+        let phys_pages = n + EXTRA_PAGES;
+        // Every slot starts at generation 0 ("never used") on its own page,
+        // complete and empty, so the first writer claims it like any other.
+        let slots = (0..n)
+            .map(|s| {
+                AtomicU64::new(
+                    Slot {
+                        consumed: 0,
+                        phys: s,
+                        gen: 0,
+                    }
+                    .pack(),
+                )
+            })
+            .collect();
+        let commits = (0..phys_pages)
+            .map(|_| {
+                CachePadded::new(AtomicU64::new(
+                    Commit::complete(0, geometry.page_size, 0).pack(),
+                ))
+            })
+            .collect();
+        CpuBuffer {
+            cpu,
+            geometry,
+            hot: CachePadded::new(WriterHot {
+                state: AtomicPair::new(0, 0),
+                write_hint: AtomicU64::new(0),
+                ts_hint: AtomicU64::new(0),
+                hit: AtomicU64::new(0),
+            }),
+            slots,
+            commits,
+            words: PageWords::new(phys_pages, geometry.page_size),
+            rare: CachePadded::new(RareCounters::default()),
+            reader: parking_lot::Mutex::new(crate::reader::ReaderState::new(
+                (n..phys_pages).collect(),
+            )),
+        }
+    }
+
+    /// The CPU this buffer belongs to.
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    #[inline(always)]
+    pub(crate) fn page_size(&self) -> usize {
+        self.geometry.page_size
+    }
+
+    #[inline(always)]
+    pub(crate) fn pages(&self) -> usize {
+        self.geometry.pages_per_cpu
+    }
+
+    /// The newest page that may hold records: the state's page, or the one
+    /// before when the state sits at a page boundary (not yet opened).
+    pub(crate) fn tail_seq(&self, write: u64) -> u64 {
+        let seq = write >> self.geometry.page_shift();
+        if write & (self.page_size() as u64 - 1) == 0 {
+            seq.saturating_sub(1)
+        } else {
+            seq
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn slot_of(&self, seq: u64) -> &AtomicU64 {
+        &self.slots[(seq % self.pages() as u64) as usize]
+    }
+
+    /// Reserves room for `len` payload bytes, stamped by `clock`.
+    ///
+    /// The steps, and what holds between them:
+    ///
+    /// - A: take a guess at `state` (the hints: two plain loads).
+    /// - B: read the clock. If the CAS at D succeeds, `state` held the guess
+    ///   from before A until D (the write offset only grows, so it cannot
+    ///   have left and come back), so the clock was read while this writer's
+    ///   position was the next one: no other record can fall between the
+    ///   previous record's time and ours.
+    /// - C: work out the record: time `max(clock, last_ts)` (a backward step
+    ///   of the clock, or a writer on another CPU with a skewed clock, is
+    ///   raised and counted in `ts_fixups`), its delta from `last_ts` and
+    ///   any TIME_EXTEND it needs; whether it fits this page or needs the
+    ///   next. A next page is made ready here, before D, so that by the
+    ///   time any writer can reserve in it the slot names it and its commit
+    ///   word counts from zero (`prepare_page`).
+    /// - D: CAS `state` from the guess to (end of our record, our time).
+    ///   Failure returns the true state: back to B with it.
+    /// - E: the space is ours. Refresh the hints; count the hit. If we moved
+    ///   to a new page: pad the old page's tail and commit the padding, and
+    ///   write and commit the new page's header.
+    /// - F: hand out the placement; the caller writes the payload and
+    ///   commits, in any order relative to other writers.
+    ///
+    /// Between D and commit, a signal handler on this thread may reserve and
+    /// commit (its CAS sees our new state), and another thread may too: the
+    /// page only becomes complete when every byte is committed.
+    #[inline]
+    pub(crate) fn reserve<C: Clock + ?Sized>(
+        &self,
+        clock: &C,
+        len: usize,
+    ) -> Result<Placement, ReserveError> {
+        let page_size = self.page_size();
+        let max = format::max_payload(page_size);
+        if len > max {
+            return Err(ReserveError::TooLarge { len, max });
+        }
+        let shift = self.geometry.page_shift();
+        let mask = page_size as u64 - 1;
+        let body = format::event_size(len);
+
+        // A: the hints. Relaxed: only a guess; the CAS validates it.
+        let mut expected = (
+            self.hot.write_hint.load(Ordering::Relaxed),
+            self.hot.ts_hint.load(Ordering::Relaxed),
+        );
+        loop {
+            // B
+            let now = clock.read();
+            // C
+            let (write, last_ts) = expected;
+            let ts = now.max(last_ts);
+            let seq = write >> shift;
+            let pos = (write & mask) as usize;
+            let (target_seq, at, prefix, delta, new_write) = if pos == 0 {
+                // Page `seq` was never opened (start, or after a flush).
+                let at = PAGE_HEADER;
+                (
+                    seq,
+                    at,
+                    TimePrefix::None,
+                    0,
+                    (seq << shift) + (at + body) as u64,
+                )
+            } else {
+                let delta = ts - last_ts;
+                let prefix = TimePrefix::for_delta(delta, ts);
+                let need = prefix.size() + body;
+                if pos + need <= page_size {
+                    let delta = if prefix == TimePrefix::None { delta } else { 0 };
+                    (seq, pos, prefix, delta, write + need as u64)
+                } else {
+                    let next = seq + 1;
+                    let at = PAGE_HEADER;
+                    (
+                        next,
+                        at,
+                        TimePrefix::None,
+                        0,
+                        (next << shift) + (at + body) as u64,
+                    )
+                }
+            };
+            let phys = if target_seq == seq && pos != 0 {
+                match self.current_phys(seq) {
+                    Some(phys) => phys,
+                    None => {
+                        // The guess is stale: the page has moved on.
+                        expected = self.hot.state.load(Ordering::Acquire);
+                        continue;
+                    }
+                }
+            } else {
+                match self.prepare_page(target_seq) {
+                    Ok(phys) => phys,
+                    Err(PrepareError::Stale) => {
+                        expected = self.hot.state.load(Ordering::Acquire);
+                        continue;
+                    }
+                    Err(PrepareError::Refused(e)) => {
+                        // The guess may be stale, in which case the refusal
+                        // is about a page we would not have needed.
+                        let actual = self.hot.state.load(Ordering::Acquire);
+                        if actual != expected {
+                            expected = actual;
+                            continue;
+                        }
+                        RareCounters::bump(&self.rare.missed, 1);
+                        return Err(e);
+                    }
+                }
+            };
+            // D. AcqRel on success: Acquire so that a writer who takes over
+            // from a page switch sees the slot claimed by the switcher before
+            // its own CAS (prepare_page), Release to publish ours the same way.
+            match self.hot.state.compare_exchange(
+                expected,
+                (new_write, ts),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(()) => {
+                    // E. The Release fence orders the payload and header
+                    // stores that follow after our view of the slot: a reader
+                    // that copies any of them and then fences with Acquire
+                    // sees the slot as we saw it (or later), which is how an
+                    // iterator or in-place reader detects a page reused under
+                    // it (the seqlock argument; a compiler barrier on x86).
+                    fence(Ordering::Release);
+                    self.hot.write_hint.store(new_write, Ordering::Relaxed);
+                    self.hot.ts_hint.store(ts, Ordering::Relaxed);
+                    // Relaxed: a statistic (see RareCounters::bump).
+                    self.hot.hit.fetch_add(1, Ordering::Relaxed);
+                    if now < last_ts {
+                        RareCounters::bump(&self.rare.ts_fixups, 1);
+                    }
+                    if target_seq != seq || pos == 0 {
+                        if pos != 0 {
+                            self.pad_tail(seq, pos);
+                        }
+                        self.open_page(target_seq, phys, ts);
+                    }
+                    // F
+                    return Ok(Placement {
+                        phys,
+                        at,
+                        prefix,
+                        delta,
+                        len,
+                        ts,
+                    });
+                }
+                Err(actual) => expected = actual,
+            }
+        }
+    }
+
+    /// The physical page of the open page `seq`, or `None` if the slot has
+    /// moved past it (the caller's view of `state` is stale).
+    #[inline(always)]
+    fn current_phys(&self, seq: u64) -> Option<usize> {
+        // Acquire: pairs with the Release of the claim, so the claim's reset
+        // of the commit word is seen before we commit to it.
+        let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+        (slot.gen == gen_of(seq, self.pages())).then_some(slot.phys)
+    }
+
+    /// Makes page `seq` ready for writing: its slot at `seq`'s generation,
+    /// naming a physical page whose commit word counts from zero. Helps any
+    /// other writer's claim that is half done, so no writer waits on another.
+    ///
+    /// Claiming slot `s` for generation `g` from generation `g - 1` on
+    /// physical page `P`:
+    /// 1. CAS `P`'s commit word from "complete, tag g-1, e events" to
+    ///    "OPENING, tag g, e events, 0 bytes". Only a complete page can be
+    ///    claimed: a reservation still open in it would otherwise commit
+    ///    into the new generation. Once OPENING, nobody else can claim it,
+    ///    and readers know it is going.
+    /// 2. CAS the slot from (g-1, P, c) to (g, P, 0). Whoever wins (the
+    ///    claimer or a helper) counts `e - c` unread events as overrun:
+    ///    the reader's in-place consumption is a CAS on the same word, so
+    ///    every event is either read or overrun, never both.
+    /// 3. CAS the commit word from OPENING to (tag g, 0 bytes, 0 events).
+    ///    Only then may the state move into the page (our caller's D), so
+    ///    every commit to the page lands on the fresh count.
+    fn prepare_page(&self, seq: u64) -> Result<usize, PrepareError> {
+        let n = self.pages();
+        let want = gen_of(seq, n);
+        let slot_word = self.slot_of(seq);
+        loop {
+            // Acquire: see the commit word as the claimer or reader left it.
+            let word = slot_word.load(Ordering::Acquire);
+            let slot = Slot::unpack(word);
+            let commit_word = &self.commits[slot.phys];
+            let commit = Commit::unpack(commit_word.load(Ordering::Acquire));
+            if slot.gen == want {
+                if commit.opening && commit.tag == tag_of(want) {
+                    // Step 3, ours or someone else's.
+                    let fresh = Commit {
+                        bytes: 0,
+                        events: 0,
+                        opening: false,
+                        reclaimed: false,
+                        tag: tag_of(want),
+                    };
+                    let _ = commit_word.compare_exchange(
+                        commit.pack(),
+                        fresh.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    continue;
+                }
+                return Ok(slot.phys);
+            }
+            if slot.gen != want.wrapping_sub(1) {
+                return Err(PrepareError::Stale);
+            }
+            if commit.opening && commit.tag == tag_of(want) {
+                // Step 2, helping whoever did step 1.
+                let claimed = Slot {
+                    consumed: 0,
+                    phys: slot.phys,
+                    gen: want,
+                };
+                if slot_word
+                    .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    let unread = commit.events.saturating_sub(slot.consumed);
+                    if unread > 0 {
+                        RareCounters::bump(&self.rare.overrun, u64::from(unread));
+                    }
+                }
+                continue;
+            }
+            let complete = commit.tag == tag_of(slot.gen)
+                && commit.bytes == self.page_size()
+                && !commit.opening;
+            if !complete {
+                return Err(PrepareError::Refused(ReserveError::Busy));
+            }
+            if self.geometry.mode == Mode::Discard && commit.events > slot.consumed {
+                return Err(PrepareError::Refused(ReserveError::Full));
+            }
+            // Step 1.
+            let opening = Commit {
+                bytes: 0,
+                events: commit.events,
+                opening: true,
+                reclaimed: false,
+                tag: tag_of(want),
+            };
+            let _ = commit_word.compare_exchange(
+                commit.pack(),
+                opening.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
+    }
+
+    /// Pads page `seq` from `pos` to its end and commits the padding.
+    #[cold]
+    fn pad_tail(&self, seq: u64, pos: usize) {
+        let page_size = self.page_size();
+        // The page is still open (our reservation of its tail is not
+        // committed), so its slot still names its physical page unless a
+        // fixup took it, in which case the commit below lands on the
+        // taken page, which is harmless.
+        let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+        if pos < page_size {
+            self.words.store(
+                slot.phys,
+                pos,
+                format::record_header(format::TYPE_PADDING, 0),
+            );
+        }
+        self.commit_bytes(slot.phys, (page_size - pos) as u64);
+    }
+
+    /// Writes page `seq`'s header and commits its bytes.
+    #[cold]
+    fn open_page(&self, seq: u64, phys: usize, base_ts: u64) {
+        use crate::format::header;
+        self.words.store_u64(phys, header::BASE_TS, base_ts);
+        self.words.store_u64(phys, header::SEQ, seq);
+        for field in [header::COMMIT, header::EVENTS, header::SKIP, header::LOST] {
+            self.words.store(phys, field, 0);
+        }
+        self.commit_bytes(phys, PAGE_HEADER as u64);
+    }
+
+    /// Adds `value` to a commit word. Release: everything this writer wrote
+    /// into the page is published to a reader that Acquire-loads the word
+    /// and finds it complete (the RMWs of all committers form one release
+    /// sequence). Returns the word's previous value.
+    #[inline(always)]
+    pub(crate) fn commit_bytes(&self, phys: usize, value: u64) -> u64 {
+        self.commits[phys].fetch_add(value, Ordering::Release)
+    }
+
+    /// Writes the record headers of `p` and commits it: as an event if
+    /// `event`, as a discard record otherwise.
+    #[inline]
+    pub(crate) fn finish(&self, p: &Placement, event: bool) {
+        match p.prefix {
+            TimePrefix::None => {}
+            TimePrefix::Extend(delta) => {
+                self.words.store(
+                    p.phys,
+                    p.at,
+                    format::record_header(format::TYPE_TIME_EXTEND, delta & format::MAX_DELTA),
+                );
+                self.words
+                    .store(p.phys, p.at + 4, (delta >> format::DELTA_BITS) as u32);
+            }
+            TimePrefix::Stamp(ts) => {
+                self.words.store(
+                    p.phys,
+                    p.at,
+                    format::record_header(format::TYPE_TIME_STAMP, 0),
+                );
+                self.words.store_u64(p.phys, p.at + 4, ts);
+            }
+        }
+        let head = p.event_at();
+        let value = if event {
+            if format::is_short(p.len) {
+                self.words.store(
+                    p.phys,
+                    head,
+                    format::record_header((p.len / 4) as u32, p.delta),
+                );
+            } else {
+                self.words.store(
+                    p.phys,
+                    head,
+                    format::record_header(format::TYPE_DATA_LONG, p.delta),
+                );
+                self.words.store(p.phys, head + 4, p.len as u32);
+            }
+            p.size() as u64 + meta::ONE_EVENT
+        } else {
+            let total = format::event_size(p.len) as u32;
+            self.words.store(
+                p.phys,
+                head,
+                format::record_header(format::TYPE_DISCARD, p.delta),
+            );
+            self.words.store(p.phys, head + 4, total);
+            RareCounters::bump(&self.rare.discarded, 1);
+            p.size() as u64
+        };
+        let before = Commit::unpack(self.commit_bytes(p.phys, value));
+        if before.reclaimed && event {
+            // A fixup took the page while we wrote: the event is counted as
+            // lost, not silently dropped.
+            RareCounters::bump(&self.rare.lost, 1);
+        }
+    }
+
+    /// Closes the current page early (the kernel's and LTTng's "switch"), so
+    /// that its events become readable as a whole page once committed. A
+    /// no-op on an empty or unopened page. Returns whether a page was closed.
+    pub fn flush(&self) -> bool {
+        let shift = self.geometry.page_shift();
+        let mask = self.page_size() as u64 - 1;
+        let mut state = self.hot.state.load(Ordering::Acquire);
+        loop {
+            let (write, last_ts) = state;
+            let pos = (write & mask) as usize;
+            if pos == 0 || pos == PAGE_HEADER {
+                return false;
+            }
+            let seq = write >> shift;
+            let next = (seq + 1) << shift;
+            match self.hot.state.compare_exchange(
+                state,
+                (next, last_ts),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(()) => {
+                    self.hot.write_hint.store(next, Ordering::Relaxed);
+                    self.pad_tail(seq, pos);
+                    return true;
+                }
+                Err(actual) => state = actual,
+            }
+        }
+    }
+}
+
+/// Why `prepare_page` did not make a page ready.
+#[derive(Debug)]
+enum PrepareError {
+    /// The caller's view of the state is out of date.
+    Stale,
+    /// The page cannot be reused now.
+    Refused(ReserveError),
+}

@@ -1,0 +1,59 @@
+//! What readers hand out: events and whole pages.
+
+use crate::format::{PageHeader, Record, RecordCursor};
+
+/// One event as a consuming reader or iterator returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// The CPU buffer it was read from.
+    pub cpu: usize,
+    /// Its timestamp, in clock ticks (convert with the clock's `ClockInfo`).
+    pub ts: u64,
+    /// Its payload, exactly as written.
+    pub payload: Vec<u8>,
+    /// Events of this CPU buffer lost (overrun, or skipped by a fixup) since
+    /// the previous event this reader returned: where the loss happened.
+    pub lost_before: u64,
+}
+
+/// A whole page taken out of a CPU buffer by [`read_page`], as the kernel's
+/// `ring_buffer_read_page` hands over the reader page. Its bytes decode on
+/// their own (docs/format.md).
+///
+/// [`read_page`]: crate::CpuBuffer::read_page
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageBuf {
+    /// The CPU buffer it came from.
+    pub cpu: usize,
+    /// The page: header and records.
+    pub bytes: Vec<u8>,
+}
+
+impl PageBuf {
+    /// The page header.
+    pub fn header(&self) -> PageHeader {
+        // The reader wrote this header itself; it parses.
+        PageHeader::parse(&self.bytes).unwrap_or(PageHeader {
+            base_ts: 0,
+            seq: 0,
+            commit: 0,
+            events: 0,
+            skip: 0,
+            lost: 0,
+        })
+    }
+
+    /// The page's unread events as (timestamp, payload), in order.
+    pub fn events(&self) -> impl Iterator<Item = (u64, &[u8])> + '_ {
+        let skip = self.header().skip as usize;
+        RecordCursor::new(&self.bytes)
+            .into_iter()
+            .flatten()
+            .map_while(Result::ok)
+            .filter_map(|r| match r {
+                Record::Event { ts, payload } => Some((ts, payload)),
+                Record::Discard { .. } => None,
+            })
+            .skip(skip)
+    }
+}

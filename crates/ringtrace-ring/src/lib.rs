@@ -1,0 +1,78 @@
+//! Per-CPU lock-free ring buffers in the shape of the kernel's ftrace ring
+//! buffer (kernel/trace/ring_buffer.c), made safe for what userspace adds.
+//!
+//! # Design
+//!
+//! A [`RingBuffer`] holds one [`CpuBuffer`] per possible CPU. A writer
+//! picks the buffer of the CPU it is on (from glibc's rseq area, see
+//! [`cpu`]), *reserves* room for an event, writes the payload and
+//! *commits*. Readers consume by event or by page, iterate without
+//! consuming, or merge every CPU in time order.
+//!
+//! ```text
+//!            CpuBuffer (one per CPU)
+//!   state: (write offset, last timestamp)   <- writers CAS this (128 bits)
+//!
+//!   slots:   [ s0 ][ s1 ][ s2 ] ... [ sN-1 ]     virtual page q -> slot q % N
+//!              |     |     |
+//!   pages:   [ p0 ][ p1 ][ p2 ] ... [ pN-1 ][ pR ][ spare ... ]
+//!              ^ each with a commit word          ^ the reader's page: swapped
+//!                counting committed bytes            into a slot to take a
+//!                and events                          complete page out
+//! ```
+//!
+//! The kernel can rule out what userspace cannot: a writer preempted or
+//! migrated between reserve and commit, any number of threads interleaving
+//! on one CPU buffer, a signal handler writing in the middle of a write.
+//! So, after LTTng-UST:
+//!
+//! - Reservation is a compare-and-swap on a 128-bit `(write, last_ts)`
+//!   state, with the clock read after the position is known and before the
+//!   swap. A successful swap proves nobody reserved in between, so the
+//!   previous record's time is exact and every record carries an exact delta
+//!   from it, as the kernel's 27-bit `time_delta` does; nothing is guessed
+//!   and no TIME_STAMP is needed for ordering. A clock that steps back is
+//!   raised to the last time and counted (`ts_fixups`).
+//! - Commits may come in any order: each adds its bytes to its page's
+//!   commit word. A page is complete, and readable as a whole, when the word
+//!   counts every byte. A reservation dropped without commit writes a
+//!   discard record and commits it, so no page waits for it.
+//! - A page with a commit that never comes (the writer died) is taken out
+//!   of the ring by the reader after a bounded wait, or at once by
+//!   [`CpuBuffer::fixup`]; its events are counted as lost, and a late commit
+//!   counts itself.
+//! - Overwrite mode reuses the oldest page and counts its unread events as
+//!   overrun; discard mode fails the reservation and counts it as missed.
+//!   Either way `hit == read + overrun + lost + entries + discarded` at
+//!   every quiescent point ([`Stats`]).
+//!
+//! The reserve path is argued step by step at
+//! `CpuBuffer::reserve` (steps A to F) and the page claim at
+//! `CpuBuffer::prepare_page`; the bit layouts are in the `meta` module and the
+//! byte format in [`format`] and docs/format.md. Every atomic goes through
+//! a facade that loom replaces under `cfg(loom)`.
+
+pub mod config;
+pub mod cpu;
+mod cpu_buffer;
+mod event;
+pub mod format;
+mod iter;
+mod merge;
+mod meta;
+mod reader;
+mod reservation;
+mod ring;
+mod stats;
+mod sync;
+mod words;
+
+pub use config::{ConfigError, Geometry, Mode, RingConfig};
+pub use cpu_buffer::{CpuBuffer, ReserveError};
+pub use event::{Event, PageBuf};
+pub use iter::CpuIter;
+pub use merge::MergedReader;
+pub use reader::DEFAULT_FIXUP_AFTER;
+pub use reservation::Reservation;
+pub use ring::RingBuffer;
+pub use stats::Stats;

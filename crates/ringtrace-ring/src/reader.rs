@@ -1,0 +1,652 @@
+//! Consuming readers: by event and by page, and the fixup for a page whose
+//! writer vanished.
+//!
+//! Readers of one CPU buffer serialise on its reader lock (the kernel's
+//! `reader_lock`); writers never take it. The reader consumes virtual page
+//! `seq` in one of two ways:
+//!
+//! - **Taken**: the page is complete. The reader swaps one of its own free
+//!   physical pages into the slot (CAS on the slot word) and owns the full
+//!   one outright: nothing writes it any more, so it is copied once and
+//!   decoded at leisure. This is the kernel's reader-page swap.
+//! - **In place**: the page is the open one, still being written. The reader
+//!   takes a snapshot in which every reserved byte is committed, copies the
+//!   records, and consumes each event by a CAS that bumps the slot word's
+//!   `consumed` count while checking the slot still holds the same
+//!   generation. A writer overwriting the page changes the generation with a
+//!   CAS on the same word, so each event is either read or overrun, exactly
+//!   once.
+
+use crate::cpu_buffer::CpuBuffer;
+use crate::event::{Event, PageBuf};
+use crate::format::{self, PageHeader, Record, RecordCursor, PAGE_HEADER};
+use crate::meta::{gen_of, tag_of, Commit, Slot};
+use crate::stats::{RareCounters, Stats};
+use crate::sync::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// A page the reader took out of the ring.
+#[derive(Debug)]
+struct Taken {
+    phys: usize,
+    seq: u64,
+    bytes: Vec<u8>,
+    pos: usize,
+    ts: u64,
+    /// Events consumed in place before the page was taken, still to skip.
+    skip: u32,
+    /// Events not yet handed out.
+    remaining: u32,
+}
+
+/// Progress through the open page, read in place.
+#[derive(Debug)]
+struct InPlace {
+    seq: u64,
+    phys: usize,
+    pos: usize,
+    ts: u64,
+    /// Bytes of the page copied into `scratch` so far.
+    copied: usize,
+    /// Events passed so far; equals the slot's `consumed` once caught up.
+    passed: u32,
+}
+
+/// A closed page that is not complete: since when, to bound the wait.
+#[derive(Debug, Clone, Copy)]
+struct Stuck {
+    seq: u64,
+    phys: usize,
+    since: Instant,
+}
+
+/// The reader side of a CPU buffer, behind its reader lock.
+#[derive(Debug)]
+pub(crate) struct ReaderState {
+    free: Vec<usize>,
+    quarantine: Vec<usize>,
+    seq: u64,
+    taken: Option<Taken>,
+    in_place: Option<InPlace>,
+    stuck: Option<Stuck>,
+    scratch: Vec<u8>,
+    reported_losses: u64,
+}
+
+impl ReaderState {
+    pub(crate) fn new(free: Vec<usize>) -> Self {
+        ReaderState {
+            free,
+            quarantine: Vec::new(),
+            seq: 0,
+            taken: None,
+            in_place: None,
+            stuck: None,
+            scratch: Vec::new(),
+            reported_losses: 0,
+        }
+    }
+}
+
+/// What the reader found at its position.
+enum Found {
+    /// An event: (timestamp, payload in the reader's buffer as a range).
+    Event(u64, std::ops::Range<usize>, Source),
+    /// Nothing readable now.
+    Empty,
+}
+
+/// Which buffer an event's payload range points into.
+#[derive(Clone, Copy)]
+enum Source {
+    Taken,
+    Scratch,
+}
+
+/// How long a closed page may wait for its last commit before the reader
+/// takes it out of the ring (a writer vanished between reserve and commit).
+pub const DEFAULT_FIXUP_AFTER: Duration = Duration::from_millis(500);
+
+impl CpuBuffer {
+    /// Consumes the next event of this CPU buffer, if one is readable.
+    ///
+    /// ```
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let ring = RingBuffer::new(RingConfig::default().cpus(1), Counter::new()).unwrap();
+    /// ring.write_on(0, b"abc").unwrap();
+    /// let ev = ring.cpu_buffer(0).unwrap().read_event().unwrap();
+    /// assert_eq!(ev.payload, b"abc");
+    /// assert!(ring.cpu_buffer(0).unwrap().read_event().is_none());
+    /// ```
+    pub fn read_event(&self) -> Option<Event> {
+        self.read_event_with(|ts, payload, lost_before| Event {
+            cpu: self.cpu,
+            ts,
+            payload: payload.to_vec(),
+            lost_before,
+        })
+    }
+
+    /// Consumes the next event and hands it to `f` as (timestamp, payload,
+    /// events lost just before it) without allocating.
+    pub fn read_event_with<R>(&self, f: impl FnOnce(u64, &[u8], u64) -> R) -> Option<R> {
+        let mut st = self.reader.lock();
+        match self.next_event(&mut st) {
+            Found::Empty => None,
+            Found::Event(ts, range, source) => {
+                let lost = self.losses_since_last_report(&mut st);
+                let bytes = match source {
+                    Source::Taken => &st.taken.as_ref()?.bytes,
+                    Source::Scratch => &st.scratch,
+                };
+                Some(f(ts, &bytes[range], lost))
+            }
+        }
+    }
+
+    /// Consumes a whole page: the oldest complete page, swapped out of the
+    /// ring, or what is left of a page already being read by event. `None`
+    /// when no complete page is ready; [`flush`](CpuBuffer::flush) closes the
+    /// open page early.
+    pub fn read_page(&self) -> Option<PageBuf> {
+        let mut st = self.reader.lock();
+        if st.taken.is_none() {
+            self.take_complete_page(&mut st);
+        }
+        let taken = st.taken.take()?;
+        RareCounters::bump(&self.rare.read, u64::from(taken.remaining));
+        let lost = self.losses_since_last_report(&mut st);
+        let mut bytes = taken.bytes;
+        let total = count_events(&bytes) as u32;
+        let mut header = PageHeader::parse(&bytes).ok()?;
+        header.commit = data_end(&bytes) as u32;
+        header.events = total;
+        header.skip = total - taken.remaining;
+        header.lost = u32::try_from(lost).unwrap_or(u32::MAX);
+        header.write_to(&mut bytes);
+        st.free.push(taken.phys);
+        st.seq = taken.seq + 1;
+        Some(PageBuf {
+            cpu: self.cpu,
+            bytes,
+        })
+    }
+
+    /// Takes the oldest closed page that is waiting for a commit out of the
+    /// ring now, instead of after the bounded wait: its committed, unread
+    /// events are counted as lost, and later commits to it as well. Returns
+    /// whether a page was taken.
+    pub fn fixup(&self) -> bool {
+        let mut st = self.reader.lock();
+        self.skip_overwritten(&mut st);
+        let seq = st.seq;
+        let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+        if slot.gen != gen_of(seq, self.pages()) || !self.is_closed(seq) {
+            return false;
+        }
+        let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+        if commit.bytes == self.page_size() && !commit.opening {
+            return false; // complete: nothing to fix
+        }
+        self.reclaim(&mut st, seq, slot)
+    }
+
+    /// This buffer's counters; `entries` is computed under the reader lock.
+    pub fn stats(&self) -> Stats {
+        let st = self.reader.lock();
+        let rare = &self.rare;
+        // Relaxed: statistics; see RareCounters::bump.
+        Stats {
+            hit: self.hot.hit.load(Ordering::Relaxed),
+            missed: rare.missed.load(Ordering::Relaxed),
+            overrun: rare.overrun.load(Ordering::Relaxed),
+            read: rare.read.load(Ordering::Relaxed),
+            entries: self.entries(&st),
+            discarded: rare.discarded.load(Ordering::Relaxed),
+            lost: rare.lost.load(Ordering::Relaxed),
+            ts_fixups: rare.ts_fixups.load(Ordering::Relaxed),
+            pages_reclaimed: rare.pages_reclaimed.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Committed events not yet consumed: exact when no writer is active.
+    fn entries(&self, st: &ReaderState) -> u64 {
+        let (write, _) = self.hot.state.load(Ordering::Acquire);
+        let tail = self.tail_seq(write);
+        let n = self.pages() as u64;
+        let first = st.seq.max(tail.saturating_sub(n - 1));
+        let mut entries = st.taken.as_ref().map_or(0, |t| u64::from(t.remaining));
+        let taken_seq = st.taken.as_ref().map(|t| t.seq);
+        for seq in first..=tail {
+            if Some(seq) == taken_seq {
+                continue;
+            }
+            let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+            if slot.gen != gen_of(seq, self.pages()) {
+                continue;
+            }
+            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+            if commit.opening || commit.tag != tag_of(slot.gen) {
+                continue;
+            }
+            entries += u64::from(commit.events.saturating_sub(slot.consumed));
+        }
+        entries
+    }
+
+    fn losses_since_last_report(&self, st: &mut ReaderState) -> u64 {
+        // Relaxed: statistics.
+        let now =
+            self.rare.overrun.load(Ordering::Relaxed) + self.rare.lost.load(Ordering::Relaxed);
+        let lost = now.saturating_sub(st.reported_losses);
+        st.reported_losses = now;
+        lost
+    }
+
+    /// Whether the state has moved past page `seq` (it is closed).
+    fn is_closed(&self, seq: u64) -> bool {
+        let (write, _) = self.hot.state.load(Ordering::Acquire);
+        write >> self.geometry.page_shift() > seq
+    }
+
+    /// Moves `st.seq` past pages writers have overwritten (their events
+    /// were counted as overrun when they were claimed).
+    fn skip_overwritten(&self, st: &mut ReaderState) {
+        let (write, _) = self.hot.state.load(Ordering::Acquire);
+        let tail = self.tail_seq(write);
+        let oldest = tail.saturating_sub(self.pages() as u64 - 1);
+        if st.seq < oldest {
+            st.seq = oldest;
+            st.in_place = None;
+            st.stuck = None;
+        }
+    }
+
+    fn next_event(&self, st: &mut ReaderState) -> Found {
+        self.recycle_quarantine(st);
+        loop {
+            if let Some(found) = self.next_from_taken(st) {
+                return found;
+            }
+            self.skip_overwritten(st);
+            let seq = st.seq;
+            let want = gen_of(seq, self.pages());
+            let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+            if slot.gen != want {
+                if slot.gen.wrapping_sub(want) as i32 > 0 {
+                    // Overwritten since we looked: on to the next page.
+                    st.seq += 1;
+                    st.in_place = None;
+                    continue;
+                }
+                return Found::Empty; // not opened yet
+            }
+            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+            if commit.opening {
+                st.seq += 1; // being claimed for the next lap
+                st.in_place = None;
+                continue;
+            }
+            if commit.bytes == self.page_size() && commit.tag == tag_of(want) {
+                if self.take(st, seq, slot, commit) {
+                    continue;
+                }
+                continue; // the slot changed under us; look again
+            }
+            if self.is_closed(seq) {
+                // Closed, not complete: a commit is outstanding.
+                if self.wait_or_fixup(st, seq, slot) {
+                    continue;
+                }
+                return Found::Empty;
+            }
+            return self.next_in_place(st, seq, slot);
+        }
+    }
+
+    /// The next event of the taken page; `None` when there is no taken page
+    /// or it is used up (then it goes back to the free list).
+    fn next_from_taken(&self, st: &mut ReaderState) -> Option<Found> {
+        let taken = st.taken.as_mut()?;
+        let limit = taken.bytes.len();
+        let mut cursor = RecordCursor::resume(&taken.bytes, taken.pos, taken.ts, limit);
+        loop {
+            match cursor.next() {
+                Some(Ok(Record::Event { ts, payload })) => {
+                    let start = payload.as_ptr() as usize - taken.bytes.as_ptr() as usize;
+                    let range = start..start + payload.len();
+                    taken.pos = cursor.position();
+                    taken.ts = cursor.timestamp();
+                    if taken.skip > 0 {
+                        taken.skip -= 1;
+                        continue;
+                    }
+                    taken.remaining = taken.remaining.saturating_sub(1);
+                    RareCounters::bump(&self.rare.read, 1);
+                    return Some(Found::Event(ts, range, Source::Taken));
+                }
+                Some(Ok(Record::Discard { .. })) => continue,
+                Some(Err(_)) | None => {
+                    // Used up (or, were our own page corrupt, counted lost).
+                    if taken.remaining > 0 {
+                        RareCounters::bump(&self.rare.lost, u64::from(taken.remaining));
+                    }
+                    let (phys, seq) = (taken.phys, taken.seq);
+                    st.taken = None;
+                    st.free.push(phys);
+                    st.seq = seq + 1;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Finds the oldest complete page and takes it.
+    fn take_complete_page(&self, st: &mut ReaderState) {
+        loop {
+            self.skip_overwritten(st);
+            let seq = st.seq;
+            let want = gen_of(seq, self.pages());
+            let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
+            if slot.gen != want {
+                if slot.gen.wrapping_sub(want) as i32 > 0 {
+                    st.seq += 1;
+                    continue;
+                }
+                return;
+            }
+            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+            if commit.opening {
+                st.seq += 1;
+                continue;
+            }
+            if commit.bytes == self.page_size() && commit.tag == tag_of(want) {
+                if self.take(st, seq, slot, commit) {
+                    return;
+                }
+                continue;
+            }
+            if self.is_closed(seq) && self.wait_or_fixup(st, seq, slot) {
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// Swaps a free page of the reader's into the slot of complete page
+    /// `seq` and takes the full one. Returns false if the slot changed.
+    fn take(&self, st: &mut ReaderState, seq: u64, slot: Slot, commit: Commit) -> bool {
+        let Some(spare) = st.free.pop() else {
+            return false; // cannot happen: the reader always holds a page
+        };
+        // The spare goes in complete and empty, so writers claim it like any
+        // page that was read. Release: the claimer's Acquire sees this reset.
+        self.commits[spare].store(
+            Commit::complete(slot.gen, self.page_size(), 0).pack(),
+            Ordering::Release,
+        );
+        let swapped = Slot {
+            consumed: 0,
+            phys: spare,
+            gen: slot.gen,
+        };
+        // AcqRel: Acquire makes the page's committed bytes ours to read (the
+        // complete commit word was Acquire-loaded already; this keeps the
+        // copy after the swap), Release publishes the spare's reset.
+        if self.slots[(seq % self.pages() as u64) as usize]
+            .compare_exchange(
+                slot.pack(),
+                swapped.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            st.free.push(spare);
+            return false;
+        }
+        let mut bytes = Vec::new();
+        self.words
+            .read_into(slot.phys, 0, self.page_size(), &mut bytes);
+        let base = PageHeader::parse(&bytes).map(|h| h.base_ts).unwrap_or(0);
+        st.in_place = None;
+        st.stuck = None;
+        st.taken = Some(Taken {
+            phys: slot.phys,
+            seq,
+            bytes,
+            pos: PAGE_HEADER,
+            ts: base,
+            skip: slot.consumed,
+            remaining: commit.events.saturating_sub(slot.consumed),
+        });
+        true
+    }
+
+    /// Reads the next event of the open page `seq` in place.
+    fn next_in_place(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> Found {
+        let page_size = self.page_size();
+        let shift = self.geometry.page_shift();
+        // A snapshot in which every reserved byte of the page is committed:
+        // the commit word unchanged across a read of the state, and equal to
+        // the state's offset in the page. Committed bytes never exceed
+        // reserved ones, so equality means no reservation is open.
+        let c1 = self.commits[slot.phys].load(Ordering::Acquire);
+        let (write, _) = self.hot.state.load(Ordering::Acquire);
+        let c2 = self.commits[slot.phys].load(Ordering::Acquire);
+        if c1 != c2 || write >> shift != seq {
+            return Found::Empty;
+        }
+        let frontier = (write & (page_size as u64 - 1)) as usize;
+        if Commit::unpack(c1).bytes != frontier || frontier < PAGE_HEADER {
+            return Found::Empty;
+        }
+        if st
+            .in_place
+            .as_ref()
+            .is_none_or(|ip| ip.seq != seq || ip.phys != slot.phys)
+        {
+            // (Re)start at the page's first record; events the slot says
+            // were consumed are passed over without being handed out again.
+            let base_ts = u64::from(self.words.load(slot.phys, format::header::BASE_TS))
+                | (u64::from(self.words.load(slot.phys, format::header::BASE_TS + 4)) << 32);
+            st.in_place = Some(InPlace {
+                seq,
+                phys: slot.phys,
+                pos: PAGE_HEADER,
+                ts: base_ts,
+                copied: 0,
+                passed: 0,
+            });
+            st.scratch.clear();
+            st.scratch.resize(page_size, 0);
+        }
+        let Some(ip) = st.in_place.as_mut() else {
+            return Found::Empty;
+        };
+        // Copy what became committed since the last look.
+        for off in (ip.copied..frontier).step_by(4) {
+            let w = self.words.load(slot.phys, off).to_le_bytes();
+            st.scratch[off..off + 4].copy_from_slice(&w);
+        }
+        ip.copied = ip.copied.max(frontier);
+        let mut cursor = RecordCursor::resume(&st.scratch, ip.pos, ip.ts, frontier);
+        loop {
+            match cursor.next() {
+                Some(Ok(Record::Event { ts, payload })) => {
+                    if ip.passed < slot.consumed {
+                        ip.passed += 1;
+                        ip.pos = cursor.position();
+                        ip.ts = cursor.timestamp();
+                        continue;
+                    }
+                    let start = payload.as_ptr() as usize - st.scratch.as_ptr() as usize;
+                    let range = start..start + payload.len();
+                    // Seqlock validation: our copies happen before this
+                    // fence; a writer reusing the page fenced with Release
+                    // after claiming it, so if we copied any of its bytes the
+                    // CAS below sees its claim and fails.
+                    fence(Ordering::Acquire);
+                    let after = Slot {
+                        consumed: slot.consumed + 1,
+                        ..slot
+                    };
+                    let slot_word = self.slot_of(seq);
+                    if slot_word
+                        .compare_exchange(
+                            slot.pack(),
+                            after.pack(),
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_err()
+                    {
+                        // Overwritten (or taken) meanwhile: the writer that
+                        // claimed it counted this event as overrun.
+                        st.in_place = None;
+                        return Found::Empty;
+                    }
+                    ip.pos = cursor.position();
+                    ip.ts = cursor.timestamp();
+                    ip.passed += 1;
+                    RareCounters::bump(&self.rare.read, 1);
+                    return Found::Event(ts, range, Source::Scratch);
+                }
+                Some(Ok(Record::Discard { .. })) => {
+                    ip.pos = cursor.position();
+                    ip.ts = cursor.timestamp();
+                }
+                Some(Err(_)) | None => {
+                    ip.pos = cursor.position();
+                    ip.ts = cursor.timestamp();
+                    return Found::Empty;
+                }
+            }
+        }
+    }
+
+    /// A closed page is missing a commit. Waits (returns false) until the
+    /// bound passes, then takes the page out. Returns true if it did.
+    fn wait_or_fixup(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> bool {
+        let now = Instant::now();
+        match st.stuck {
+            Some(s) if s.seq == seq && s.phys == slot.phys => {
+                if now.duration_since(s.since) < DEFAULT_FIXUP_AFTER {
+                    return false;
+                }
+            }
+            _ => {
+                st.stuck = Some(Stuck {
+                    seq,
+                    phys: slot.phys,
+                    since: now,
+                });
+                return false;
+            }
+        }
+        self.reclaim(st, seq, slot)
+    }
+
+    /// Replaces the stuck page in `seq`'s slot with a free page, counts its
+    /// unread committed events as lost and marks it RECLAIMED so that late
+    /// commits count themselves. The stuck page is quarantined until every
+    /// byte of it is committed, then reused.
+    fn reclaim(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> bool {
+        // Keep one page back for swaps; without a second, no fixup.
+        if st.free.len() < 2 {
+            return false;
+        }
+        let Some(spare) = st.free.pop() else {
+            return false;
+        };
+        self.commits[spare].store(
+            Commit::complete(slot.gen, self.page_size(), 0).pack(),
+            Ordering::Release,
+        );
+        let replaced = Slot {
+            consumed: 0,
+            phys: spare,
+            gen: slot.gen,
+        };
+        if self
+            .slot_of(seq)
+            .compare_exchange(
+                slot.pack(),
+                replaced.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            st.free.push(spare);
+            return false;
+        }
+        let before = Commit::unpack(
+            self.commits[slot.phys].fetch_or(crate::meta::RECLAIMED, Ordering::AcqRel),
+        );
+        let lost = before.events.saturating_sub(slot.consumed);
+        RareCounters::bump(&self.rare.lost, u64::from(lost));
+        RareCounters::bump(&self.rare.pages_reclaimed, 1);
+        st.quarantine.push(slot.phys);
+        st.in_place = None;
+        st.stuck = None;
+        st.seq = seq + 1;
+        true
+    }
+
+    /// Quarantined pages whose last commit has landed can be reused.
+    fn recycle_quarantine(&self, st: &mut ReaderState) {
+        if st.quarantine.is_empty() {
+            return;
+        }
+        let page_size = self.page_size();
+        let commits = &self.commits;
+        let (done, waiting): (Vec<usize>, Vec<usize>) = st
+            .quarantine
+            .iter()
+            .partition(|&&p| Commit::unpack(commits[p].load(Ordering::Acquire)).bytes == page_size);
+        if !done.is_empty() {
+            st.free.extend(done);
+            st.quarantine = waiting;
+        }
+    }
+}
+
+/// Data events in a page (all of them, skipped or not).
+fn count_events(page: &[u8]) -> usize {
+    RecordCursor::new(page)
+        .into_iter()
+        .flatten()
+        .map_while(Result::ok)
+        .filter(|r| matches!(r, Record::Event { .. }))
+        .count()
+}
+
+/// Where the records of a page end (at PADDING, or the page's end).
+fn data_end(page: &[u8]) -> usize {
+    let Ok(mut cursor) = RecordCursor::new(page) else {
+        return PAGE_HEADER;
+    };
+    let mut end = PAGE_HEADER;
+    while let Some(Ok(_)) = cursor.next() {
+        end = cursor.position();
+    }
+    // A trailing extend/stamp without its event would be a writer bug;
+    // the position after the last whole record is the data's end.
+    end
+}
+
+impl ReaderState {
+    /// A copy of the taken page for an iterator: (seq, bytes, pos, ts, skip).
+    pub(crate) fn taken_copy(&self) -> Option<(u64, Vec<u8>, usize, u64, u32)> {
+        self.taken
+            .as_ref()
+            .map(|t| (t.seq, t.bytes.clone(), t.pos, t.ts, t.skip))
+    }
+
+    /// The next page the reader will consume.
+    pub(crate) fn position(&self) -> u64 {
+        self.seq
+    }
+}

@@ -1,0 +1,75 @@
+//! Counters of a CPU buffer and their sum over the ring.
+
+use crate::sync::{AtomicU64, Ordering};
+
+/// What happened to the events of one CPU buffer (or, summed, of a ring).
+///
+/// At any quiescent point (no reservation open):
+/// `hit == read + overrun + lost + entries + discarded`.
+/// `missed` counts reservations that failed and so never reached `hit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Successful reservations.
+    pub hit: u64,
+    /// Failed reservations: buffer full (discard mode), or the page to reuse
+    /// still had an open reservation.
+    pub missed: u64,
+    /// Committed events overwritten before they were read (overwrite mode).
+    pub overrun: u64,
+    /// Events consumed by readers.
+    pub read: u64,
+    /// Committed events in the buffer, not yet read.
+    pub entries: u64,
+    /// Reservations dropped without commit, turned into discard records.
+    pub discarded: u64,
+    /// Committed events skipped with a page a fixup took out of the ring
+    /// (a writer vanished between reserve and commit), and commits that
+    /// arrived after their page was taken.
+    pub lost: u64,
+    /// Timestamps raised to keep the buffer's time from going back.
+    pub ts_fixups: u64,
+    /// Pages a fixup took out of the ring.
+    pub pages_reclaimed: u64,
+}
+
+impl Stats {
+    /// `read + overrun + lost + entries + discarded`: what `hit` must equal
+    /// at a quiescent point.
+    pub fn accounted(&self) -> u64 {
+        self.read + self.overrun + self.lost + self.entries + self.discarded
+    }
+
+    pub(crate) fn add(&mut self, other: &Stats) {
+        self.hit += other.hit;
+        self.missed += other.missed;
+        self.overrun += other.overrun;
+        self.read += other.read;
+        self.entries += other.entries;
+        self.discarded += other.discarded;
+        self.lost += other.lost;
+        self.ts_fixups += other.ts_fixups;
+        self.pages_reclaimed += other.pages_reclaimed;
+    }
+}
+
+/// Counters bumped off the fast path, kept on their own cache line.
+#[derive(Debug, Default)]
+pub(crate) struct RareCounters {
+    pub missed: AtomicU64,
+    pub overrun: AtomicU64,
+    pub discarded: AtomicU64,
+    pub lost: AtomicU64,
+    pub ts_fixups: AtomicU64,
+    pub pages_reclaimed: AtomicU64,
+    pub read: AtomicU64,
+}
+
+impl RareCounters {
+    /// Relaxed: every counter is a statistic read on its own; exactness at a
+    /// quiescent point comes from the happens-before of whatever made the
+    /// point quiescent (joining the writers).
+    #[inline]
+    pub(crate) fn bump(counter: &AtomicU64, by: u64) {
+        counter.fetch_add(by, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,86 @@
+//! Page memory: every page of every CPU buffer is an array of atomic 32-bit
+//! words.
+//!
+//! Why atomics for payload bytes too: in overwrite mode a writer can reuse a
+//! page while a non-consuming iterator is still copying it. The iterator
+//! notices afterwards and throws the copy away, but in Rust's memory model a
+//! plain read racing a plain write is undefined behaviour whether or not the
+//! result is used. Relaxed atomic loads and stores compile to plain moves on
+//! x86_64 and aarch64, and make the race defined. Events are 4-byte aligned,
+//! so a word never holds bytes of two reservations.
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// The pages of one CPU buffer.
+#[derive(Debug)]
+pub(crate) struct PageWords {
+    words: Box<[AtomicU32]>,
+    page_words: usize,
+}
+
+impl PageWords {
+    pub(crate) fn new(pages: usize, page_size: usize) -> Self {
+        let page_words = page_size / 4;
+        PageWords {
+            words: (0..pages * page_words).map(|_| AtomicU32::new(0)).collect(),
+            page_words,
+        }
+    }
+
+    #[inline(always)]
+    fn word(&self, phys: usize, byte: usize) -> &AtomicU32 {
+        &self.words[phys * self.page_words + byte / 4]
+    }
+
+    /// Stores one word at a 4-aligned byte offset of page `phys`.
+    #[inline(always)]
+    pub(crate) fn store(&self, phys: usize, byte: usize, value: u32) {
+        // Relaxed: published by the commit word's Release (see CpuBuffer).
+        self.word(phys, byte).store(value, Ordering::Relaxed);
+    }
+
+    /// Stores a u64 as two words at a 4-aligned byte offset.
+    pub(crate) fn store_u64(&self, phys: usize, byte: usize, value: u64) {
+        self.store(phys, byte, value as u32);
+        self.store(phys, byte + 4, (value >> 32) as u32);
+    }
+
+    /// Loads one word at a 4-aligned byte offset of page `phys`.
+    #[inline(always)]
+    pub(crate) fn load(&self, phys: usize, byte: usize) -> u32 {
+        // Relaxed: readers order these loads with fences or the commit word.
+        self.word(phys, byte).load(Ordering::Relaxed)
+    }
+
+    /// Writes `bytes` at byte offset `at` (4-aligned) of page `phys`, the
+    /// last partial word padded with zeros.
+    #[inline]
+    pub(crate) fn write_bytes(&self, phys: usize, at: usize, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(4);
+        let mut off = at;
+        for chunk in &mut chunks {
+            self.store(
+                phys,
+                off,
+                u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+            );
+            off += 4;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 4];
+            last[..rest.len()].copy_from_slice(rest);
+            self.store(phys, off, u32::from_le_bytes(last));
+        }
+    }
+
+    /// Copies `len` bytes (a multiple of 4) from byte offset `at` of page
+    /// `phys` into `out`.
+    pub(crate) fn read_into(&self, phys: usize, at: usize, len: usize, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(len);
+        for off in (at..at + len).step_by(4) {
+            out.extend_from_slice(&self.load(phys, off).to_le_bytes());
+        }
+    }
+}

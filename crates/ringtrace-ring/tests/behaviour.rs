@@ -1,0 +1,276 @@
+//! Behaviours of one CPU buffer, each pinned by a test.
+
+mod common;
+
+use common::ManualClock;
+use ringtrace_clock::Counter;
+use ringtrace_ring::{ConfigError, Mode, ReserveError, RingBuffer, RingConfig};
+
+fn ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<ManualClock> {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(page)
+        .per_cpu_bytes(page * pages)
+        .mode(mode);
+    RingBuffer::new(config, ManualClock::at(1_000)).unwrap()
+}
+
+fn drain(ring: &RingBuffer<ManualClock>) -> Vec<Vec<u8>> {
+    let b = ring.cpu_buffer(0).unwrap();
+    std::iter::from_fn(|| b.read_event())
+        .map(|e| e.payload)
+        .collect()
+}
+
+#[test]
+fn payloads_come_back_exactly_including_odd_lengths() {
+    let ring = ring(Mode::Discard, 256, 4);
+    let payloads: Vec<Vec<u8>> = (0..20).map(|n| (0..n as u8).collect()).collect();
+    for p in &payloads {
+        ring.write_on(0, p).unwrap();
+    }
+    ring.flush();
+    assert_eq!(drain(&ring), payloads);
+}
+
+#[test]
+fn page_is_unreadable_by_page_until_every_reservation_in_it_commits() {
+    let ring = ring(Mode::Discard, 128, 4);
+    let b = ring.cpu_buffer(0).unwrap();
+    let mut first = ring.reserve_on(0, 8).unwrap();
+    first.write(b"AAAAAAAA");
+    ring.write_on(0, b"BBBBBBBB").unwrap();
+    b.flush();
+    assert!(
+        b.read_page().is_none(),
+        "a page with an open reservation was handed out"
+    );
+    first.commit(); // committed after a later reservation: not LIFO
+    let page = b.read_page().expect("complete page");
+    let events: Vec<&[u8]> = page.events().map(|(_, p)| p).collect();
+    assert_eq!(events, vec![&b"AAAAAAAA"[..], &b"BBBBBBBB"[..]]);
+}
+
+#[test]
+fn dropped_reservation_becomes_a_discard_record_and_is_counted() {
+    let ring = ring(Mode::Discard, 128, 4);
+    {
+        let mut r = ring.reserve_on(0, 12).unwrap();
+        r.write(b"never seen!!");
+        // dropped: an early return or a panic unwinding
+    }
+    ring.write_on(0, b"seen").unwrap();
+    ring.flush();
+    assert_eq!(drain(&ring), vec![b"seen".to_vec()]);
+    let s = ring.stats();
+    assert_eq!((s.hit, s.discarded, s.read), (2, 1, 1));
+    assert_eq!(s.hit, s.accounted());
+}
+
+#[test]
+fn overwrite_mode_counts_every_dropped_event_as_overrun() {
+    let ring = ring(Mode::Overwrite, 128, 2);
+    for i in 0..100u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    let read = drain(&ring);
+    let s = ring.stats();
+    assert!(s.overrun > 0);
+    assert_eq!(s.read as usize, read.len());
+    assert_eq!(s.hit, 100);
+    assert_eq!(s.hit, s.accounted(), "{s:?}");
+    // What survives is the newest events, in order.
+    let last: Vec<u32> = read
+        .iter()
+        .map(|p| u32::from_le_bytes(p[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(*last.last().unwrap(), 99);
+    assert!(last.windows(2).all(|w| w[0] + 1 == w[1]));
+}
+
+#[test]
+fn discard_mode_counts_failed_reservations_as_missed() {
+    let ring = ring(Mode::Discard, 128, 2);
+    let mut ok = 0u64;
+    let mut failed = 0u64;
+    for i in 0..100u32 {
+        match ring.write_on(0, &i.to_le_bytes()) {
+            Ok(_) => ok += 1,
+            Err(ReserveError::Full) => failed += 1,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let s = ring.stats();
+    assert_eq!((s.hit, s.missed, s.overrun), (ok, failed, 0));
+    assert!(failed > 0);
+    let read = drain(&ring);
+    // Nothing that was accepted is lost: the first `ok` events, in order.
+    let got: Vec<u32> = read
+        .iter()
+        .map(|p| u32::from_le_bytes(p[..4].try_into().unwrap()))
+        .collect();
+    assert_eq!(got, (0..ok as u32).collect::<Vec<_>>());
+}
+
+#[test]
+fn timestamps_never_go_back_when_the_clock_does_and_each_fix_is_counted() {
+    let ring = ring(Mode::Discard, 256, 4);
+    let clock = ring.clock().clone();
+    clock.set(5_000);
+    ring.write_on(0, b"t5000...").unwrap();
+    clock.set(4_000); // the clock steps back
+    ring.write_on(0, b"t4000...").unwrap();
+    clock.set(6_000);
+    ring.write_on(0, b"t6000...").unwrap();
+    ring.flush();
+    let b = ring.cpu_buffer(0).unwrap();
+    let ts: Vec<u64> = std::iter::from_fn(|| b.read_event())
+        .map(|e| e.ts)
+        .collect();
+    assert_eq!(ts, vec![5_000, 5_000, 6_000]);
+    assert_eq!(ring.stats().ts_fixups, 1);
+}
+
+#[test]
+fn large_time_gaps_are_carried_by_time_extend_records() {
+    let ring = ring(Mode::Discard, 256, 4);
+    let clock = ring.clock().clone();
+    let gaps = [1u64, 1 << 27, (1 << 27) - 1, 1 << 40, (1 << 59) + 12345];
+    let mut expect = Vec::new();
+    ring.write_on(0, b"zero").unwrap();
+    expect.push(1_000);
+    for gap in gaps {
+        clock.advance(gap);
+        ring.write_on(0, b"next").unwrap();
+        expect.push(clock.0.load(std::sync::atomic::Ordering::SeqCst));
+    }
+    ring.flush();
+    let b = ring.cpu_buffer(0).unwrap();
+    let ts: Vec<u64> = std::iter::from_fn(|| b.read_event())
+        .map(|e| e.ts)
+        .collect();
+    assert_eq!(ts, expect);
+}
+
+#[test]
+fn event_larger_than_a_page_is_an_error_not_a_panic() {
+    let ring = ring(Mode::Discard, 128, 4);
+    let err = ring.reserve_on(0, 4096).unwrap_err();
+    assert!(
+        matches!(err, ReserveError::TooLarge { len: 4096, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("4096"));
+}
+
+#[test]
+fn bad_configuration_names_what_is_valid() {
+    let cases: [(RingConfig, &str); 4] = [
+        (RingConfig::default().page_size(1000), "power of two"),
+        (RingConfig::default().page_size(32), "from 64"),
+        (
+            RingConfig::default().page_size(4096).per_cpu_bytes(4096),
+            "from 2",
+        ),
+        (RingConfig::default().cpus(0), "at least one"),
+    ];
+    for (config, says) in cases {
+        let err: ConfigError = RingBuffer::new(config, Counter::new()).unwrap_err();
+        assert!(err.to_string().contains(says), "{err}");
+    }
+}
+
+#[test]
+fn vanished_writer_page_is_skipped_by_fixup_and_its_events_counted_lost() {
+    let ring = ring(Mode::Overwrite, 128, 4);
+    let b = ring.cpu_buffer(0).unwrap();
+    ring.write_on(0, b"before..").unwrap();
+    let vanished = ring.reserve_on(0, 8).unwrap();
+    std::mem::forget(vanished); // the writer died between reserve and commit
+    for i in 0..15u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    // The reader cannot pass the stuck page...
+    assert!(b.read_event().is_none());
+    // ...until the fixup takes it out.
+    assert!(b.fixup());
+    let rest: Vec<Vec<u8>> = std::iter::from_fn(|| b.read_event())
+        .map(|e| e.payload)
+        .collect();
+    assert!(!rest.is_empty());
+    let s = ring.stats();
+    assert_eq!(s.pages_reclaimed, 1);
+    assert!(s.lost >= 1, "{s:?}");
+    // hit counts the vanished reservation, which never committed.
+    assert_eq!(s.hit, s.accounted() + 1, "{s:?}");
+}
+
+#[test]
+fn late_commit_after_fixup_counts_itself_lost() {
+    let ring = ring(Mode::Overwrite, 128, 4);
+    let b = ring.cpu_buffer(0).unwrap();
+    let mut slow = ring.reserve_on(0, 8).unwrap();
+    slow.write(b"slowpoke");
+    for i in 0..15u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    assert!(b.fixup());
+    let lost_before = ring.stats().lost;
+    slow.commit();
+    let s = ring.stats();
+    assert_eq!(s.lost, lost_before + 1);
+    let _ = std::iter::from_fn(|| b.read_event()).count();
+    let s = ring.stats();
+    assert_eq!(s.hit, s.accounted(), "{s:?}");
+}
+
+#[test]
+fn lost_events_are_reported_where_they_happened() {
+    let ring = ring(Mode::Overwrite, 128, 2);
+    let b = ring.cpu_buffer(0).unwrap();
+    ring.write_on(0, b"first...").unwrap();
+    assert_eq!(b.read_event().unwrap().lost_before, 0);
+    for i in 0..50u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    let next = b.read_event().unwrap();
+    assert_eq!(next.lost_before, ring.stats().overrun);
+    assert!(next.lost_before > 0);
+}
+
+#[test]
+fn read_page_takes_whole_pages_that_decode_on_their_own() {
+    let ring = ring(Mode::Discard, 128, 4);
+    for i in 0..10u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    ring.flush();
+    let b = ring.cpu_buffer(0).unwrap();
+    let mut seen = Vec::new();
+    while let Some(page) = b.read_page() {
+        let h = page.header();
+        assert_eq!(h.events as usize, page.events().count());
+        // Decode from the bytes alone, as a file reader would.
+        let cursor = ringtrace_ring::format::RecordCursor::new(&page.bytes).unwrap();
+        for r in cursor {
+            if let ringtrace_ring::format::Record::Event { payload, .. } = r.unwrap() {
+                seen.push(u32::from_le_bytes(payload.try_into().unwrap()));
+            }
+        }
+    }
+    assert_eq!(seen, (0..10).collect::<Vec<_>>());
+    assert_eq!(ring.stats().read, 10);
+}
+
+#[test]
+fn iterator_does_not_consume_and_sees_what_a_reader_then_reads() {
+    let ring = ring(Mode::Overwrite, 128, 4);
+    for i in 0..15u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    let b = ring.cpu_buffer(0).unwrap();
+    let _ = b.read_event(); // part-consumed
+    let iterated: Vec<Vec<u8>> = ring.iter(0).unwrap().map(|e| e.payload).collect();
+    let read = drain(&ring);
+    assert_eq!(iterated, read);
+}

@@ -1,0 +1,73 @@
+//! Helpers shared by the ring's integration tests.
+#![allow(dead_code)]
+
+use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A clock the test sets by hand, to step it back or jump it forward.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock(pub Arc<AtomicU64>);
+
+impl ManualClock {
+    pub fn at(t: u64) -> Self {
+        ManualClock(Arc::new(AtomicU64::new(t)))
+    }
+    pub fn set(&self, t: u64) {
+        self.0.store(t, Ordering::SeqCst);
+    }
+    pub fn advance(&self, by: u64) {
+        self.0.fetch_add(by, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn read(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+    fn info(&self) -> ClockInfo {
+        ClockInfo {
+            name: "manual".into(),
+            frequency_hz: Some(1_000_000_000),
+            ticks_are_ns: true,
+            guarantee: Guarantee::None,
+            precision_ns: Some(1.0),
+            conversion: Some(TickConversion::NANOSECONDS),
+        }
+    }
+}
+
+/// A payload that checks itself: (writer id, sequence) and a checksum.
+pub fn payload(writer: u32, seq: u64, len: usize) -> Vec<u8> {
+    let mut p = Vec::with_capacity(len.max(16));
+    p.extend_from_slice(&writer.to_le_bytes());
+    p.extend_from_slice(&seq.to_le_bytes());
+    while p.len() < len.max(16) - 4 {
+        p.push((p.len() as u64 ^ seq) as u8);
+    }
+    let sum = checksum(&p);
+    p.extend_from_slice(&sum.to_le_bytes());
+    p
+}
+
+fn checksum(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811C_9DC5u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// Checks a payload made by [`payload`]; returns (writer, seq).
+pub fn check(p: &[u8]) -> Result<(u32, u64), String> {
+    if p.len() < 16 {
+        return Err(format!("payload of {} bytes is too short", p.len()));
+    }
+    let (body, sum) = p.split_at(p.len() - 4);
+    let want = u32::from_le_bytes(sum.try_into().unwrap());
+    if checksum(body) != want {
+        return Err(format!("checksum mismatch in {p:?}"));
+    }
+    Ok((
+        u32::from_le_bytes(body[0..4].try_into().unwrap()),
+        u64::from_le_bytes(body[4..12].try_into().unwrap()),
+    ))
+}
