@@ -76,7 +76,7 @@ pub struct CpuBuffer {
     pub(crate) commits: Box<[CachePadded<AtomicU64>]>,
     pub(crate) words: PageWords,
     pub(crate) rare: CachePadded<RareCounters>,
-    pub(crate) reader: parking_lot::Mutex<crate::reader::ReaderState>,
+    pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
 }
 
 /// Where a reservation sits and how its records are laid out.
@@ -147,7 +147,7 @@ impl CpuBuffer {
             commits,
             words: PageWords::new(phys_pages, geometry.page_size),
             rare: CachePadded::new(RareCounters::default()),
-            reader: parking_lot::Mutex::new(crate::reader::ReaderState::new(
+            reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(
                 (n..phys_pages).collect(),
             )),
         }
@@ -381,6 +381,12 @@ impl CpuBuffer {
             let slot = Slot::unpack(word);
             let commit_word = &self.commits[slot.phys];
             let commit = Commit::unpack(commit_word.load(Ordering::Acquire));
+            // A consistent pair: the slot unchanged across the commit load.
+            // (Slot words never repeat, so equal means unchanged; the commit
+            // word's own changes under a fixed slot are handled below.)
+            if slot_word.load(Ordering::Acquire) != word {
+                continue;
+            }
             if slot.gen == want {
                 if commit.opening && commit.tag == tag_of(want) {
                     // Step 3, ours or someone else's.

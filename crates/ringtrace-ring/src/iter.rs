@@ -96,6 +96,9 @@ impl<'a> CpuIter<'a> {
             let c1 = b.commits[slot.phys].load(Ordering::Acquire);
             let commit = Commit::unpack(c1);
             let limit = if commit.opening {
+                if commit.tag == tag_of(want) {
+                    return false; // being opened: nothing in it yet
+                }
                 self.overwritten += 1;
                 self.seq += 1;
                 continue;

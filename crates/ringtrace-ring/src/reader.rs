@@ -284,6 +284,9 @@ impl CpuBuffer {
             }
             let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
             if commit.opening {
+                if commit.tag == tag_of(want) {
+                    return Found::Empty; // being opened for this lap
+                }
                 st.seq += 1; // being claimed for the next lap
                 st.in_place = None;
                 continue;
@@ -358,6 +361,9 @@ impl CpuBuffer {
             }
             let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
             if commit.opening {
+                if commit.tag == tag_of(want) {
+                    return; // being opened for this lap
+                }
                 st.seq += 1;
                 continue;
             }

@@ -85,3 +85,35 @@ impl AtomicPair {
         }
     }
 }
+
+/// The reader lock: parking_lot's normally, loom's under `cfg(loom)` (a real
+/// mutex would block loom's single OS thread).
+#[derive(Debug)]
+pub(crate) struct Mutex<T> {
+    #[cfg(not(loom))]
+    inner: parking_lot::Mutex<T>,
+    #[cfg(loom)]
+    inner: loom::sync::Mutex<T>,
+}
+
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Mutex {
+            #[cfg(not(loom))]
+            inner: parking_lot::Mutex::new(value),
+            #[cfg(loom)]
+            inner: loom::sync::Mutex::new(value),
+        }
+    }
+
+    #[cfg(not(loom))]
+    pub(crate) fn lock(&self) -> parking_lot::MutexGuard<'_, T> {
+        self.inner.lock()
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        // A panic while the lock is held is a test failure anyway.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

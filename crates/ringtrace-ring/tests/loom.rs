@@ -1,0 +1,154 @@
+//! loom models of the reserve/commit/read protocol on one CPU buffer.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p ringtrace-ring --test loom
+//! --release` (scripts/test.sh does). Pages are tiny (64 bytes: the header
+//! and four 8-byte events) so that page switches, wrap-around and
+//! overwrite happen within a handful of operations.
+#![cfg(loom)]
+
+use loom::thread;
+use ringtrace_clock::Counter;
+use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use std::sync::Arc;
+
+fn ring(mode: Mode, pages: usize) -> Arc<RingBuffer<Counter>> {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(64)
+        .per_cpu_bytes(64 * pages)
+        .mode(mode);
+    Arc::new(RingBuffer::new(config, Counter::new()).unwrap())
+}
+
+fn drain(ring: &RingBuffer<Counter>) -> Vec<(u64, u32)> {
+    ring.flush();
+    let b = ring.cpu_buffer(0).unwrap();
+    std::iter::from_fn(|| b.read_event())
+        .map(|e| (e.ts, u32::from_le_bytes(e.payload[..4].try_into().unwrap())))
+        .collect()
+}
+
+fn check_order_and_accounting(ring: &RingBuffer<Counter>, read: &[(u64, u32)]) {
+    assert!(
+        read.windows(2).all(|w| w[0].0 <= w[1].0),
+        "time went back: {read:?}"
+    );
+    let mut ids: Vec<u32> = read.iter().map(|r| r.1).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), read.len(), "an event was read twice: {read:?}");
+    let s = ring.stats();
+    assert_eq!(s.hit, s.accounted(), "{s:?}");
+}
+
+#[test]
+fn two_writers_racing_for_one_buffer_lose_and_duplicate_nothing() {
+    loom::model(|| {
+        let ring = ring(Mode::Discard, 2);
+        let handles: Vec<_> = (0..2u32)
+            .map(|w| {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    for i in 0..2u32 {
+                        ring.write_on(0, &(w * 10 + i).to_le_bytes()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let read = drain(&ring);
+        assert_eq!(read.len(), 4, "{read:?}");
+        check_order_and_accounting(&ring, &read);
+        // Each writer's events in its program order.
+        for w in 0..2u32 {
+            let mine: Vec<u32> = read.iter().map(|r| r.1).filter(|id| id / 10 == w).collect();
+            assert_eq!(mine, vec![w * 10, w * 10 + 1]);
+        }
+    });
+}
+
+#[test]
+fn nested_write_with_non_lifo_commit_against_a_second_writer() {
+    loom::model(|| {
+        let ring = ring(Mode::Discard, 2);
+        let other = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || ring.write_on(0, &100u32.to_le_bytes()).unwrap())
+        };
+        // A write, interrupted by a nested write (a signal handler), whose
+        // commit comes after the nested one's: not LIFO.
+        let mut outer = ring.reserve_on(0, 4).unwrap();
+        outer.write(&1u32.to_le_bytes());
+        let mut nested = ring.reserve_on(0, 4).unwrap();
+        nested.write(&2u32.to_le_bytes());
+        outer.commit();
+        nested.commit();
+        other.join().unwrap();
+        let read = drain(&ring);
+        let ids: Vec<u32> = read.iter().map(|r| r.1).collect();
+        assert_eq!(ids.len(), 3, "{read:?}");
+        let pos = |id| ids.iter().position(|&x| x == id).unwrap();
+        assert!(pos(1) < pos(2), "reservation order lost: {ids:?}");
+        check_order_and_accounting(&ring, &read);
+    });
+}
+
+#[test]
+fn reader_racing_writer_reads_each_event_once_in_order() {
+    loom::model(|| {
+        let ring = ring(Mode::Discard, 2);
+        let writer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                for i in 0..3u32 {
+                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                }
+            })
+        };
+        let b = ring.cpu_buffer(0).unwrap();
+        let mut read: Vec<(u64, u32)> = Vec::new();
+        for _ in 0..2 {
+            if let Some(e) = b.read_event() {
+                read.push((e.ts, u32::from_le_bytes(e.payload[..4].try_into().unwrap())));
+            }
+        }
+        writer.join().unwrap();
+        read.extend(drain(&ring));
+        let ids: Vec<u32> = read.iter().map(|r| r.1).collect();
+        assert_eq!(ids, vec![0, 1, 2]);
+        check_order_and_accounting(&ring, &read);
+    });
+}
+
+#[test]
+fn overwrite_claim_and_in_place_read_count_each_event_once() {
+    loom::model(|| {
+        // Two pages of four events; the writer laps the ring while the
+        // reader consumes in place: every event ends up read or overrun,
+        // never both, never neither.
+        let ring = ring(Mode::Overwrite, 2);
+        for i in 0..4u32 {
+            ring.write_on(0, &i.to_le_bytes()).unwrap();
+        }
+        let writer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                for i in 4..9u32 {
+                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                }
+            })
+        };
+        let b = ring.cpu_buffer(0).unwrap();
+        let mut read: Vec<(u64, u32)> = Vec::new();
+        if let Some(e) = b.read_event() {
+            read.push((e.ts, u32::from_le_bytes(e.payload[..4].try_into().unwrap())));
+        }
+        writer.join().unwrap();
+        read.extend(drain(&ring));
+        check_order_and_accounting(&ring, &read);
+        let s = ring.stats();
+        assert_eq!(s.read + s.overrun, 9, "{s:?} {read:?}");
+    });
+}

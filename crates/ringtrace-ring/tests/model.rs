@@ -1,0 +1,212 @@
+//! A proptest state machine: random sequences of reserve, commit, abandon,
+//! read, read-page, iterate and flush on one CPU buffer, in both modes,
+//! checked against a plain model of what must come out.
+//!
+//! The model does not mimic page layout; it pins what any correct ring must
+//! do with the operations: accepted events come out intact, once, in
+//! reservation order; time never goes back; nothing is lost without being
+//! counted; discard mode loses nothing accepted; and the counters add up.
+
+mod common;
+
+use common::ManualClock;
+use proptest::prelude::*;
+use ringtrace_ring::{Mode, Reservation, ReserveError, RingBuffer, RingConfig};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Reserve { len: usize, tick: u64 },
+    Commit(prop::sample::Index),
+    Abandon(prop::sample::Index),
+    Read,
+    ReadPage,
+    Iterate,
+    Flush,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0usize..40, prop_oneof![Just(0u64), 0u64..100, Just(1 << 27), Just(1 << 60)])
+            .prop_map(|(len, tick)| Op::Reserve { len, tick }),
+        4 => any::<prop::sample::Index>().prop_map(Op::Commit),
+        1 => any::<prop::sample::Index>().prop_map(Op::Abandon),
+        3 => Just(Op::Read),
+        1 => Just(Op::ReadPage),
+        1 => Just(Op::Iterate),
+        1 => Just(Op::Flush),
+    ]
+}
+
+/// What the test knows about each reservation, by id.
+#[derive(Default)]
+struct Model {
+    /// id -> payload of every committed event.
+    committed: BTreeMap<u64, Vec<u8>>,
+    /// Successful reservations.
+    hit: u64,
+    /// Failed ones.
+    missed: u64,
+    abandoned: u64,
+    /// Ids read so far, in read order.
+    read: Vec<u64>,
+    last_ts: u64,
+}
+
+/// A payload of exactly `len` (at least 9) bytes that names its id.
+fn payload_for(id: u64, len: usize) -> Vec<u8> {
+    let mut p = id.to_le_bytes().to_vec();
+    p.resize(len - 1, (id as u8).wrapping_mul(31));
+    p.push((id % 251) as u8);
+    p
+}
+
+fn id_of(p: &[u8]) -> u64 {
+    u64::from_le_bytes(p[..8].try_into().unwrap())
+}
+
+fn see(model: &mut Model, ts: u64, payload: &[u8]) -> Result<(), TestCaseError> {
+    let id = id_of(payload);
+    let want = model.committed.get(&id);
+    prop_assert_eq!(
+        Some(&payload.to_vec()),
+        want,
+        "event {} came out wrong or was never committed",
+        id
+    );
+    prop_assert!(
+        ts >= model.last_ts,
+        "time went back: {} after {}",
+        ts,
+        model.last_ts
+    );
+    if let Some(&prev) = model.read.last() {
+        prop_assert!(
+            id > prev,
+            "event {} read after {}: out of order or duplicated",
+            id,
+            prev
+        );
+    }
+    model.last_ts = ts;
+    model.read.push(id);
+    Ok(())
+}
+
+fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(128)
+        .per_cpu_bytes(128 * 3)
+        .mode(mode);
+    let clock = ManualClock::at(1);
+    let ring = RingBuffer::new(config, clock.clone()).unwrap();
+    let buffer = ring.cpu_buffer(0).unwrap();
+    let mut model = Model::default();
+    let mut open: Vec<(u64, Reservation<'_>)> = Vec::new();
+    let mut next_id = 0u64;
+
+    for op in ops {
+        match op {
+            Op::Reserve { len, tick } => {
+                clock.advance(tick);
+                match ring.reserve_on(0, len + 9) {
+                    Ok(mut r) => {
+                        let id = next_id;
+                        next_id += 1;
+                        r.write(&payload_for(id, len + 9));
+                        model.hit += 1;
+                        open.push((id, r));
+                    }
+                    Err(ReserveError::Full | ReserveError::Busy) => model.missed += 1,
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
+            Op::Commit(i) if !open.is_empty() => {
+                let (id, r) = open.remove(i.index(open.len()));
+                let len = r.len();
+                model.committed.insert(id, payload_for(id, len));
+                r.commit();
+            }
+            Op::Abandon(i) if !open.is_empty() => {
+                drop(open.remove(i.index(open.len())));
+                model.abandoned += 1;
+            }
+            Op::Read => {
+                if let Some(e) = buffer.read_event() {
+                    see(&mut model, e.ts, &e.payload)?;
+                }
+            }
+            Op::ReadPage => {
+                if let Some(page) = buffer.read_page() {
+                    for (ts, p) in page.events() {
+                        see(&mut model, ts, p)?;
+                    }
+                }
+            }
+            Op::Iterate => {
+                // Non-consuming: whatever it yields is committed, intact, in
+                // order, and after everything read so far.
+                let mut last = model.read.last().copied();
+                for e in ring.iter(0).unwrap() {
+                    let id = id_of(&e.payload);
+                    prop_assert_eq!(Some(&e.payload), model.committed.get(&id));
+                    prop_assert!(last.is_none_or(|l| id > l), "iterator out of order");
+                    last = Some(id);
+                }
+            }
+            Op::Flush => {
+                buffer.flush();
+            }
+            _ => {}
+        }
+        if open.is_empty() {
+            let s = ring.stats();
+            prop_assert_eq!(s.hit, model.hit);
+            prop_assert_eq!(s.missed, model.missed);
+            prop_assert_eq!(s.discarded, model.abandoned);
+            prop_assert_eq!(s.hit, s.accounted(), "{:?}", s);
+        }
+    }
+
+    // Close everything and drain.
+    for (id, r) in open.drain(..) {
+        let len = r.len();
+        model.committed.insert(id, payload_for(id, len));
+        r.commit();
+    }
+    buffer.flush();
+    while let Some(e) = buffer.read_event() {
+        see(&mut model, e.ts, &e.payload)?;
+    }
+    let s = ring.stats();
+    prop_assert_eq!(s.entries, 0);
+    prop_assert_eq!(s.lost, 0);
+    prop_assert_eq!(s.hit, s.accounted(), "{:?}", s);
+    prop_assert_eq!(s.read as usize, model.read.len());
+    match mode {
+        Mode::Discard => {
+            prop_assert_eq!(s.overrun, 0);
+            let all: Vec<u64> = model.committed.keys().copied().collect();
+            prop_assert_eq!(&model.read, &all, "discard mode lost accepted events");
+        }
+        Mode::Overwrite => {
+            prop_assert_eq!(s.read + s.overrun, model.committed.len() as u64);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn overwrite_mode_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+        run(Mode::Overwrite, ops)?;
+    }
+
+    #[test]
+    fn discard_mode_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+        run(Mode::Discard, ops)?;
+    }
+}
