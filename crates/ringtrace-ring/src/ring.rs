@@ -11,10 +11,11 @@ use ringtrace_clock::{Clock, ClockInfo};
 /// Per-CPU lock-free ring buffers stamped by one clock.
 ///
 /// ```
-/// use ringtrace_clock::Mono;
+/// use ringtrace_clock::Counter;
 /// use ringtrace_ring::{RingBuffer, RingConfig};
 ///
-/// let ring = RingBuffer::new(RingConfig::default(), Mono::new())?;
+/// // Any clock: Tsc, Mono, a ClockSpec built from a name, or a Counter.
+/// let ring = RingBuffer::new(RingConfig::default(), Counter::new())?;
 /// let mut r = ring.reserve(8)?;
 /// r.write(&42u64.to_le_bytes());
 /// r.commit();
@@ -97,7 +98,10 @@ impl<C: Clock> RingBuffer<C> {
     #[inline]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
         let buffer = self.buffer_for(cpu);
-        let placement = buffer.reserve(&self.clock, len)?;
+        let placement = buffer.reserve(&self.clock, len);
+        if placement.is_failed() {
+            return Err(buffer.reserve_error(&placement, len));
+        }
         Ok(Reservation::new(buffer, placement))
     }
 
@@ -109,13 +113,21 @@ impl<C: Clock> RingBuffer<C> {
     }
 
     /// Records `payload` on the buffer of `cpu`; returns its timestamp.
+    ///
+    /// The same reserve and commit as [`reserve_on`](Self::reserve_on), with
+    /// no [`Reservation`] in between: the placement stays in registers.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
-        let mut r = self.reserve_on(cpu, payload.len())?;
-        r.write(payload);
-        let ts = r.timestamp();
-        r.commit();
-        Ok(ts)
+        let buffer = self.buffer_for(cpu);
+        let placement = buffer.reserve(&self.clock, payload.len());
+        if placement.is_failed() {
+            return Err(buffer.reserve_error(&placement, payload.len()));
+        }
+        buffer
+            .words
+            .write_bytes(placement.phys(), placement.payload_at(), payload);
+        buffer.finish(&placement, true);
+        Ok(placement.ts)
     }
 
     /// Counters summed over every CPU buffer.

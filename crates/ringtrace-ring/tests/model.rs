@@ -198,15 +198,19 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
-    fn overwrite_mode_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+    fn overwrite_mode_matches_the_model(ops in prop::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
         run(Mode::Overwrite, ops)?;
     }
 
     #[test]
-    fn discard_mode_matches_the_model(ops in prop::collection::vec(op(), 1..200)) {
+    fn discard_mode_matches_the_model(ops in prop::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 200 })) {
         run(Mode::Discard, ops)?;
     }
 }

@@ -69,6 +69,7 @@ fn hammer<C: Clock>(ring: &RingBuffer<C>) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads hardware clocks")]
 fn reserve_and_commit_never_allocate() {
     for mode in [Mode::Overwrite, Mode::Discard] {
         for name in ["tsc", "mono", "counter", "global@preempt"] {

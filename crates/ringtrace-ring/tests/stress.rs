@@ -157,6 +157,7 @@ static OVERWRITE: OnceLock<Shared> = OnceLock::new();
 static DISCARD: OnceLock<Shared> = OnceLock::new();
 
 #[test]
+#[cfg_attr(miri, ignore = "signals, affinity and threads at scale")]
 fn overwrite_mode_accounts_for_every_event_under_migration_and_signals() {
     stress(
         Mode::Overwrite,
@@ -167,6 +168,7 @@ fn overwrite_mode_accounts_for_every_event_under_migration_and_signals() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals, affinity and threads at scale")]
 fn discard_mode_loses_nothing_accepted_under_migration_and_signals() {
     stress(
         Mode::Discard,
