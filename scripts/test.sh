@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check ringtrace has: format, lints, the tests natively, and the
-# clock crate's tests on aarch64 under qemu-user (where CNTVCT is real).
+# Runs every check ringtrace has: format, lints, the tests natively, the
+# clock crate's tests on aarch64 under qemu-user (where CNTVCT is real), the
+# ring's loom models, and the ring's tests under Miri.
 # It installs nothing: on a fresh machine run `bash .ci/run`, which installs
 # what these checks need and then runs this script.
 set -euo pipefail
@@ -22,5 +23,12 @@ cargo test --workspace --locked
 
 step "cargo test ringtrace-clock (aarch64 under qemu-user)"
 cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
+
+step "loom models of the ring (reserve, commit, read)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+  cargo test -p ringtrace-ring --locked --release --test loom
+
+step "miri: the ring's tests that make no system calls"
+cargo +nightly miri test -p ringtrace-ring --locked
 
 step "all checks passed"

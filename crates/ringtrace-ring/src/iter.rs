@@ -19,7 +19,8 @@ use crate::sync::{fence, Ordering};
 /// ```
 /// use ringtrace_ring::{RingBuffer, RingConfig};
 /// use ringtrace_clock::Counter;
-/// let ring = RingBuffer::new(RingConfig::default().cpus(1), Counter::new()).unwrap();
+/// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
+/// let ring = RingBuffer::new(config, Counter::new()).unwrap();
 /// ring.write_on(0, b"one").unwrap();
 /// ring.write_on(0, b"two").unwrap();
 /// let seen: Vec<Vec<u8>> = ring.iter(0).unwrap().map(|e| e.payload).collect();

@@ -14,7 +14,8 @@ use ringtrace_clock::Clock;
 /// ```
 /// use ringtrace_ring::{RingBuffer, RingConfig};
 /// use ringtrace_clock::Counter;
-/// let ring = RingBuffer::new(RingConfig::default().cpus(2), Counter::new()).unwrap();
+/// let config = RingConfig::default().cpus(2).per_cpu_bytes(16 * 1024);
+/// let ring = RingBuffer::new(config, Counter::new()).unwrap();
 /// ring.write_on(1, b"first").unwrap();
 /// ring.write_on(0, b"second").unwrap();
 /// let order: Vec<usize> = ring.merged().map(|e| e.cpu).collect();

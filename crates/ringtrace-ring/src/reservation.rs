@@ -12,7 +12,8 @@ use crate::cpu_buffer::{CpuBuffer, Placement};
 /// ```
 /// use ringtrace_ring::{RingBuffer, RingConfig};
 /// use ringtrace_clock::Counter;
-/// let ring = RingBuffer::new(RingConfig::default().cpus(1), Counter::new()).unwrap();
+/// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
+/// let ring = RingBuffer::new(config, Counter::new()).unwrap();
 /// let mut r = ring.reserve(5).unwrap();
 /// r.write(b"hello");
 /// r.commit();

@@ -15,7 +15,7 @@ use ringtrace_clock::{Clock, ClockInfo};
 /// use ringtrace_ring::{RingBuffer, RingConfig};
 ///
 /// // Any clock: Tsc, Mono, a ClockSpec built from a name, or a Counter.
-/// let ring = RingBuffer::new(RingConfig::default(), Counter::new())?;
+/// let ring = RingBuffer::new(RingConfig::default().per_cpu_bytes(64 * 1024), Counter::new())?;
 /// let mut r = ring.reserve(8)?;
 /// r.write(&42u64.to_le_bytes());
 /// r.commit();
