@@ -114,7 +114,7 @@ impl CpuBuffer {
     /// use ringtrace_ring::{RingBuffer, RingConfig};
     /// use ringtrace_clock::Counter;
     /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
-/// let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
     /// ring.write_on(0, b"abc").unwrap();
     /// let ev = ring.cpu_buffer(0).unwrap().read_event().unwrap();
     /// assert_eq!(ev.payload, b"abc");
