@@ -102,6 +102,12 @@ pub struct RingConfig {
     pub mode: Mode,
     /// Number of CPU buffers; `None` means one per possible CPU.
     pub cpus: Option<usize>,
+    /// How long a reader waits for the last commit of a closed page before
+    /// it takes the page out of the ring and counts its events as lost
+    /// (a writer that died between reserve and commit). `None` never
+    /// does it on its own; [`CpuBuffer::fixup`](crate::CpuBuffer::fixup)
+    /// still can. 500 ms by default.
+    pub fixup_after: Option<std::time::Duration>,
 }
 
 impl Default for RingConfig {
@@ -111,6 +117,7 @@ impl Default for RingConfig {
             per_cpu_bytes: 1_000_000,
             mode: Mode::Overwrite,
             cpus: None,
+            fixup_after: Some(crate::reader::DEFAULT_FIXUP_AFTER),
         }
     }
 }
@@ -126,12 +133,18 @@ pub struct Geometry {
     pub mode: Mode,
     /// Number of CPU buffers.
     pub cpus: usize,
+    /// The reader's bound on waiting for a stuck page (see
+    /// [`RingConfig::fixup_after`]).
+    pub fixup_after: Option<std::time::Duration>,
+    /// log2 of the page size, kept so the write path need not compute it.
+    page_shift: u32,
 }
 
 impl Geometry {
     /// log2 of the page size.
+    #[inline(always)]
     pub(crate) fn page_shift(&self) -> u32 {
-        self.page_size.trailing_zeros()
+        self.page_shift
     }
 }
 
@@ -171,6 +184,13 @@ impl RingConfig {
         self
     }
 
+    /// Sets how long a reader waits for a stuck page before taking it out
+    /// (`None`: only on an explicit fixup).
+    pub fn fixup_after(mut self, wait: Option<std::time::Duration>) -> Self {
+        self.fixup_after = wait;
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         let page_size = self.page_size;
@@ -202,6 +222,8 @@ impl RingConfig {
             pages_per_cpu: pages,
             mode: self.mode,
             cpus,
+            fixup_after: self.fixup_after,
+            page_shift: page_size.trailing_zeros(),
         })
     }
 }

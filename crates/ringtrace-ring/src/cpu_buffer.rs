@@ -20,7 +20,7 @@
 
 use crate::config::{Geometry, Mode};
 use crate::format::{self, TimePrefix, PAGE_HEADER};
-use crate::meta::{self, gen_of, tag_of, Commit, Slot};
+use crate::meta::{gen_of, tag_of, Commit, Slot};
 use crate::stats::RareCounters;
 use crate::sync::{fence, AtomicPair, AtomicU64, Ordering};
 use crate::words::PageWords;
@@ -136,19 +136,8 @@ impl Placement {
     }
 
     #[inline(always)]
-    fn header(&self) -> u32 {
+    pub(crate) fn header(&self) -> u32 {
         (self.head >> 32) as u32
-    }
-
-    #[inline(always)]
-    fn is_short(&self) -> bool {
-        self.header() & 31 <= format::TYPE_DATA_MAX
-    }
-
-    /// Byte offset of the payload.
-    #[inline(always)]
-    pub(crate) fn payload_at(&self) -> usize {
-        self.event_at() + if self.is_short() { 4 } else { 8 }
     }
 }
 
@@ -613,46 +602,19 @@ impl CpuBuffer {
     /// sequence). Returns the word's previous value.
     #[inline(always)]
     pub(crate) fn commit_bytes(&self, phys: usize, value: u64) -> u64 {
-        self.commits[phys].fetch_add(value, Ordering::Release)
+        self.commit_word(phys).fetch_add(value, Ordering::Release)
     }
 
     /// Writes the record headers of `p` and commits it: as an event if
     /// `event`, as a discard record otherwise.
-    /// Commits a placement: as an event if `event`, else as a discard
-    /// record (its time delta kept, so later deltas still add up).
+    /// The commit word of physical page `phys`.
     #[inline(always)]
-    pub(crate) fn finish(&self, p: &Placement, event: bool) {
-        let (phys, at, header) = (p.phys(), p.event_at(), p.header());
-        let type_len = header & 31;
-        let size = if type_len <= format::TYPE_DATA_MAX {
-            4 + 4 * type_len as u64
-        } else {
-            8 + u64::from(self.words.load(phys, at + 4)).next_multiple_of(4)
-        };
-        let value = if event {
-            self.words.store(phys, at, header);
-            size + meta::ONE_EVENT
-        } else {
-            self.write_discard(phys, at, header, size);
-            size
-        };
-        let before = self.commit_bytes(phys, value);
-        if before & meta::RECLAIMED != 0 && event {
-            // A fixup took the page while we wrote: the event is counted as
-            // lost, not silently dropped.
-            RareCounters::bump(&self.rare.lost, 1);
-        }
-    }
-
-    /// The payload length of a placement.
-    #[inline]
-    pub(crate) fn payload_len(&self, p: &Placement) -> usize {
-        let type_len = p.header() & 31;
-        if type_len <= format::TYPE_DATA_MAX {
-            4 * type_len as usize
-        } else {
-            self.words.load(p.phys(), p.event_at() + 4) as usize
-        }
+    pub(crate) fn commit_word(&self, phys: usize) -> &AtomicU64 {
+        debug_assert!(phys < self.commits.len());
+        // SAFETY: `phys` comes from a slot word, the reader's free list or a
+        // placement built from one; all are indices of pages this buffer
+        // was built with, so it is within `commits`.
+        unsafe { self.commits.get_unchecked(phys) }
     }
 
     /// Writes and commits the TIME_EXTEND or TIME_STAMP record at `at`.
@@ -674,15 +636,6 @@ impl CpuBuffer {
             }
         }
         self.commit_bytes(phys, prefix.size() as u64);
-    }
-
-    /// Turns an abandoned reservation into a discard record of `size` bytes.
-    #[cold]
-    fn write_discard(&self, phys: usize, at: usize, header: u32, size: u64) {
-        let discard = format::TYPE_DISCARD | (header & !31);
-        self.words.store(phys, at, discard);
-        self.words.store(phys, at + 4, size as u32);
-        RareCounters::bump(&self.rare.discarded, 1);
     }
 
     /// The public error for a failed placement.

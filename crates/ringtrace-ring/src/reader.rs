@@ -536,10 +536,13 @@ impl CpuBuffer {
     /// A closed page is missing a commit. Waits (returns false) until the
     /// bound passes, then takes the page out. Returns true if it did.
     fn wait_or_fixup(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> bool {
+        let Some(bound) = self.geometry.fixup_after else {
+            return false;
+        };
         let now = Instant::now();
         match st.stuck {
             Some(s) if s.seq == seq && s.phys == slot.phys => {
-                if now.duration_since(s.since) < DEFAULT_FIXUP_AFTER {
+                if now.duration_since(s.since) < bound {
                     return false;
                 }
             }

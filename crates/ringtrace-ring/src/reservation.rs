@@ -1,6 +1,10 @@
 //! A reserved, not yet committed event.
 
 use crate::cpu_buffer::{CpuBuffer, Placement};
+use crate::format;
+use crate::meta;
+use crate::stats::RareCounters;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Room for one event in a CPU buffer, between reserve and commit.
 ///
@@ -23,31 +27,57 @@ use crate::cpu_buffer::{CpuBuffer, Placement};
 #[derive(Debug)]
 pub struct Reservation<'a> {
     buffer: &'a CpuBuffer,
-    placement: Placement,
+    /// Where the commit stores the event header.
+    header_word: &'a AtomicU32,
+    /// The word after the header (a long event's length, or the first
+    /// payload word), where a discard record keeps its length.
+    second_word: &'a AtomicU32,
+    /// The payload's words.
+    payload: &'a [AtomicU32],
+    commit_word: &'a AtomicU64,
+    header: u32,
+    len: u32,
+    /// Bytes of the event record, what the commit adds.
+    size: u64,
+    ts: u64,
 }
 
 impl<'a> Reservation<'a> {
-    #[inline]
-    pub(crate) fn new(buffer: &'a CpuBuffer, placement: Placement) -> Self {
-        Reservation { buffer, placement }
+    /// Resolves a placement into the words the writer and the commit touch,
+    /// once, so that neither decodes anything.
+    #[inline(always)]
+    pub(crate) fn new(buffer: &'a CpuBuffer, placement: Placement, len: usize) -> Self {
+        let (phys, at) = (placement.phys(), placement.event_at());
+        let payload_at = at + if format::is_short(len) { 4 } else { 8 };
+        Reservation {
+            buffer,
+            header_word: buffer.words.word(phys, at),
+            second_word: buffer.words.word(phys, at + 4),
+            payload: buffer.words.words(phys, payload_at, len.div_ceil(4)),
+            commit_word: buffer.commit_word(phys),
+            header: placement.header(),
+            len: len as u32,
+            size: format::event_size(len) as u64,
+            ts: placement.ts,
+        }
     }
 
     /// The payload length reserved.
     #[inline]
     pub fn len(&self) -> usize {
-        self.buffer.payload_len(&self.placement)
+        self.len as usize
     }
 
     /// Whether the payload is empty.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     /// The event's timestamp, in clock ticks.
     #[inline]
     pub fn timestamp(&self) -> u64 {
-        self.placement.ts
+        self.ts
     }
 
     /// The CPU buffer the event went to.
@@ -60,22 +90,20 @@ impl<'a> Reservation<'a> {
     /// to it; shorter ones leave the rest zero.
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {
-        let len = self.len();
-        let n = bytes.len().min(len);
-        let (phys, at) = (self.placement.phys(), self.placement.payload_at());
-        self.buffer.words.write_bytes(phys, at, &bytes[..n]);
-        if n < len {
+        let n = bytes.len().min(self.len());
+        store_bytes(self.payload, &bytes[..n]);
+        if n < self.len() {
             self.zero_from(n);
         }
     }
 
-    /// Zeroes the payload from `n`: the page may hold an older lap's bytes,
-    /// and they must never show.
+    /// Zeroes the payload from byte `n`: the page may hold an older lap's
+    /// bytes, and they must never show.
     #[cold]
     fn zero_from(&mut self, n: usize) {
-        let (phys, at) = (self.placement.phys(), self.placement.payload_at());
-        for off in (n.next_multiple_of(4)..self.len().next_multiple_of(4)).step_by(4) {
-            self.buffer.words.store(phys, at + off, 0);
+        for word in &self.payload[n.div_ceil(4)..] {
+            // Relaxed: published by the commit's Release, like the payload.
+            word.store(0, Ordering::Relaxed);
         }
     }
 
@@ -87,11 +115,7 @@ impl<'a> Reservation<'a> {
             return 0;
         }
         let n = bytes.len().min(self.len() - offset);
-        self.buffer.words.write_bytes(
-            self.placement.phys(),
-            self.placement.payload_at() + offset,
-            &bytes[..n],
-        );
+        store_bytes(&self.payload[offset / 4..], &bytes[..n]);
         n
     }
 
@@ -101,12 +125,55 @@ impl<'a> Reservation<'a> {
     pub fn commit(self) {
         // No Drop: it would turn the event into a discard record.
         let this = std::mem::ManuallyDrop::new(self);
-        this.buffer.finish(&this.placement, true);
+        // Relaxed: published by the Release add below.
+        this.header_word.store(this.header, Ordering::Relaxed);
+        // Release: see CpuBuffer::commit_bytes.
+        let before = this
+            .commit_word
+            .fetch_add(this.size + meta::ONE_EVENT, Ordering::Release);
+        if before & meta::RECLAIMED != 0 {
+            this.lost_late();
+        }
+    }
+
+    /// A fixup took the page while we wrote: the event is counted as lost,
+    /// not silently dropped.
+    #[cold]
+    fn lost_late(&self) {
+        RareCounters::bump(&self.buffer.rare.lost, 1);
     }
 }
 
 impl Drop for Reservation<'_> {
+    /// Turns the reservation into a discard record, keeping its time delta
+    /// so later deltas still add up, and commits it.
     fn drop(&mut self) {
-        self.buffer.finish(&self.placement, false);
+        let discard = format::TYPE_DISCARD | (self.header & !31);
+        // Relaxed: published by the Release add below.
+        self.header_word.store(discard, Ordering::Relaxed);
+        self.second_word.store(self.size as u32, Ordering::Relaxed);
+        RareCounters::bump(&self.buffer.rare.discarded, 1);
+        self.commit_word.fetch_add(self.size, Ordering::Release);
     }
 }
+
+/// Stores `bytes` into `words`, the last partial word padded with zeros.
+#[inline(always)]
+fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
+    let mut chunks = bytes.chunks_exact(4);
+    for (word, chunk) in words.iter().zip(&mut chunks) {
+        let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        // Relaxed: published by the commit's Release add.
+        word.store(value, Ordering::Relaxed);
+    }
+    let rest = chunks.remainder();
+    if let (false, Some(word)) = (rest.is_empty(), words.get(bytes.len() / 4)) {
+        let mut last = [0u8; 4];
+        last[..rest.len()].copy_from_slice(rest);
+        word.store(u32::from_le_bytes(last), Ordering::Relaxed);
+    }
+}
+
+// SAFETY-free note: every field is a shared reference into a `Sync` buffer
+// or plain data, so the compiler derives Send and Sync; a reservation may be
+// committed from another thread than the one that reserved it.

@@ -102,7 +102,7 @@ impl<C: Clock> RingBuffer<C> {
         if placement.is_failed() {
             return Err(buffer.reserve_error(&placement, len));
         }
-        Ok(Reservation::new(buffer, placement))
+        Ok(Reservation::new(buffer, placement, len))
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -113,21 +113,13 @@ impl<C: Clock> RingBuffer<C> {
     }
 
     /// Records `payload` on the buffer of `cpu`; returns its timestamp.
-    ///
-    /// The same reserve and commit as [`reserve_on`](Self::reserve_on), with
-    /// no [`Reservation`] in between: the placement stays in registers.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
-        let buffer = self.buffer_for(cpu);
-        let placement = buffer.reserve(&self.clock, payload.len());
-        if placement.is_failed() {
-            return Err(buffer.reserve_error(&placement, payload.len()));
-        }
-        buffer
-            .words
-            .write_bytes(placement.phys(), placement.payload_at(), payload);
-        buffer.finish(&placement, true);
-        Ok(placement.ts)
+        let mut r = self.reserve_on(cpu, payload.len())?;
+        r.write(payload);
+        let ts = r.timestamp();
+        r.commit();
+        Ok(ts)
     }
 
     /// Counters summed over every CPU buffer.

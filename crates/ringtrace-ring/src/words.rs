@@ -28,7 +28,7 @@ impl PageWords {
     }
 
     #[inline(always)]
-    fn word(&self, phys: usize, byte: usize) -> &AtomicU32 {
+    pub(crate) fn word(&self, phys: usize, byte: usize) -> &AtomicU32 {
         let index = phys * self.page_words + byte / 4;
         debug_assert!(byte / 4 < self.page_words && index < self.words.len());
         // SAFETY: every caller passes a physical page index taken from a slot
@@ -38,6 +38,16 @@ impl PageWords {
         // `index` is in bounds. This is the write path's only indexing; the
         // unchecked access saves a compare and branch per payload word.
         unsafe { self.words.get_unchecked(index) }
+    }
+
+    /// The `n` words from a 4-aligned byte offset of page `phys`.
+    #[inline(always)]
+    pub(crate) fn words(&self, phys: usize, byte: usize, n: usize) -> &[AtomicU32] {
+        let start = phys * self.page_words + byte / 4;
+        debug_assert!(byte / 4 + n <= self.page_words && start + n <= self.words.len());
+        // SAFETY: as for `word`: the range is a reservation's payload, which
+        // was placed to end inside its page, so it is within `words`.
+        unsafe { self.words.get_unchecked(start..start + n) }
     }
 
     /// Stores one word at a 4-aligned byte offset of page `phys`.
@@ -58,28 +68,6 @@ impl PageWords {
     pub(crate) fn load(&self, phys: usize, byte: usize) -> u32 {
         // Relaxed: readers order these loads with fences or the commit word.
         self.word(phys, byte).load(Ordering::Relaxed)
-    }
-
-    /// Writes `bytes` at byte offset `at` (4-aligned) of page `phys`, the
-    /// last partial word padded with zeros.
-    #[inline]
-    pub(crate) fn write_bytes(&self, phys: usize, at: usize, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(4);
-        let mut off = at;
-        for chunk in &mut chunks {
-            self.store(
-                phys,
-                off,
-                u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
-            );
-            off += 4;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 4];
-            last[..rest.len()].copy_from_slice(rest);
-            self.store(phys, off, u32::from_le_bytes(last));
-        }
     }
 
     /// Copies `len` bytes (a multiple of 4) from byte offset `at` of page

@@ -274,3 +274,78 @@ fn iterator_does_not_consume_and_sees_what_a_reader_then_reads() {
     let read = drain(&ring);
     assert_eq!(iterated, read);
 }
+
+#[test]
+fn stuck_page_is_taken_out_by_the_reader_after_the_bounded_wait() {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(128)
+        .per_cpu_bytes(128 * 4)
+        .fixup_after(Some(std::time::Duration::from_millis(20)));
+    let ring = RingBuffer::new(config, ManualClock::at(1)).unwrap();
+    let b = ring.cpu_buffer(0).unwrap();
+    std::mem::forget(ring.reserve_on(0, 8).unwrap()); // a writer that died
+    for i in 0..15u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    assert!(
+        b.read_event().is_none(),
+        "read past a page with an open reservation"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    let rest: Vec<u32> = std::iter::from_fn(|| b.read_event())
+        .map(|e| u32::from_le_bytes(e.payload.try_into().unwrap()))
+        .collect();
+    assert!(
+        !rest.is_empty(),
+        "the reader never moved past the stuck page"
+    );
+    assert_eq!(ring.stats().pages_reclaimed, 1);
+}
+
+#[test]
+fn no_fixup_happens_on_its_own_when_the_bound_is_off() {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(128)
+        .per_cpu_bytes(128 * 4)
+        .fixup_after(None);
+    let ring = RingBuffer::new(config, ManualClock::at(1)).unwrap();
+    let b = ring.cpu_buffer(0).unwrap();
+    std::mem::forget(ring.reserve_on(0, 8).unwrap());
+    for i in 0..15u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    for _ in 0..3 {
+        assert!(b.read_event().is_none());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(ring.stats().pages_reclaimed, 0);
+    assert!(b.fixup(), "an explicit fixup still works");
+}
+
+#[test]
+fn iterator_detects_pages_overwritten_under_it_and_yields_no_torn_event() {
+    let ring = ring(Mode::Overwrite, 128, 2);
+    for i in 0..20u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    let mut it = ring.iter(0).unwrap();
+    let first = it.next().unwrap();
+    // Lap the ring twice while the iterator holds its place.
+    for i in 100..160u32 {
+        ring.write_on(0, &i.to_le_bytes()).unwrap();
+    }
+    let rest: Vec<u32> = it
+        .by_ref()
+        .map(|e| u32::from_le_bytes(e.payload.try_into().unwrap()))
+        .collect();
+    assert!(it.overwritten_pages() > 0, "the overwrite went unnoticed");
+    // Whatever it still yields is whole, in order, and newer than the first.
+    let first = u32::from_le_bytes(first.payload.try_into().unwrap());
+    assert!(
+        rest.iter().all(|&v| v > first && (v < 20 || v >= 100)),
+        "{rest:?}"
+    );
+    assert!(rest.windows(2).all(|w| w[0] < w[1]), "{rest:?}");
+}
