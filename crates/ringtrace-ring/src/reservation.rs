@@ -27,18 +27,18 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 #[derive(Debug)]
 pub struct Reservation<'a> {
     buffer: &'a CpuBuffer,
-    /// Where the commit stores the event header.
-    header_word: &'a AtomicU32,
-    /// The word after the header (a long event's length, or the first
-    /// payload word), where a discard record keeps its length.
-    second_word: &'a AtomicU32,
-    /// The payload's words.
-    payload: &'a [AtomicU32],
+    /// The event record's words: header, then (for a long event) the
+    /// length, then the payload.
+    record: &'a [AtomicU32],
     commit_word: &'a AtomicU64,
+    /// The event header the commit stores.
     header: u32,
+    /// Index in `record` of the first payload word (1 or 2).
+    payload_at: u32,
     len: u32,
-    /// Bytes of the event record, what the commit adds.
-    size: u64,
+    /// What the commit adds to the commit word: the record's bytes and one
+    /// event.
+    add: u64,
     ts: u64,
 }
 
@@ -47,19 +47,24 @@ impl<'a> Reservation<'a> {
     /// once, so that neither decodes anything.
     #[inline(always)]
     pub(crate) fn new(buffer: &'a CpuBuffer, placement: Placement, len: usize) -> Self {
-        let (phys, at) = (placement.phys(), placement.event_at());
-        let payload_at = at + if format::is_short(len) { 4 } else { 8 };
+        let size = format::event_size(len);
+        let phys = placement.phys();
         Reservation {
             buffer,
-            header_word: buffer.words.word(phys, at),
-            second_word: buffer.words.word(phys, at + 4),
-            payload: buffer.words.words(phys, payload_at, len.div_ceil(4)),
+            record: buffer.words.words(phys, placement.event_at(), size / 4),
             commit_word: buffer.commit_word(phys),
             header: placement.header(),
+            payload_at: if format::is_short(len) { 1 } else { 2 },
             len: len as u32,
-            size: format::event_size(len) as u64,
+            add: size as u64 + meta::ONE_EVENT,
             ts: placement.ts,
         }
+    }
+
+    #[inline(always)]
+    fn payload(&self) -> &'a [AtomicU32] {
+        // Never out of range: a record is its header words plus the payload.
+        self.record.get(self.payload_at as usize..).unwrap_or(&[])
     }
 
     /// The payload length reserved.
@@ -91,7 +96,7 @@ impl<'a> Reservation<'a> {
     #[inline]
     pub fn write(&mut self, bytes: &[u8]) {
         let n = bytes.len().min(self.len());
-        store_bytes(self.payload, &bytes[..n]);
+        store_bytes(self.payload(), &bytes[..n]);
         if n < self.len() {
             self.zero_from(n);
         }
@@ -101,7 +106,7 @@ impl<'a> Reservation<'a> {
     /// bytes, and they must never show.
     #[cold]
     fn zero_from(&mut self, n: usize) {
-        for word in &self.payload[n.div_ceil(4)..] {
+        for word in self.payload().iter().skip(n.div_ceil(4)) {
             // Relaxed: published by the commit's Release, like the payload.
             word.store(0, Ordering::Relaxed);
         }
@@ -115,7 +120,7 @@ impl<'a> Reservation<'a> {
             return 0;
         }
         let n = bytes.len().min(self.len() - offset);
-        store_bytes(&self.payload[offset / 4..], &bytes[..n]);
+        store_bytes(&self.payload()[offset / 4..], &bytes[..n]);
         n
     }
 
@@ -125,12 +130,12 @@ impl<'a> Reservation<'a> {
     pub fn commit(self) {
         // No Drop: it would turn the event into a discard record.
         let this = std::mem::ManuallyDrop::new(self);
-        // Relaxed: published by the Release add below.
-        this.header_word.store(this.header, Ordering::Relaxed);
+        if let Some(header) = this.record.first() {
+            // Relaxed: published by the Release add below.
+            header.store(this.header, Ordering::Relaxed);
+        }
         // Release: see CpuBuffer::commit_bytes.
-        let before = this
-            .commit_word
-            .fetch_add(this.size + meta::ONE_EVENT, Ordering::Release);
+        let before = this.commit_word.fetch_add(this.add, Ordering::Release);
         if before & meta::RECLAIMED != 0 {
             this.lost_late();
         }
@@ -148,12 +153,18 @@ impl Drop for Reservation<'_> {
     /// Turns the reservation into a discard record, keeping its time delta
     /// so later deltas still add up, and commits it.
     fn drop(&mut self) {
-        let discard = format::TYPE_DISCARD | (self.header & !31);
-        // Relaxed: published by the Release add below.
-        self.header_word.store(discard, Ordering::Relaxed);
-        self.second_word.store(self.size as u32, Ordering::Relaxed);
+        let size = self.add - meta::ONE_EVENT;
+        // Every record has at least two words (header and one more).
+        if let [header, second, ..] = self.record {
+            // Relaxed: published by the Release add below.
+            header.store(
+                format::TYPE_DISCARD | (self.header & !31),
+                Ordering::Relaxed,
+            );
+            second.store(size as u32, Ordering::Relaxed);
+        }
         RareCounters::bump(&self.buffer.rare.discarded, 1);
-        self.commit_word.fetch_add(self.size, Ordering::Release);
+        self.commit_word.fetch_add(size, Ordering::Release);
     }
 }
 
