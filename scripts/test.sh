@@ -15,6 +15,9 @@ cargo fmt --all -- --check
 step "cargo clippy (x86_64)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo clippy (tracepoint features: static-keys, debug-preempt)"
+cargo clippy -p ringtrace-tracepoint --all-targets --locked --features static-keys,debug-preempt -- -D warnings
+
 step "cargo clippy (aarch64)"
 cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
 
@@ -23,6 +26,10 @@ cargo test --workspace --locked
 
 step "cargo test ringtrace-clock (aarch64 under qemu-user)"
 cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
+
+step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
+cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys
+cargo test -p ringtrace-tracepoint --locked --features debug-preempt --test counters
 
 step "loom models of the ring (reserve, commit, read)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \

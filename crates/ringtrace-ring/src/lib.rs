@@ -73,6 +73,6 @@ pub use event::{Event, PageBuf};
 pub use iter::CpuIter;
 pub use merge::MergedReader;
 pub use reader::DEFAULT_FIXUP_AFTER;
-pub use reservation::Reservation;
+pub use reservation::{PayloadStream, Reservation};
 pub use ring::RingBuffer;
 pub use stats::Stats;

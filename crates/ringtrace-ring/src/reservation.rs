@@ -124,6 +124,30 @@ impl<'a> Reservation<'a> {
         n
     }
 
+    /// A byte-granular writer over the payload, for encoders that produce
+    /// the payload piece by piece (tracepoint fields, say).
+    ///
+    /// ```
+    /// # use ringtrace_ring::{RingBuffer, RingConfig};
+    /// # use ringtrace_clock::Counter;
+    /// # let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024), Counter::new()).unwrap();
+    /// let mut r = ring.reserve_on(0, 7).unwrap();
+    /// let mut w = r.stream();
+    /// w.put(&[1, 2, 3]);
+    /// w.put(&[4, 5, 6, 7]);
+    /// drop(w);
+    /// r.commit();
+    /// assert_eq!(ring.cpu_buffer(0).unwrap().read_event().unwrap().payload, [1, 2, 3, 4, 5, 6, 7]);
+    /// ```
+    pub fn stream(&mut self) -> PayloadStream<'_> {
+        PayloadStream {
+            words: self.payload(),
+            pos: 0,
+            pending: [0; 4],
+            limit: self.len(),
+        }
+    }
+
     /// Commits the event: once every reservation of its page is committed,
     /// the page is readable as a whole.
     #[inline]
@@ -165,6 +189,58 @@ impl Drop for Reservation<'_> {
         }
         RareCounters::bump(&self.buffer.rare.discarded, 1);
         self.commit_word.fetch_add(size, Ordering::Release);
+    }
+}
+
+/// Writes a payload a few bytes at a time, whole words at once. Bytes past
+/// the reservation are cut off; what is not written stays zero. The last
+/// partial word is stored when the stream is dropped.
+#[derive(Debug)]
+pub struct PayloadStream<'r> {
+    words: &'r [AtomicU32],
+    pos: usize,
+    pending: [u8; 4],
+    limit: usize,
+}
+
+impl PayloadStream<'_> {
+    /// Appends `bytes`; returns how many fit.
+    #[inline]
+    pub fn put(&mut self, bytes: &[u8]) -> usize {
+        let n = bytes.len().min(self.limit - self.pos);
+        for &b in &bytes[..n] {
+            self.pending[self.pos % 4] = b;
+            self.pos += 1;
+            if self.pos % 4 == 0 {
+                self.flush_word(self.pos / 4 - 1);
+            }
+        }
+        n
+    }
+
+    /// Bytes written so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn flush_word(&mut self, index: usize) {
+        if let Some(word) = self.words.get(index) {
+            // Relaxed: published by the commit's Release add.
+            word.store(u32::from_le_bytes(self.pending), Ordering::Relaxed);
+        }
+        self.pending = [0; 4];
+    }
+}
+
+impl Drop for PayloadStream<'_> {
+    fn drop(&mut self) {
+        if self.pos % 4 != 0 {
+            self.flush_word(self.pos / 4);
+        }
+        // Zero the rest: an older lap's bytes must never show.
+        for word in self.words.iter().skip(self.pos.div_ceil(4)) {
+            word.store(0, Ordering::Relaxed);
+        }
     }
 }
 

@@ -1,0 +1,141 @@
+//! Tracepoints against a real ring: off means nothing recorded and nothing
+//! evaluated; on means one event per fire with the right fields.
+
+use ringtrace_clock::ClockSpec;
+use ringtrace_ring::{RingBuffer, RingConfig};
+use ringtrace_tracepoint::{registry, trace, tracepoint, FieldValue, TracepointError};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
+
+tracepoint! {
+    /// Fired by the off/on test.
+    pub fn tp_switch(count: u32, label: &str) = "count={} label={}";
+    /// Fired by the argument-evaluation test.
+    pub fn tp_lazy(value: u64) = "value={}";
+    /// Enabled by a glob.
+    pub fn tp_glob_a(x: i32) = "x={}";
+    /// Enabled by a glob.
+    pub fn tp_glob_b(x: i32) = "x={}";
+    /// Carries a location.
+    pub fn tp_where(at: &'static std::panic::Location<'static>, ok: bool) = "at={} ok={}";
+}
+
+fn sink() -> &'static RingBuffer<ringtrace_clock::AnyClock> {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let clock = "counter".parse::<ClockSpec>().unwrap().build().unwrap();
+        let ring = RingBuffer::new(RingConfig::default().per_cpu_bytes(256 * 1024), clock).unwrap();
+        ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+    });
+    ringtrace_tracepoint::sink().unwrap()
+}
+
+/// The decoded events of tracepoint `name` now in the sink (not consumed,
+/// so tests running side by side do not take each other's events).
+fn events_of(name: &str) -> Vec<Vec<FieldValue>> {
+    let ring = sink();
+    ring.flush();
+    (0..ring.cpus())
+        .flat_map(|cpu| ring.iter(cpu).unwrap())
+        .filter_map(|e| registry::decode(&e.payload).ok())
+        .filter(|d| d.tracepoint.name == name)
+        .map(|d| d.values)
+        .collect()
+}
+
+#[test]
+fn disabled_tracepoint_records_nothing_and_enabled_one_records_each_fire() {
+    sink();
+    trace!(tp_switch(1, "off"));
+    assert!(events_of("tp_switch").is_empty());
+    assert_eq!(registry::enable("tp_switch"), Ok(1));
+    trace!(tp_switch(2, "on"));
+    trace!(tp_switch(3, "on"));
+    registry::disable("tp_switch").unwrap();
+    trace!(tp_switch(4, "off again"));
+    let got = events_of("tp_switch");
+    assert_eq!(
+        got,
+        vec![
+            vec![FieldValue::Unsigned(2), FieldValue::Str("on".into())],
+            vec![FieldValue::Unsigned(3), FieldValue::Str("on".into())],
+        ]
+    );
+}
+
+#[test]
+fn arguments_of_a_disabled_tracepoint_are_not_evaluated() {
+    sink();
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    fn costly() -> u64 {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        42
+    }
+    trace!(tp_lazy(costly()));
+    assert_eq!(CALLS.load(Ordering::SeqCst), 0);
+    registry::enable("tp_lazy").unwrap();
+    trace!(tp_lazy(costly()));
+    registry::disable("tp_lazy").unwrap();
+    assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+    assert_eq!(events_of("tp_lazy"), vec![vec![FieldValue::Unsigned(42)]]);
+}
+
+#[test]
+fn listing_shows_each_tracepoint_with_its_state_and_fields() {
+    registry::enable("tp_glob_*").unwrap();
+    let listed = registry::list();
+    let a = listed.iter().find(|t| t.name == "tp_glob_a").unwrap();
+    let b = listed.iter().find(|t| t.name == "tp_glob_b").unwrap();
+    assert!(a.enabled && b.enabled);
+    assert_eq!(a.fields, vec!["x: I32"]);
+    assert_eq!(a.format, "x={}");
+    assert_eq!(registry::disable("tp_glob_*"), Ok(2));
+    assert!(!registry::find("tp_glob_a").unwrap().is_enabled());
+    registry::check_ids().unwrap();
+}
+
+#[test]
+fn unknown_tracepoint_name_is_an_error_listing_the_valid_ones() {
+    let err = registry::enable("no_such_tracepoint").unwrap_err();
+    assert!(matches!(err, TracepointError::Unknown { .. }));
+    let text = err.to_string();
+    assert!(
+        text.contains("no_such_tracepoint") && text.contains("tp_switch"),
+        "{text}"
+    );
+}
+
+#[test]
+fn events_render_with_the_declared_format() {
+    sink();
+    registry::enable("tp_where").unwrap();
+    let here = std::panic::Location::caller();
+    trace!(tp_where(here, true));
+    registry::disable("tp_where").unwrap();
+    let ring = sink();
+    let text: Vec<String> = (0..ring.cpus())
+        .flat_map(|cpu| ring.iter(cpu).unwrap())
+        .filter_map(|e| registry::decode(&e.payload).ok())
+        .filter(|d| d.tracepoint.name == "tp_where")
+        .map(|d| d.text())
+        .collect();
+    assert_eq!(
+        text,
+        vec![format!(
+            "tp_where: at={}:{}:{} ok=true",
+            here.file(),
+            here.line(),
+            here.column()
+        )]
+    );
+}
+
+#[test]
+fn garbage_payloads_are_decode_errors_not_panics() {
+    assert!(registry::decode(&[1, 2]).is_err());
+    assert!(registry::decode(&[0xff; 4]).is_err());
+    let mut cut = tp_switch::TRACEPOINT.id.to_le_bytes().to_vec();
+    cut.extend_from_slice(&[7, 0]); // count cut off
+    let err = registry::decode(&cut).unwrap_err().to_string();
+    assert!(err.contains("count"), "{err}");
+}
