@@ -37,7 +37,10 @@
 
 mod counters;
 mod field;
+pub mod latency;
+mod location;
 mod macros;
+pub mod preemptirq;
 pub mod registry;
 mod sink;
 mod static_key;
@@ -45,6 +48,7 @@ mod tracepoint;
 
 pub use counters::EventCounters;
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
+pub use location::SourceLocation;
 pub use registry::TracepointError;
 pub use sink::{dropped, set_sink, sink};
 pub use static_key::StaticKey;
