@@ -87,7 +87,7 @@ pub struct LatencySection {
     /// Where it ended (the outermost enable).
     pub end: SourceLocation,
     /// That CPU's events in the sink when this became the worst (max mode;
-    /// empty in threshold mode, inside signal handlers, or with no sink).
+    /// empty in threshold mode or with no sink).
     pub snapshot: Vec<Event>,
 }
 
@@ -253,12 +253,26 @@ pub(crate) fn section_end(cause: Cause, ip: &'static SourceLocation) {
     }
 }
 
+/// Sections that ended inside a signal handler and were not recorded.
+static SKIPPED_IN_IRQ: AtomicU64 = AtomicU64::new(0);
+
+/// Sections that ended inside a signal handler: counted, not recorded,
+/// since recording may allocate or free, which a handler must not.
+pub fn skipped_in_irq() -> u64 {
+    SKIPPED_IN_IRQ.load(Ordering::Relaxed)
+}
+
 fn record(tracer: Tracer, open: Open, now: u64, end: SourceLocation) {
+    if interrupt::in_irq() {
+        // Relaxed: a statistic.
+        SKIPPED_IN_IRQ.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
     let ns = clock().1.ticks_to_ns(now.saturating_sub(open.since));
     let threshold = THRESHOLD_NS.load(Ordering::Relaxed);
     let cpu = ringtrace_ring::cpu::current_cpu();
-    // Inside a signal handler the interrupted code may hold the lock: try,
-    // and let that one section go rather than deadlock.
+    // Another thread may be reading the results: try, and let that one
+    // section go rather than make a traced section wait on a reader.
     let Some(mut results) = results().try_lock() else {
         return;
     };
