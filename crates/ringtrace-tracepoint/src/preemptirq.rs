@@ -576,3 +576,52 @@ macro_rules! local_bh_enable {
         )
     };
 }
+
+/// A strategy chosen at run time (by a command line, say); a caller
+/// matches on it once, outside any timed loop, and calls the generic
+/// functions with the matching type.
+///
+/// ```
+/// use ringtrace_tracepoint::preemptirq::StrategyKind;
+/// assert_eq!(StrategyKind::parse("early-key").unwrap(), StrategyKind::EarlyKey);
+/// let err = StrategyKind::parse("fast").unwrap_err().to_string();
+/// assert!(err.contains("baseline, call-always, early-key"), "{err}");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StrategyKind {
+    /// [`Baseline`].
+    Baseline,
+    /// [`CallAlways`].
+    CallAlways,
+    /// [`EarlyKey`].
+    EarlyKey,
+}
+
+impl StrategyKind {
+    /// All three, in seed 000's table order.
+    pub const ALL: [StrategyKind; 3] = [
+        StrategyKind::Baseline,
+        StrategyKind::CallAlways,
+        StrategyKind::EarlyKey,
+    ];
+
+    /// `baseline`, `call-always` or `early-key`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StrategyKind::Baseline => Baseline::NAME,
+            StrategyKind::CallAlways => CallAlways::NAME,
+            StrategyKind::EarlyKey => EarlyKey::NAME,
+        }
+    }
+
+    /// Parses a strategy name.
+    pub fn parse(name: &str) -> Result<StrategyKind, crate::TracepointError> {
+        StrategyKind::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| crate::TracepointError::Unknown {
+                given: name.to_owned(),
+                valid: StrategyKind::ALL.map(StrategyKind::name).join(", "),
+            })
+    }
+}
