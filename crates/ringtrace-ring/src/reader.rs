@@ -96,6 +96,18 @@ enum Found {
     Empty,
 }
 
+/// The page at the reader's position.
+enum Head {
+    /// Not opened by a writer yet: nothing to read.
+    NotOpened,
+    /// Every byte committed: it can be taken whole.
+    Complete(u64, Slot, Commit),
+    /// Closed by writers but a commit is outstanding.
+    Stuck(u64, Slot),
+    /// Still being written: readable in place.
+    Open(u64, Slot),
+}
+
 /// Which buffer an event's payload range points into.
 #[derive(Clone, Copy)]
 enum Source {
@@ -264,12 +276,10 @@ impl CpuBuffer {
         }
     }
 
-    fn next_event(&self, st: &mut ReaderState) -> Found {
-        self.recycle_quarantine(st);
+    /// What the page at the reader's position is now, after skipping pages
+    /// writers overwrote (their events were counted as overrun then).
+    fn head_page(&self, st: &mut ReaderState) -> Head {
         loop {
-            if let Some(found) = self.next_from_taken(st) {
-                return found;
-            }
             self.skip_overwritten(st);
             let seq = st.seq;
             let want = gen_of(seq, self.pages());
@@ -281,31 +291,46 @@ impl CpuBuffer {
                     st.in_place = None;
                     continue;
                 }
-                return Found::Empty; // not opened yet
+                return Head::NotOpened;
             }
             let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
             if commit.opening {
                 if commit.tag == tag_of(want) {
-                    return Found::Empty; // being opened for this lap
+                    return Head::NotOpened; // being opened for this lap
                 }
                 st.seq += 1; // being claimed for the next lap
                 st.in_place = None;
                 continue;
             }
             if commit.bytes == self.page_size() && commit.tag == tag_of(want) {
-                if self.take(st, seq, slot, commit) {
-                    continue;
-                }
-                continue; // the slot changed under us; look again
+                return Head::Complete(seq, slot, commit);
             }
             if self.is_closed(seq) {
-                // Closed, not complete: a commit is outstanding.
-                if self.wait_or_fixup(st, seq, slot) {
-                    continue;
-                }
-                return Found::Empty;
+                return Head::Stuck(seq, slot); // a commit is outstanding
             }
-            return self.next_in_place(st, seq, slot);
+            return Head::Open(seq, slot);
+        }
+    }
+
+    fn next_event(&self, st: &mut ReaderState) -> Found {
+        self.recycle_quarantine(st);
+        loop {
+            if let Some(found) = self.next_from_taken(st) {
+                return found;
+            }
+            match self.head_page(st) {
+                Head::NotOpened => return Found::Empty,
+                // Taken or not (the slot changed under us), look again.
+                Head::Complete(seq, slot, commit) => {
+                    self.take(st, seq, slot, commit);
+                }
+                Head::Stuck(seq, slot) => {
+                    if !self.wait_or_fixup(st, seq, slot) {
+                        return Found::Empty;
+                    }
+                }
+                Head::Open(seq, slot) => return self.next_in_place(st, seq, slot),
+            }
         }
     }
 
@@ -349,35 +374,15 @@ impl CpuBuffer {
     /// Finds the oldest complete page and takes it.
     fn take_complete_page(&self, st: &mut ReaderState) {
         loop {
-            self.skip_overwritten(st);
-            let seq = st.seq;
-            let want = gen_of(seq, self.pages());
-            let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
-            if slot.gen != want {
-                if slot.gen.wrapping_sub(want) as i32 > 0 {
-                    st.seq += 1;
-                    continue;
+            match self.head_page(st) {
+                Head::Complete(seq, slot, commit) => {
+                    if self.take(st, seq, slot, commit) {
+                        return;
+                    }
                 }
-                return;
+                Head::Stuck(seq, slot) if self.wait_or_fixup(st, seq, slot) => {}
+                _ => return,
             }
-            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
-            if commit.opening {
-                if commit.tag == tag_of(want) {
-                    return; // being opened for this lap
-                }
-                st.seq += 1;
-                continue;
-            }
-            if commit.bytes == self.page_size() && commit.tag == tag_of(want) {
-                if self.take(st, seq, slot, commit) {
-                    return;
-                }
-                continue;
-            }
-            if self.is_closed(seq) && self.wait_or_fixup(st, seq, slot) {
-                continue;
-            }
-            return;
         }
     }
 
