@@ -1,0 +1,216 @@
+//! The `ringtrace` command.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ringtrace::clock::{measure_read_cost, Clock, ClockSpec};
+use ringtrace::hammer::{self, HammerConfig, ReadBy};
+use ringtrace::ring::Mode;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// ringtrace: the kernel's ftrace ring buffer, trace clocks and preemptirq
+/// tracepoints in userspace, and the measurements they were argued over.
+#[derive(Parser)]
+#[command(name = "ringtrace", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The kernel's ring_buffer_benchmark: producers write 10-byte events,
+    /// a consumer reads and checks them.
+    Hammer(HammerArgs),
+    /// Every clock source under every protection: frequency, guarantee and
+    /// the median cost of one read.
+    Clocks(ClocksArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReadArg {
+    Events,
+    Pages,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ModeArg {
+    Overwrite,
+    Discard,
+}
+
+#[derive(clap::Args)]
+struct HammerArgs {
+    /// How long the producers run, in seconds (fractions allowed).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Events written between looks at the clock.
+    #[arg(long, default_value_t = 50)]
+    write_iteration: u32,
+    /// Run without a consumer.
+    #[arg(long)]
+    disable_reader: bool,
+    /// Read by events or by pages (default: events).
+    #[arg(long, value_enum)]
+    read: Option<ReadArg>,
+    /// The producers' nice level.
+    #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
+    producer_nice: i32,
+    /// The consumer's nice level.
+    #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
+    consumer_nice: i32,
+    /// The producers' SCHED_FIFO priority: 0 (off), 1 or 2.
+    #[arg(long, default_value_t = 0)]
+    producer_fifo: u8,
+    /// The consumer's SCHED_FIFO priority: 0 (off), 1 or 2.
+    #[arg(long, default_value_t = 0)]
+    consumer_fifo: u8,
+    /// The clock, SOURCE[@PROTECTION] (`ringtrace clocks` lists them).
+    #[arg(long, default_value = "local")]
+    clock: String,
+    /// What a full buffer does.
+    #[arg(long, value_enum, default_value = "overwrite")]
+    mode: ModeArg,
+    /// Bytes per CPU buffer.
+    #[arg(long, default_value_t = 1_000_000)]
+    buffer_size: usize,
+    /// Producer threads, pinned one per CPU.
+    #[arg(long, default_value_t = 1)]
+    producers: usize,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct ClocksArgs {
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Hammer(args) => hammer_cmd(args),
+        Command::Clocks(args) => clocks_cmd(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ringtrace: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if !(args.seconds.is_finite() && args.seconds > 0.0) {
+        return Err(format!(
+            "--seconds {} is invalid: it must be a positive number",
+            args.seconds
+        )
+        .into());
+    }
+    let config = HammerConfig {
+        duration: Duration::from_secs_f64(args.seconds),
+        write_iteration: args.write_iteration,
+        disable_reader: args.disable_reader,
+        read_by: match args.read {
+            Some(ReadArg::Pages) => ReadBy::Pages,
+            _ => ReadBy::Events,
+        },
+        producer_nice: args.producer_nice,
+        consumer_nice: args.consumer_nice,
+        producer_fifo: args.producer_fifo,
+        consumer_fifo: args.consumer_fifo,
+        clock: args.clock.parse::<ClockSpec>()?,
+        mode: match args.mode {
+            ModeArg::Overwrite => Mode::Overwrite,
+            ModeArg::Discard => Mode::Discard,
+        },
+        buffer_size: args.buffer_size,
+        producers: args.producers,
+    };
+    let result = hammer::run(&config)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+        for w in &result.warnings {
+            eprintln!("ringtrace: warning: {w}");
+        }
+    } else {
+        print!("{}", result.text(&config));
+    }
+    Ok(if result.bad_payloads > 0 {
+        if args.json {
+            eprintln!(
+                "[ERROR!] {} payloads did not match what was written",
+                result.bad_payloads
+            );
+        }
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[derive(serde::Serialize)]
+struct ClockRow {
+    clock: String,
+    available: bool,
+    reason: Option<String>,
+    frequency_hz: Option<u64>,
+    guarantee: Option<String>,
+    read_ns: Option<f64>,
+}
+
+fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let rows: Vec<ClockRow> = ClockSpec::all()
+        .into_iter()
+        .map(|spec| match spec.build() {
+            Ok(clock) => {
+                let info = clock.info();
+                ClockRow {
+                    clock: info.name.clone(),
+                    available: true,
+                    reason: None,
+                    frequency_hz: info.frequency_hz,
+                    guarantee: Some(info.guarantee.to_string()),
+                    read_ns: Some(measure_read_cost(&clock, 201, 256).median_ns),
+                }
+            }
+            Err(e) => ClockRow {
+                clock: spec.to_string(),
+                available: false,
+                reason: Some(e.to_string()),
+                frequency_hz: None,
+                guarantee: None,
+                read_ns: None,
+            },
+        })
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<24} {:>14} {:>10} {:>9}",
+        "clock", "frequency_hz", "guarantee", "read_ns"
+    );
+    for r in &rows {
+        match (&r.reason, r.read_ns) {
+            (None, Some(ns)) => println!(
+                "{:<24} {:>14} {:>10} {:>9.2}",
+                r.clock,
+                r.frequency_hz.map_or("-".into(), |f| f.to_string()),
+                r.guarantee.as_deref().unwrap_or("-"),
+                ns
+            ),
+            (reason, _) => println!(
+                "{:<24} unavailable: {}",
+                r.clock,
+                reason.as_deref().unwrap_or("?")
+            ),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,25 @@
+//! ringtrace: a userspace tracing engine shaped like the Linux kernel's
+//! ftrace ring buffer, and the measurements it exists for.
+//!
+//! This facade re-exports the engine's crates and holds the measuring
+//! commands' logic, so that the `ringtrace` binary only parses arguments
+//! and prints:
+//!
+//! - [`clock`]: clock sources, protections, the irq/preempt emulation;
+//! - [`ring`]: the per-CPU lock-free ring buffers;
+//! - [`tracepoint`]: static keys, tracepoints, preemptirq, latency tracers;
+//! - [`hammer`]: the kernel's ring_buffer_benchmark in userspace.
+//!
+//! ```no_run
+//! use ringtrace::hammer::{self, HammerConfig};
+//! let result = hammer::run(&HammerConfig::default())?;
+//! assert_eq!(result.total, result.hit);
+//! # Ok::<(), ringtrace::hammer::HammerError>(())
+//! ```
+
+pub use ringtrace_clock as clock;
+pub use ringtrace_ring as ring;
+pub use ringtrace_tracepoint as tracepoint;
+
+pub mod hammer;
+pub mod sched;

@@ -1,0 +1,175 @@
+//! The `ringtrace` command's behaviour: exit codes, the kernel's output
+//! lines, the JSON keys and the totals invariant, on short runs.
+
+use std::process::{Command, Output};
+
+fn ringtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(args)
+        .output()
+        .expect("the ringtrace binary runs")
+}
+
+fn field(text: &str, label: &str) -> u64 {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no `{label}` line in:\n{text}"));
+    line[label.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number in `{line}`"))
+}
+
+#[test]
+fn hammer_prints_the_kernel_lines_in_order_and_total_equals_hit() {
+    let out = ringtrace(&[
+        "hammer",
+        "--seconds",
+        "0.3",
+        "--producer-nice",
+        "0",
+        "--consumer-nice",
+        "0",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let order = [
+        "Starting ring buffer hammer",
+        "Running Consumer at nice: 0",
+        "Running Producer at nice: 0",
+        "End ring buffer hammer",
+        "Time:",
+        "Overruns:",
+        "Read:",
+        "Entries:",
+        "Total:",
+        "Missed:",
+        "Hit:",
+        "Entries per millisec:",
+    ];
+    let mut at = 0;
+    for want in order {
+        let found = text[at..]
+            .find(want)
+            .unwrap_or_else(|| panic!("`{want}` missing or out of order in:\n{text}"));
+        at += found;
+    }
+    assert!(text.contains("ns per entry"), "{text}");
+    assert!(text.contains("(by events)"), "{text}");
+    assert!(text.contains("Clock: local  Mode: overwrite"), "{text}");
+    let hit = field(&text, "Hit:");
+    assert!(hit > 0);
+    assert_eq!(field(&text, "Total:"), hit, "{text}");
+    assert_eq!(
+        field(&text, "Entries:") + field(&text, "Overruns:") + field(&text, "Read:"),
+        hit,
+        "{text}"
+    );
+    assert!(!text.contains("[ERROR!]"), "{text}");
+}
+
+#[test]
+fn hammer_json_has_every_key_and_its_totals_add_up() {
+    let out = ringtrace(&[
+        "hammer",
+        "--seconds",
+        "0.3",
+        "--json",
+        "--read",
+        "pages",
+        "--mode",
+        "discard",
+        "--producers",
+        "2",
+        "--clock",
+        "mono@preempt",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "time_us",
+        "overruns",
+        "read",
+        "entries",
+        "total",
+        "missed",
+        "hit",
+        "entries_per_ms",
+        "ns_per_entry",
+        "clock",
+        "mode",
+        "producers",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    assert!(v["ns_per_entry"].is_f64());
+    assert_eq!(v["total"], v["hit"]);
+    assert_eq!(v["overruns"], 0, "discard mode overran: {v}");
+    assert_eq!(v["mode"], "discard");
+    assert_eq!(v["clock"], "mono@preempt");
+    assert_eq!(v["producers"], 2);
+}
+
+#[test]
+fn hammer_without_a_reader_reports_it_and_still_adds_up() {
+    let out = ringtrace(&["hammer", "--seconds", "0.2", "--disable-reader"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Read:     (reader disabled)"), "{text}");
+    assert!(!text.contains("Running Consumer"), "{text}");
+    assert_eq!(field(&text, "Total:"), field(&text, "Hit:"), "{text}");
+}
+
+#[test]
+fn bad_arguments_exit_non_zero_with_a_message_naming_what_is_valid() {
+    let out = ringtrace(&["hammer", "--seconds", "0.1", "--clock", "tsc@nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nope") && err.contains("irq-soft"), "{err}");
+
+    let out = ringtrace(&["hammer", "--seconds", "0.1", "--producer-fifo", "7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use 0, 1 or 2"));
+
+    let out = ringtrace(&["hammer", "--seconds", "-1"]);
+    assert_ne!(out.status.code(), Some(0));
+
+    let out = ringtrace(&["hammer", "--buffer-size", "100"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("from 2"));
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in [
+        vec!["--help"],
+        vec!["hammer", "--help"],
+        vec!["clocks", "--help"],
+    ] {
+        let out = ringtrace(&sub);
+        assert!(out.status.success());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
+    }
+}
+
+#[test]
+fn clocks_json_lists_every_source_and_protection() {
+    let out = ringtrace(&["clocks", "--json"]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), ringtrace::clock::ClockSpec::all().len());
+    let mono = rows.iter().find(|r| r["clock"] == "mono@irq-hard").unwrap();
+    assert_eq!(mono["available"], true);
+    assert!(mono["read_ns"].as_f64().unwrap() > 0.0);
+}
