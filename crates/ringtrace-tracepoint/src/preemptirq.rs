@@ -587,7 +587,7 @@ macro_rules! local_bh_enable {
 /// let err = StrategyKind::parse("fast").unwrap_err().to_string();
 /// assert!(err.contains("baseline, call-always, early-key"), "{err}");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StrategyKind {
     /// [`Baseline`].
     Baseline,

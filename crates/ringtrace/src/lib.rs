@@ -22,4 +22,5 @@ pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
 
 pub mod hammer;
+pub mod pairs;
 pub mod sched;

@@ -173,3 +173,71 @@ fn clocks_json_lists_every_source_and_protection() {
     assert_eq!(mono["available"], true);
     assert!(mono["read_ns"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn pairs_json_has_every_pair_strategy_and_metric() {
+    let out = ringtrace(&[
+        "pairs",
+        "--samples",
+        "2000",
+        "--cpus",
+        "1",
+        "--highest",
+        "10",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for pair in ["irq", "irq_save", "preempt"] {
+        for strategy in ["baseline", "call-always", "early-key"] {
+            let m = &v[pair][strategy];
+            for metric in ["average", "max_avg", "median", "percentile"] {
+                let x = m[metric]
+                    .as_f64()
+                    .unwrap_or_else(|| panic!("{pair}/{strategy}/{metric}: {v}"));
+                assert!(x >= 0.0 && x.is_finite());
+            }
+            assert!(
+                m["max_avg"].as_f64() >= m["median"].as_f64(),
+                "{pair}/{strategy}: {m}"
+            );
+        }
+    }
+    assert!(v["timer_overhead_ns"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn pairs_text_prints_the_seed_tables() {
+    let out = ringtrace(&["pairs", "--samples", "1000", "--cpus", "1", "--irq", "hard"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for title in ["IRQ Metrics", "IRQ save/restore Metrics", "Preempt Metrics"] {
+        assert!(text.contains(title), "{text}");
+    }
+    assert_eq!(text.matches("Combined Metric").count(), 3, "{text}");
+    assert!(text.contains("subtracted"), "{text}");
+    for strategy in ["baseline", "call-always", "early-key"] {
+        assert_eq!(text.matches(strategy).count(), 3, "{text}");
+    }
+}
+
+#[test]
+fn pairs_rejects_impossible_settings() {
+    for args in [
+        &["pairs", "--cpus", "999"][..],
+        &["pairs", "--samples", "0"],
+        &["pairs", "--percentile", "101"],
+    ] {
+        let out = ringtrace(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(!out.stderr.is_empty());
+    }
+}

@@ -24,6 +24,37 @@ enum Command {
     /// Every clock source under every protection: frequency, guarantee and
     /// the median cost of one read.
     Clocks(ClocksArgs),
+    /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
+    /// on every CPU under the three instrumentation strategies (seed 000).
+    Pairs(PairsArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum IrqArg {
+    Soft,
+    Hard,
+}
+
+#[derive(clap::Args)]
+struct PairsArgs {
+    /// Threads, one per CPU (default: every CPU).
+    #[arg(long)]
+    cpus: Option<usize>,
+    /// Samples of each pair per thread and strategy.
+    #[arg(long, default_value_t = 10_000_000)]
+    samples: usize,
+    /// How many of the largest samples make max_avg.
+    #[arg(long, default_value_t = 1000)]
+    highest: usize,
+    /// The percentile reported, 0 to 100.
+    #[arg(long, default_value_t = 99)]
+    percentile: u32,
+    /// The irq mask: soft (lazy, a flag) or hard (pthread_sigmask).
+    #[arg(long, value_enum, default_value = "soft")]
+    irq: IrqArg,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -93,6 +124,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Hammer(args) => hammer_cmd(args),
         Command::Clocks(args) => clocks_cmd(args),
+        Command::Pairs(args) => pairs_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -211,6 +243,41 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
                 reason.as_deref().unwrap_or("?")
             ),
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus = args.cpus.unwrap_or(available);
+    if cpus == 0 || cpus > available {
+        return Err(format!("--cpus {cpus} is invalid: this machine has 1 to {available}").into());
+    }
+    if args.samples == 0 {
+        return Err("--samples must be at least 1".into());
+    }
+    if args.percentile > 100 {
+        return Err(format!(
+            "--percentile {} is invalid: it must be from 0 to 100",
+            args.percentile
+        )
+        .into());
+    }
+    let config = ringtrace::pairs::PairsConfig {
+        cpus,
+        samples: args.samples,
+        highest: args.highest.max(1),
+        percentile: args.percentile,
+        irq: match args.irq {
+            IrqArg::Soft => ringtrace::clock::emulation::IrqBackend::Soft,
+            IrqArg::Hard => ringtrace::clock::emulation::IrqBackend::Hard,
+        },
+    };
+    let result = ringtrace::pairs::run(&config, &|| {})?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", result.text(&config));
     }
     Ok(ExitCode::SUCCESS)
 }
