@@ -21,6 +21,7 @@ pub use ringtrace_clock as clock;
 pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
 
+pub mod clocks;
 pub mod hammer;
 pub mod pairs;
 pub mod sched;

@@ -163,15 +163,37 @@ fn every_subcommand_has_help() {
 }
 
 #[test]
-fn clocks_json_lists_every_source_and_protection() {
-    let out = ringtrace(&["clocks", "--json"]);
-    assert!(out.status.success());
+fn clocks_json_has_a_row_per_available_clock_and_protection() {
+    let out = ringtrace(&["clocks", "--json", "--anomaly-ms", "10"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let rows = v.as_array().unwrap();
-    assert_eq!(rows.len(), ringtrace::clock::ClockSpec::all().len());
-    let mono = rows.iter().find(|r| r["clock"] == "mono@irq-hard").unwrap();
-    assert_eq!(mono["available"], true);
-    assert!(mono["read_ns"].as_f64().unwrap() > 0.0);
+    let available = ringtrace::clock::ClockSpec::all()
+        .iter()
+        .filter(|s| s.build().is_ok())
+        .count();
+    assert_eq!(rows.len(), available);
+    for protection in ["raw", "preempt", "irq-soft", "irq-hard"] {
+        let row = rows
+            .iter()
+            .find(|r| r["clock"] == "mono" && r["protection"] == protection)
+            .unwrap_or_else(|| panic!("no mono@{protection} row"));
+        for key in ["read_ns", "record_ns"] {
+            assert!(row[key].as_f64().unwrap() > 0.0, "{row}");
+        }
+        assert!(row["events"].as_u64().unwrap() > 0, "{row}");
+        assert!(row["inversions"].as_u64().unwrap() <= row["events"].as_u64().unwrap());
+    }
+    // A clock monotonic across CPUs shows no step back between CPUs.
+    let global = rows
+        .iter()
+        .find(|r| r["clock"] == "global" && r["protection"] == "raw")
+        .unwrap();
+    assert_eq!(global["skew_ns"].as_f64(), Some(0.0), "{global}");
 }
 
 #[test]

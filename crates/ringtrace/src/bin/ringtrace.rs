@@ -1,7 +1,7 @@
 //! The `ringtrace` command.
 
 use clap::{Parser, Subcommand, ValueEnum};
-use ringtrace::clock::{measure_read_cost, Clock, ClockSpec};
+use ringtrace::clock::ClockSpec;
 use ringtrace::hammer::{self, HammerConfig, ReadBy};
 use ringtrace::ring::Mode;
 use std::process::ExitCode;
@@ -21,8 +21,9 @@ enum Command {
     /// The kernel's ring_buffer_benchmark: producers write 10-byte events,
     /// a consumer reads and checks them.
     Hammer(HammerArgs),
-    /// Every clock source under every protection: frequency, guarantee and
-    /// the median cost of one read.
+    /// Seed 004's trade-off: every clock source under every protection, with
+    /// the cost of a read and of a recorded event, timestamp inversions
+    /// under a timer interrupt whose handler writes too, and cross-CPU skew.
     Clocks(ClocksArgs),
     /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
     /// on every CPU under the three instrumentation strategies (seed 000).
@@ -114,6 +115,9 @@ struct HammerArgs {
 
 #[derive(clap::Args)]
 struct ClocksArgs {
+    /// How long the interrupted writer runs per clock and protection, in ms.
+    #[arg(long, default_value_t = 150)]
+    anomaly_ms: u64,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -185,64 +189,19 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     })
 }
 
-#[derive(serde::Serialize)]
-struct ClockRow {
-    clock: String,
-    available: bool,
-    reason: Option<String>,
-    frequency_hz: Option<u64>,
-    guarantee: Option<String>,
-    read_ns: Option<f64>,
-}
-
 fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    let rows: Vec<ClockRow> = ClockSpec::all()
-        .into_iter()
-        .map(|spec| match spec.build() {
-            Ok(clock) => {
-                let info = clock.info();
-                ClockRow {
-                    clock: info.name.clone(),
-                    available: true,
-                    reason: None,
-                    frequency_hz: info.frequency_hz,
-                    guarantee: Some(info.guarantee.to_string()),
-                    read_ns: Some(measure_read_cost(&clock, 201, 256).median_ns),
-                }
-            }
-            Err(e) => ClockRow {
-                clock: spec.to_string(),
-                available: false,
-                reason: Some(e.to_string()),
-                frequency_hz: None,
-                guarantee: None,
-                read_ns: None,
-            },
-        })
-        .collect();
+    let config = ringtrace::clocks::ClocksConfig {
+        anomaly_run: Duration::from_millis(args.anomaly_ms),
+        ..Default::default()
+    };
+    let (rows, unavailable) = ringtrace::clocks::run(&config, &|_| {});
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!(
-        "{:<24} {:>14} {:>10} {:>9}",
-        "clock", "frequency_hz", "guarantee", "read_ns"
-    );
-    for r in &rows {
-        match (&r.reason, r.read_ns) {
-            (None, Some(ns)) => println!(
-                "{:<24} {:>14} {:>10} {:>9.2}",
-                r.clock,
-                r.frequency_hz.map_or("-".into(), |f| f.to_string()),
-                r.guarantee.as_deref().unwrap_or("-"),
-                ns
-            ),
-            (reason, _) => println!(
-                "{:<24} unavailable: {}",
-                r.clock,
-                reason.as_deref().unwrap_or("?")
-            ),
+        for u in &unavailable {
+            eprintln!("ringtrace: {}: unavailable: {}", u.clock, u.reason);
         }
+    } else {
+        print!("{}", ringtrace::clocks::text(&rows, &unavailable));
     }
     Ok(ExitCode::SUCCESS)
 }
