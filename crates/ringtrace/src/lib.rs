@@ -24,4 +24,5 @@ pub use ringtrace_tracepoint as tracepoint;
 pub mod clocks;
 pub mod hammer;
 pub mod pairs;
+pub mod report;
 pub mod sched;

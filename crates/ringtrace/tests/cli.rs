@@ -263,3 +263,46 @@ fn pairs_rejects_impossible_settings() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+#[test]
+fn quick_report_writes_markdown_json_and_a_plot() {
+    let dir = std::env::temp_dir().join(format!("ringtrace-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ringtrace(&["report", "--quick", "--out", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    for section in [
+        "## Ring buffer hammer",
+        "IRQ Metrics",
+        "Preempt Metrics",
+        "## Clocks under each protection",
+    ] {
+        assert!(md.contains(section), "{section} missing:\n{md}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let hammer = json["hammer"].as_array().unwrap();
+    assert!(!hammer.is_empty());
+    for h in hammer {
+        assert_eq!(h["total"], h["hit"], "{h}");
+    }
+    assert!(json["pairs"]["irq"]["early-key"]["median"].is_f64());
+    assert!(!json["clocks"].as_array().unwrap().is_empty());
+    let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("Pair latency"),
+        "not the plot"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn report_refuses_an_output_that_is_not_a_directory() {
+    let out = ringtrace(&["report", "--quick", "--out", "/nonexistent/ringtrace"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}

@@ -28,6 +28,22 @@ enum Command {
     /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
     /// on every CPU under the three instrumentation strategies (seed 000).
     Pairs(PairsArgs),
+    /// Everything: a short hammer per clock, then pairs, then clocks;
+    /// markdown tables on stdout, report.json and report.svg written.
+    Report(ReportArgs),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// Keep the whole run under two minutes on 2 cores.
+    #[arg(long)]
+    quick: bool,
+    /// Where report.json and report.svg go.
+    #[arg(long, default_value = ".")]
+    out: std::path::PathBuf,
+    /// Print the JSON on stdout instead of the markdown.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -129,6 +145,7 @@ fn main() -> ExitCode {
         Command::Hammer(args) => hammer_cmd(args),
         Command::Clocks(args) => clocks_cmd(args),
         Command::Pairs(args) => pairs_cmd(args),
+        Command::Report(args) => report_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -239,4 +256,45 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         print!("{}", result.text(&config));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Progress lines on stderr, only when it is a terminal.
+fn progress_line(step: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K[ringtrace] {step}");
+    }
+}
+
+fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if !args.out.is_dir() {
+        return Err(format!("--out {} is not a directory", args.out.display()).into());
+    }
+    let report = ringtrace::report::run(
+        ringtrace::report::ReportConfig { quick: args.quick },
+        &progress_line,
+    )?;
+    progress_line("done");
+    {
+        use std::io::IsTerminal;
+        if std::io::stderr().is_terminal() {
+            eprintln!();
+        }
+    }
+    let json = args.out.join("report.json");
+    let svg = args.out.join("report.svg");
+    report.write_json(&json)?;
+    report.write_svg(&svg)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.markdown());
+        println!("\nWrote {} and {}.", json.display(), svg.display());
+    }
+    let bad: u64 = report.hammer.iter().map(|h| h.bad_payloads).sum();
+    Ok(if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
