@@ -101,5 +101,21 @@ fn producers(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, write_path, producers);
+/// One recorded event (reserve, stamp, 16-byte write, commit) under every
+/// clock and protection: seed 004's per-event cost.
+fn record_per_clock(c: &mut Criterion) {
+    let mut group = c.benchmark_group("record");
+    for spec in ringtrace_clock::ClockSpec::all() {
+        let Ok(clock) = spec.build() else { continue };
+        let config = RingConfig::default().cpus(1).per_cpu_bytes(256 * 1024);
+        let Ok(r) = RingBuffer::new(config, clock) else { continue };
+        let payload = [0x3Cu8; 16];
+        group.bench_function(spec.to_string(), |b| {
+            b.iter(|| r.write_on(0, black_box(&payload)).expect("overwrite mode never refuses"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, write_path, producers, record_per_clock);
 criterion_main!(benches);
