@@ -108,10 +108,15 @@ fn record_per_clock(c: &mut Criterion) {
     for spec in ringtrace_clock::ClockSpec::all() {
         let Ok(clock) = spec.build() else { continue };
         let config = RingConfig::default().cpus(1).per_cpu_bytes(256 * 1024);
-        let Ok(r) = RingBuffer::new(config, clock) else { continue };
+        let Ok(r) = RingBuffer::new(config, clock) else {
+            continue;
+        };
         let payload = [0x3Cu8; 16];
         group.bench_function(spec.to_string(), |b| {
-            b.iter(|| r.write_on(0, black_box(&payload)).expect("overwrite mode never refuses"))
+            b.iter(|| {
+                r.write_on(0, black_box(&payload))
+                    .expect("overwrite mode never refuses")
+            })
         });
     }
     group.finish();
