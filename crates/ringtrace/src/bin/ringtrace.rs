@@ -184,7 +184,7 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         buffer_size: args.buffer_size,
         producers: args.producers,
     };
-    let result = hammer::run(&config)?;
+    let result = timed("hammer", config.duration, || hammer::run(&config))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
         for w in &result.warnings {
@@ -211,7 +211,12 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         anomaly_run: Duration::from_millis(args.anomaly_ms),
         ..Default::default()
     };
-    let (rows, unavailable) = ringtrace::clocks::run(&config, &|_| {});
+    let progress = bar(ClockSpec::all().len() as u64, "clocks");
+    let (rows, unavailable) = ringtrace::clocks::run(&config, &|name| {
+        progress.inc(1);
+        progress.set_message(name.to_owned());
+    });
+    progress.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         for u in &unavailable {
@@ -249,7 +254,9 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             IrqArg::Hard => ringtrace::clock::emulation::IrqBackend::Hard,
         },
     };
-    let result = ringtrace::pairs::run(&config, &|| {})?;
+    let progress = bar((cpus * 9) as u64, "pairs");
+    let result = ringtrace::pairs::run(&config, &|| progress.inc(1))?;
+    progress.finish_and_clear();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
     } else {
@@ -258,29 +265,57 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Progress lines on stderr, only when it is a terminal.
-fn progress_line(step: &str) {
-    use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K[ringtrace] {step}");
+/// A progress bar on stderr; indicatif draws nothing when stderr is not a
+/// terminal, so piped and JSON runs stay clean.
+fn bar(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(len),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+    {
+        bar.set_style(style.progress_chars("=> "));
     }
+    bar.set_prefix(what.to_owned());
+    bar
+}
+
+/// A bar that fills with wall time while `f` runs (for runs of known length).
+fn timed<T>(what: &str, duration: Duration, f: impl FnOnce() -> T) -> T {
+    let bar = bar(duration.as_millis().max(1) as u64, what);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            let start = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                bar.set_position(
+                    (start.elapsed().as_millis() as u64).min(duration.as_millis() as u64),
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let out = f();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    });
+    bar.finish_and_clear();
+    out
 }
 
 fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if !args.out.is_dir() {
         return Err(format!("--out {} is not a directory", args.out.display()).into());
     }
-    let report = ringtrace::report::run(
-        ringtrace::report::ReportConfig { quick: args.quick },
-        &progress_line,
-    )?;
-    progress_line("done");
-    {
-        use std::io::IsTerminal;
-        if std::io::stderr().is_terminal() {
-            eprintln!();
-        }
-    }
+    // The steps: one hammer per clock source, pairs, and each clock.
+    let progress = bar((2 * ClockSpec::all().len()) as u64, "report");
+    let step = |s: &str| {
+        progress.inc(1);
+        progress.set_message(s.to_owned());
+    };
+    let report =
+        ringtrace::report::run(ringtrace::report::ReportConfig { quick: args.quick }, &step)?;
+    progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
     report.write_json(&json)?;
