@@ -114,7 +114,11 @@ fn hammer_json_has_every_key_and_its_totals_add_up() {
     }
     assert!(v["ns_per_entry"].is_f64());
     // No progress bar when stderr is not a terminal.
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(v["total"], v["hit"]);
     assert_eq!(v["overruns"], 0, "discard mode overran: {v}");
     assert_eq!(v["mode"], "discard");
