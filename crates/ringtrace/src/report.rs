@@ -244,17 +244,9 @@ impl Report {
                     }),
                 )?
                 .label(*name)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
+                .legend(move |(x, y)| swatch(x, y, color));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
-            .background_style(WHITE)
-            .draw()?;
-        Ok(())
+        legend(&mut chart)
     }
 
     fn draw_record_cost<DB: DrawingBackend>(
@@ -312,16 +304,29 @@ impl Report {
                     Rectangle::new([(x0, 1.0), (x0 + 0.18, v)], color.filled())
                 }))?
                 .label(*protection)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
+                .legend(move |(x, y)| swatch(x, y, color));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
-            .background_style(WHITE)
-            .draw()?;
-        Ok(())
+        legend(&mut chart)
     }
+}
+
+/// A legend's colour square.
+fn swatch(x: i32, y: i32, color: RGBColor) -> Rectangle<(i32, i32)> {
+    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+}
+
+/// Draws the series legend in the upper left corner.
+fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE)
+        .draw()?;
+    Ok(())
 }
