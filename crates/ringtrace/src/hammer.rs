@@ -19,6 +19,9 @@ pub enum ReadBy {
     Events,
     /// `ring_buffer_read_page`, a whole page swapped out at a time.
     Pages,
+    /// Both, switching on every pass over the buffers, as the kernel's
+    /// benchmark switches between runs when neither is asked for.
+    Alternate,
 }
 
 impl ReadBy {
@@ -27,6 +30,7 @@ impl ReadBy {
         match self {
             ReadBy::Events => "events",
             ReadBy::Pages => "pages",
+            ReadBy::Alternate => "events and pages",
         }
     }
 }
@@ -66,7 +70,7 @@ impl Default for HammerConfig {
             duration: Duration::from_secs(10),
             write_iteration: 50,
             disable_reader: false,
-            read_by: ReadBy::Events,
+            read_by: ReadBy::Alternate,
             producer_nice: 19,
             consumer_nice: 19,
             producer_fifo: 0,
@@ -305,11 +309,18 @@ fn consume(
     bad: &AtomicU64,
 ) {
     let (mut n, mut wrong) = (0u64, 0u64);
+    let mut pass = 0u64;
     // Acquire: pairs with the Release after the producers joined.
     while !done.load(Ordering::Acquire) {
         let mut got = false;
+        pass += 1;
+        let this_pass = match by {
+            ReadBy::Alternate if pass % 2 == 0 => ReadBy::Pages,
+            ReadBy::Alternate => ReadBy::Events,
+            other => other,
+        };
         for b in ring.cpu_buffers() {
-            match by {
+            match this_pass {
                 ReadBy::Events => {
                     while let Some(ok) = b.read_event_with(|_, p, _| payload_ok(p)) {
                         got = true;
@@ -317,7 +328,7 @@ fn consume(
                         wrong += u64::from(!ok);
                     }
                 }
-                ReadBy::Pages => {
+                ReadBy::Pages | ReadBy::Alternate => {
                     while let Some(page) = b.read_page() {
                         got = true;
                         for (_, p) in page.events() {

@@ -61,7 +61,7 @@ fn hammer_prints_the_kernel_lines_in_order_and_total_equals_hit() {
         at += found;
     }
     assert!(text.contains("ns per entry"), "{text}");
-    assert!(text.contains("(by events)"), "{text}");
+    assert!(text.contains("(by events and pages)"), "{text}");
     assert!(text.contains("Clock: local  Mode: overwrite"), "{text}");
     let hit = field(&text, "Hit:");
     assert!(hit > 0);
@@ -124,6 +124,15 @@ fn hammer_json_has_every_key_and_its_totals_add_up() {
     assert_eq!(v["mode"], "discard");
     assert_eq!(v["clock"], "mono@preempt");
     assert_eq!(v["producers"], 2);
+}
+
+#[test]
+fn hammer_reads_by_events_when_asked() {
+    let out = ringtrace(&["hammer", "--seconds", "0.2", "--read", "events"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("(by events)"), "{text}");
+    assert_eq!(field(&text, "Total:"), field(&text, "Hit:"), "{text}");
 }
 
 #[test]

@@ -97,7 +97,7 @@ struct HammerArgs {
     /// Run without a consumer.
     #[arg(long)]
     disable_reader: bool,
-    /// Read by events or by pages (default: events).
+    /// Read by events or by pages (default: switch between the two).
     #[arg(long, value_enum)]
     read: Option<ReadArg>,
     /// The producers' nice level.
@@ -170,7 +170,8 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         disable_reader: args.disable_reader,
         read_by: match args.read {
             Some(ReadArg::Pages) => ReadBy::Pages,
-            _ => ReadBy::Events,
+            Some(ReadArg::Events) => ReadBy::Events,
+            None => ReadBy::Alternate,
         },
         producer_nice: args.producer_nice,
         consumer_nice: args.consumer_nice,
