@@ -94,6 +94,17 @@ pub struct PairsResult {
     pub pairs: BTreeMap<&'static str, BTreeMap<&'static str, Metrics>>,
     /// The timer overhead subtracted from every sample, in ns.
     pub timer_overhead_ns: f64,
+    /// The distribution of every (pair, strategy) over all CPUs:
+    /// `[upper bound in ns, share of samples]` per power-of-two bucket.
+    pub distribution: BTreeMap<&'static str, BTreeMap<&'static str, Vec<[f64; 2]>>>,
+}
+
+/// Power-of-two buckets of samples (bucket 0 holds 0, bucket k holds
+/// `[2^(k-1), 2^k)` ticks).
+const BUCKETS: usize = 48;
+
+fn bucket(ticks: u64) -> usize {
+    ((64 - ticks.leading_zeros()) as usize).min(BUCKETS - 1)
 }
 
 /// One thread's results: its timer overhead and its statistics per
@@ -106,6 +117,7 @@ struct CpuStats {
     median: f64,
     percentile: u64,
     top: Vec<u64>,
+    histogram: [u64; BUCKETS],
 }
 
 fn stats(mut samples: Vec<u64>, overhead: u64, highest: usize, pct: u32) -> CpuStats {
@@ -121,7 +133,12 @@ fn stats(mut samples: Vec<u64>, overhead: u64, highest: usize, pct: u32) -> CpuS
         (samples[n / 2 - 1] as f64 + samples[n / 2] as f64) / 2.0
     };
     let index = (n * pct as usize / 100).min(n - 1);
+    let mut histogram = [0u64; BUCKETS];
+    for &s in &samples {
+        histogram[bucket(s)] += 1;
+    }
     CpuStats {
+        histogram,
         average: total as f64 / n as f64,
         median,
         percentile: samples[index],
@@ -227,6 +244,8 @@ pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsRe
 
     let ns = |ticks: f64| conversion.ticks_to_ns_f64(ticks);
     let mut pairs: BTreeMap<&'static str, BTreeMap<&'static str, Metrics>> = BTreeMap::new();
+    let mut distribution: BTreeMap<&'static str, BTreeMap<&'static str, Vec<[f64; 2]>>> =
+        BTreeMap::new();
     for pair in Pair::ALL {
         for strategy in StrategyKind::ALL {
             let cpu_stats: Vec<&CpuStats> = per_cpu
@@ -250,6 +269,23 @@ pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsRe
             top.sort_unstable();
             let top = &top[top.len() - highest.min(top.len())..];
             let max_avg = top.iter().map(|&t| t as f64).sum::<f64>() / top.len().max(1) as f64;
+            let mut counts = [0u64; BUCKETS];
+            for c in &cpu_stats {
+                for (k, n) in c.histogram.iter().enumerate() {
+                    counts[k] += n;
+                }
+            }
+            let all = counts.iter().sum::<u64>().max(1) as f64;
+            let shares: Vec<[f64; 2]> = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| [ns((1u64 << k) as f64), n as f64 / all])
+                .collect();
+            distribution
+                .entry(pair.key())
+                .or_default()
+                .insert(strategy.name(), shares);
             pairs.entry(pair.key()).or_default().insert(
                 strategy.name(),
                 Metrics {
@@ -266,6 +302,7 @@ pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsRe
     Ok(PairsResult {
         pairs,
         timer_overhead_ns: ns(overhead),
+        distribution,
     })
 }
 

@@ -197,56 +197,46 @@ impl Report {
     where
         DB::ErrorType: 'static,
     {
-        // Bars: for each pair and strategy, median, average and percentile.
-        let metrics = ["median", "average", "percentile"];
-        let mut bars = Vec::new();
-        let mut ymax = 1.0f64;
-        for (pi, pair) in Pair::ALL.iter().enumerate() {
-            for (si, strategy) in StrategyKind::ALL.iter().enumerate() {
-                if let Some(m) = self
-                    .pairs
-                    .pairs
-                    .get(pair.key())
-                    .and_then(|p| p.get(strategy.name()))
-                {
-                    for (mi, v) in [m.median, m.average, m.percentile].into_iter().enumerate() {
-                        let x = (pi * 4 + si) as f64 + mi as f64 * 0.28;
-                        bars.push((x, v, mi));
-                        ymax = ymax.max(v);
-                    }
-                }
-            }
-        }
-        let mut chart = ChartBuilder::on(area)
-            .caption("Pair latency per strategy (ns): irq | irq_save | preempt; bars: median, average, p99", ("sans-serif", 18))
-            .margin(15)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..12f64, 0f64..ymax * 1.1)?;
-        chart
-            .configure_mesh()
-            .x_labels(12)
-            .x_label_formatter(&|x| {
-                let i = *x as usize;
-                StrategyKind::ALL
-                    .get(i % 4)
-                    .map_or(String::new(), |s| s.name().to_owned())
-            })
-            .y_desc("ns")
-            .draw()?;
-        let colors = [BLUE, GREEN, RED];
-        for (mi, name) in metrics.iter().enumerate() {
-            let color = colors[mi];
+        // One panel per pair: the share of samples per power-of-two bucket
+        // of latency, a line per strategy.
+        let panels = area.split_evenly((1, Pair::ALL.len()));
+        let colors = [BLUE, RED, GREEN];
+        for (panel, pair) in panels.iter().zip(Pair::ALL) {
+            let Some(by_strategy) = self.pairs.distribution.get(pair.key()) else {
+                continue;
+            };
+            let xmax = by_strategy
+                .values()
+                .flat_map(|v| v.iter().map(|p| p[0]))
+                .fold(2.0f64, f64::max);
+            let mut chart = ChartBuilder::on(panel)
+                .caption(
+                    format!("{}: latency distribution", pair.key()),
+                    ("sans-serif", 16),
+                )
+                .margin(10)
+                .x_label_area_size(30)
+                .y_label_area_size(45)
+                .build_cartesian_2d((0.5f64..xmax * 2.0).log_scale(), 0f64..1.0f64)?;
             chart
-                .draw_series(
-                    bars.iter().filter(|b| b.2 == mi).map(|&(x, v, _)| {
-                        Rectangle::new([(x, 0.0), (x + 0.25, v)], color.filled())
-                    }),
-                )?
-                .label(*name)
-                .legend(move |(x, y)| swatch(x, y, color));
+                .configure_mesh()
+                .x_desc("ns (bucket upper bound)")
+                .y_desc("share of samples")
+                .draw()?;
+            for (si, strategy) in StrategyKind::ALL.iter().enumerate() {
+                let color = colors[si];
+                let points: Vec<(f64, f64)> = by_strategy
+                    .get(strategy.name())
+                    .map(|v| v.iter().map(|p| (p[0].max(0.5), p[1])).collect())
+                    .unwrap_or_default();
+                chart
+                    .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+                    .label(strategy.name())
+                    .legend(move |(x, y)| swatch(x, y, color));
+            }
+            legend(&mut chart)?;
         }
-        legend(&mut chart)
+        Ok(())
     }
 
     fn draw_record_cost<DB: DrawingBackend>(
