@@ -386,14 +386,15 @@ impl CpuBuffer {
         }
     }
 
-    /// Swaps a free page of the reader's into the slot of complete page
-    /// `seq` and takes the full one. Returns false if the slot changed.
-    fn take(&self, st: &mut ReaderState, seq: u64, slot: Slot, commit: Commit) -> bool {
+    /// Puts one of the reader's free pages into `seq`'s slot in place of
+    /// `slot.phys`, complete and empty, so writers claim it like any page
+    /// that was read. Returns false (and keeps the spare) if the slot
+    /// changed meanwhile or the reader has no spare.
+    fn swap_in_spare(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> bool {
         let Some(spare) = st.free.pop() else {
             return false; // cannot happen: the reader always holds a page
         };
-        // The spare goes in complete and empty, so writers claim it like any
-        // page that was read. Release: the claimer's Acquire sees this reset.
+        // Release: the claimer's Acquire load of this word sees the reset.
         self.commits[spare].store(
             Commit::complete(slot.gen, self.page_size(), 0).pack(),
             Ordering::Release,
@@ -403,19 +404,29 @@ impl CpuBuffer {
             phys: spare,
             gen: slot.gen,
         };
-        // AcqRel: Acquire makes the page's committed bytes ours to read (the
-        // complete commit word was Acquire-loaded already; this keeps the
-        // copy after the swap), Release publishes the spare's reset.
-        if self.slots[(seq % self.pages() as u64) as usize]
+        // AcqRel: Acquire orders our later reads of the old page (its bytes
+        // were published by the committers' Release adds, which we already
+        // Acquire-loaded) after the swap; Release publishes the spare's
+        // reset to whoever next reads the slot.
+        let swapped = self
+            .slot_of(seq)
             .compare_exchange(
                 slot.pack(),
                 swapped.pack(),
                 Ordering::AcqRel,
                 Ordering::Acquire,
             )
-            .is_err()
-        {
+            .is_ok();
+        if !swapped {
             st.free.push(spare);
+        }
+        swapped
+    }
+
+    /// Swaps a free page of the reader's into the slot of complete page
+    /// `seq` and takes the full one. Returns false if the slot changed.
+    fn take(&self, st: &mut ReaderState, seq: u64, slot: Slot, commit: Commit) -> bool {
+        if !self.swap_in_spare(st, seq, slot) {
             return false;
         }
         let mut bytes = Vec::new();
@@ -572,29 +583,7 @@ impl CpuBuffer {
         if st.free.len() < 2 {
             return false;
         }
-        let Some(spare) = st.free.pop() else {
-            return false;
-        };
-        self.commits[spare].store(
-            Commit::complete(slot.gen, self.page_size(), 0).pack(),
-            Ordering::Release,
-        );
-        let replaced = Slot {
-            consumed: 0,
-            phys: spare,
-            gen: slot.gen,
-        };
-        if self
-            .slot_of(seq)
-            .compare_exchange(
-                slot.pack(),
-                replaced.pack(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            st.free.push(spare);
+        if !self.swap_in_spare(st, seq, slot) {
             return false;
         }
         let before = Commit::unpack(
