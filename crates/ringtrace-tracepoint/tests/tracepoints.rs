@@ -5,7 +5,7 @@ use ringtrace_clock::ClockSpec;
 use ringtrace_ring::{RingBuffer, RingConfig};
 use ringtrace_tracepoint::{registry, trace, tracepoint, FieldValue, TracepointError};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Once;
+use std::sync::{Mutex, MutexGuard, Once};
 
 tracepoint! {
     /// Fired by the off/on test.
@@ -30,6 +30,14 @@ fn sink() -> &'static RingBuffer<ringtrace_clock::AnyClock> {
     ringtrace_tracepoint::sink().unwrap()
 }
 
+/// Serialises the tests that write to the shared sink. A page with an
+/// open reservation is not readable yet, so a test reading while another
+/// test's write is in flight on the same page would miss its own events.
+fn exclusive() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The decoded events of tracepoint `name` now in the sink (not consumed,
 /// so tests running side by side do not take each other's events).
 fn events_of(name: &str) -> Vec<Vec<FieldValue>> {
@@ -45,6 +53,7 @@ fn events_of(name: &str) -> Vec<Vec<FieldValue>> {
 
 #[test]
 fn disabled_tracepoint_records_nothing_and_enabled_one_records_each_fire() {
+    let _only_writer = exclusive();
     sink();
     trace!(tp_switch(1, "off"));
     assert!(events_of("tp_switch").is_empty());
@@ -65,6 +74,7 @@ fn disabled_tracepoint_records_nothing_and_enabled_one_records_each_fire() {
 
 #[test]
 fn arguments_of_a_disabled_tracepoint_are_not_evaluated() {
+    let _only_writer = exclusive();
     sink();
     static CALLS: AtomicU32 = AtomicU32::new(0);
     fn costly() -> u64 {
@@ -107,6 +117,7 @@ fn unknown_tracepoint_name_is_an_error_listing_the_valid_ones() {
 
 #[test]
 fn events_render_with_the_declared_format() {
+    let _only_writer = exclusive();
     sink();
     registry::enable("tp_where").unwrap();
     let here = std::panic::Location::caller();
