@@ -12,15 +12,10 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ringtrace_benches::{record_16b, run_producers, tsc_ring};
 use ringtrace_clock::{Clock, Tsc};
-use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use ringtrace_ring::{RingBuffer, RingConfig};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-fn ring(clock: Tsc) -> RingBuffer<Tsc> {
-    let config = RingConfig::default().mode(Mode::Overwrite);
-    RingBuffer::new(config, clock).expect("default config is valid")
-}
 
 fn write_path(c: &mut Criterion) {
     let Ok(tsc) = Tsc::new() else {
@@ -29,62 +24,18 @@ fn write_path(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("write");
     group.bench_function("bare_rdtsc", |b| b.iter(|| black_box(tsc.read())));
-    let r = ring(tsc);
+    let r = tsc_ring(tsc);
     let payload = [0xA5u8; 16];
     group.bench_function("reserve_commit_16B_tsc", |b| {
-        b.iter(|| {
-            let mut res = r.reserve_on(0, 16).expect("overwrite mode never refuses");
-            res.write(black_box(&payload));
-            res.commit();
-        })
+        b.iter(|| record_16b(&r, 0, black_box(&payload)))
     });
     group.finish();
-}
-
-fn pin(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Runs `producers` threads pinned one per CPU, each writing `per_thread`
-/// events to its own CPU's buffer; returns the wall time.
-fn run_producers(r: &RingBuffer<Tsc>, producers: usize, per_thread: u64) -> Duration {
-    let payload = [0x5Au8; 16];
-    let start = std::sync::Barrier::new(producers + 1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..producers)
-            .map(|p| {
-                let start = &start;
-                s.spawn(move || {
-                    pin(p);
-                    start.wait();
-                    let t = Instant::now();
-                    for _ in 0..per_thread {
-                        let mut res = r.reserve_on(p, 16).expect("overwrite mode never refuses");
-                        res.write(&payload);
-                        res.commit();
-                    }
-                    t.elapsed()
-                })
-            })
-            .collect();
-        start.wait();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .max()
-            .unwrap()
-    })
 }
 
 fn producers(c: &mut Criterion) {
     let Ok(tsc) = Tsc::new() else { return };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let r = ring(tsc);
+    let r = tsc_ring(tsc);
     let mut group = c.benchmark_group("producers");
     for n in [1usize, 2].into_iter().filter(|&n| n <= cpus) {
         group.throughput(Throughput::Elements(n as u64));

@@ -1,1 +1,64 @@
-//! Micro-benchmarks for ringtrace live in `benches/`; this crate has no library code.
+//! Micro-benchmarks for ringtrace live in `benches/`. This library holds
+//! what more than one of them runs: the write path as an instrumented
+//! program calls it, and pinned producer threads.
+
+use ringtrace_clock::Tsc;
+use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use std::time::{Duration, Instant};
+
+/// A ring as the write-path benchmarks use it: default sizes, overwrite
+/// mode (so a reservation never fails), stamped by `tsc`.
+pub fn tsc_ring(clock: Tsc) -> RingBuffer<Tsc> {
+    let config = RingConfig::default().mode(Mode::Overwrite);
+    RingBuffer::new(config, clock).expect("default config is valid")
+}
+
+/// One event as an instrumented program emits it: a call that reserves on
+/// `cpu`'s buffer, writes 16 bytes and commits. Not inlined, so the loop
+/// around it cannot hoist or merge anything across events.
+#[inline(never)]
+pub fn record_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
+    let mut res = r.reserve_on(cpu, 16).expect("overwrite mode never refuses");
+    res.write(payload);
+    res.commit();
+}
+
+/// Pins the calling thread to `cpu`; false if the kernel refused.
+pub fn pin(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask, and the
+    // call only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+/// Runs `producers` threads pinned one per CPU, each writing `per_thread`
+/// events to its own CPU's buffer; returns the slowest thread's time.
+pub fn run_producers(r: &RingBuffer<Tsc>, producers: usize, per_thread: u64) -> Duration {
+    let payload = [0x5Au8; 16];
+    let start = std::sync::Barrier::new(producers + 1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..producers)
+            .map(|p| {
+                let start = &start;
+                s.spawn(move || {
+                    pin(p);
+                    start.wait();
+                    let t = Instant::now();
+                    for _ in 0..per_thread {
+                        record_16b(r, p, std::hint::black_box(&payload));
+                    }
+                    t.elapsed()
+                })
+            })
+            .collect();
+        start.wait();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a producer panicked"))
+            .max()
+            .unwrap_or_default()
+    })
+}

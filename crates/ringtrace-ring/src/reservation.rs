@@ -1,6 +1,6 @@
 //! A reserved, not yet committed event.
 
-use crate::cpu_buffer::{CpuBuffer, Placement};
+use crate::cpu_buffer::CpuBuffer;
 use crate::format;
 use crate::meta;
 use crate::stats::RareCounters;
@@ -43,21 +43,27 @@ pub struct Reservation<'a> {
 }
 
 impl<'a> Reservation<'a> {
-    /// Resolves a placement into the words the writer and the commit touch,
-    /// once, so that neither decodes anything.
+    /// A reservation of the record `record` (header word included) on the
+    /// page counted by `commit_word`. Both are resolved by the reserve, so
+    /// neither the writer nor the commit decodes anything.
     #[inline(always)]
-    pub(crate) fn new(buffer: &'a CpuBuffer, placement: Placement, len: usize) -> Self {
-        let size = format::event_size(len);
-        let phys = placement.phys();
+    pub(crate) fn new(
+        buffer: &'a CpuBuffer,
+        record: &'a [AtomicU32],
+        commit_word: &'a AtomicU64,
+        header: u32,
+        len: usize,
+        ts: u64,
+    ) -> Self {
         Reservation {
             buffer,
-            record: buffer.words.words(phys, placement.event_at(), size / 4),
-            commit_word: buffer.commit_word(phys),
-            header: placement.header(),
+            record,
+            commit_word,
+            header,
             payload_at: if format::is_short(len) { 1 } else { 2 },
             len: len as u32,
-            add: size as u64 + meta::ONE_EVENT,
-            ts: placement.ts,
+            add: (record.len() * 4) as u64 + meta::ONE_EVENT,
+            ts,
         }
     }
 
@@ -93,7 +99,7 @@ impl<'a> Reservation<'a> {
 
     /// Writes the whole payload. `bytes` longer than the reservation are cut
     /// to it; shorter ones leave the rest zero.
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, bytes: &[u8]) {
         let n = bytes.len().min(self.len());
         store_bytes(self.payload(), &bytes[..n]);
@@ -150,7 +156,7 @@ impl<'a> Reservation<'a> {
 
     /// Commits the event: once every reservation of its page is committed,
     /// the page is readable as a whole.
-    #[inline]
+    #[inline(always)]
     pub fn commit(self) {
         // No Drop: it would turn the event into a discard record.
         let this = std::mem::ManuallyDrop::new(self);

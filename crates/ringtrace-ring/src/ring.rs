@@ -95,14 +95,9 @@ impl<C: Clock> RingBuffer<C> {
 
     /// Reserves on the buffer of `cpu` (taken modulo the buffer count),
     /// whatever CPU the caller is on.
-    #[inline]
+    #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
-        let buffer = self.buffer_for(cpu);
-        let placement = buffer.reserve(&self.clock, len);
-        if placement.is_failed() {
-            return Err(buffer.reserve_error(&placement, len));
-        }
-        Ok(Reservation::new(buffer, placement, len))
+        self.buffer_for(cpu).reserve(&self.clock, len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
