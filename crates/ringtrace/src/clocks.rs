@@ -100,13 +100,22 @@ fn small_ring(clock: AnyClock) -> Result<RingBuffer<AnyClock>, ringtrace_ring::C
     )
 }
 
+/// One recorded event through a call, as an instrumented program makes
+/// it: inlined into the timing loop, the event and the loop interleave and
+/// measure worse than either (docs/design.md, ring performance).
+#[inline(never)]
+fn record_once(ring: &RingBuffer<AnyClock>, payload: &[u8; 16]) {
+    let _ = black_box(ring.write_on(0, payload));
+}
+
 /// Median ns per recorded event.
 fn record_cost(ring: &RingBuffer<AnyClock>) -> f64 {
+    let payload = [1u8; 16];
     let mut per: Vec<f64> = (0..101)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..256 {
-                let _ = black_box(ring.write_on(0, &[1u8; 16]));
+                record_once(ring, black_box(&payload));
             }
             t.elapsed().as_nanos() as f64 / 256.0
         })
