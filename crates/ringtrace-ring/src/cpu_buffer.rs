@@ -285,10 +285,16 @@ impl CpuBuffer {
         let now = clock.read();
         // C
         let pos = write & (page_size - 1);
-        let size = format::event_size(len) as u64;
         let delta = now.wrapping_sub(last_ts);
         let (record, commit_word, header, ts) = 'fast: {
-            if pos != 0 && pos + size <= page_size && delta <= format::MAX_DELTA {
+            // A length of a page or more never fits, and is refused by the
+            // general loop; below it the size cannot overflow.
+            let size = format::event_size(len.min(page_size as usize)) as u64;
+            if len < page_size as usize
+                && pos != 0
+                && pos + size <= page_size
+                && delta <= format::MAX_DELTA
+            {
                 if let Some(phys) = self.current_phys(write >> self.geometry.page_shift()) {
                     // Resolved before D (see F): in the page, as checked.
                     let record = self.words.words(phys, pos as usize, size as usize / 4);
@@ -325,8 +331,10 @@ impl CpuBuffer {
             if p.is_failed() {
                 return Err(self.reserve_error(&p, len));
             }
+            // A placed event fits its page, so `len` is small here.
             (
-                self.words.words(p.phys(), p.event_at(), size as usize / 4),
+                self.words
+                    .words(p.phys(), p.event_at(), format::event_size(len) / 4),
                 self.commit_word(p.phys()),
                 p.header(),
                 p.ts,

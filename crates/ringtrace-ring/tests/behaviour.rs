@@ -164,6 +164,34 @@ fn event_larger_than_a_page_is_an_error_not_a_panic() {
 }
 
 #[test]
+fn lengths_near_usize_max_are_too_large_without_overflow_or_damage() {
+    // Sizes computed from these wrap (or panic in a debug build) unless the
+    // length is checked first; a wrapped size would pass the fits-the-page
+    // test and move the write offset backwards.
+    let ring = ring(Mode::Discard, 128, 4);
+    ring.write_on(0, b"before").unwrap();
+    for len in [
+        usize::MAX,
+        usize::MAX - 3,
+        usize::MAX - 11,
+        usize::MAX - 64,
+        u32::MAX as usize + 8,
+    ] {
+        let err = ring.reserve_on(0, len).unwrap_err();
+        assert!(
+            matches!(err, ReserveError::TooLarge { len: l, .. } if l == len),
+            "{len}: {err}"
+        );
+    }
+    ring.write_on(0, b"after").unwrap();
+    ring.flush();
+    assert_eq!(drain(&ring), vec![b"before".to_vec(), b"after".to_vec()]);
+    let stats = ring.stats();
+    assert_eq!((stats.hit, stats.missed), (2, 0));
+    assert_eq!(stats.hit, stats.accounted());
+}
+
+#[test]
 fn bad_configuration_names_what_is_valid() {
     let cases: [(RingConfig, &str); 4] = [
         (RingConfig::default().page_size(1000), "power of two"),
