@@ -78,15 +78,26 @@ pub fn calibrate_frequency(read: &dyn Fn() -> u64, interval: Duration) -> Result
     std::thread::sleep(interval);
     let end = tightest_pair(read);
     let ns = end.reference_ns.saturating_sub(start.reference_ns);
-    let ticks = end.ticks.wrapping_sub(start.ticks);
-    if ns == 0 || ticks == 0 || ticks > u64::MAX / 2 {
+    let message = if end.ticks < start.ticks {
+        Some(format!(
+            "the counter went back from {} to {} in {ns} ns; it is not a running counter",
+            start.ticks, end.ticks
+        ))
+    } else if ns == 0 || end.ticks == start.ticks {
+        Some(format!(
+            "the counter advanced {} ticks in {ns} ns; it is not a running counter",
+            end.ticks - start.ticks
+        ))
+    } else {
+        None
+    };
+    if let Some(message) = message {
         return Err(ClockError::Os {
             call: "calibration",
-            message: format!(
-                "the counter advanced {ticks} ticks in {ns} ns; it is not a running counter"
-            ),
+            message,
         });
     }
+    let ticks = end.ticks - start.ticks;
     let hz = u128::from(ticks) * 1_000_000_000 / u128::from(ns);
     Ok(u64::try_from(hz).unwrap_or(u64::MAX))
 }

@@ -46,12 +46,14 @@ pub enum ClockError {
         message: String,
     },
     /// A signal number outside what the irq emulation can route.
-    #[error("signal {signal} cannot be routed through the irq emulation; valid signals are 1..={max} except SIGKILL (9) and SIGSTOP (19)")]
+    #[error("signal {signal} cannot be routed through the irq emulation; valid signals are 1..={max} except SIGKILL (9), SIGSTOP (19) and 32..{rtmin}, which the C library keeps for itself (SIGRTMIN is {rtmin})")]
     BadSignal {
         /// The signal asked for.
         signal: i32,
         /// The largest valid signal number.
         max: i32,
+        /// The C library's SIGRTMIN: 32 up to it are reserved.
+        rtmin: i32,
     },
 }
 

@@ -44,6 +44,9 @@ impl fmt::Display for Guarantee {
 /// use ringtrace_clock::TickConversion;
 /// let c = TickConversion::from_frequency(2_500_000_000).unwrap();
 /// assert_eq!(c.ticks_to_ns(2_500_000_000), 1_000_000_000);
+/// // No conversion for a frequency of zero, or one too high to represent.
+/// assert!(TickConversion::from_frequency(0).is_none());
+/// assert!(TickConversion::from_frequency(u64::MAX).is_none());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TickConversion {
@@ -60,13 +63,18 @@ impl TickConversion {
         frequency_hz: 1_000_000_000,
     };
 
-    /// The conversion for a counter of `frequency_hz`; `None` for zero.
+    /// The conversion for a counter of `frequency_hz`; `None` for zero, and
+    /// for frequencies so high (above about 8.6 * 10^18 Hz) that a tick is
+    /// too small a fraction of a nanosecond for the 32-bit fixed point.
     pub fn from_frequency(frequency_hz: u64) -> Option<TickConversion> {
         if frequency_hz == 0 {
             return None;
         }
         let hz = u128::from(frequency_hz);
         let mult = ((1_000_000_000u128 << Self::SHIFT) + hz / 2) / hz;
+        if mult == 0 {
+            return None;
+        }
         // A frequency of 1 Hz gives the largest mult, 10^9 << 32 < 2^62, so
         // the cast is lossless and ticks * mult < 2^126 cannot overflow.
         Some(TickConversion {

@@ -105,6 +105,12 @@ impl ClockSpec {
                 reason: "`global:` must name the source to clamp",
             });
         }
+        if global && (base == "global" || base.starts_with("global:")) {
+            return Err(ClockError::Malformed {
+                given: whole.to_owned(),
+                reason: "`global:` takes a base source; `global` cannot clamp itself",
+            });
+        }
         SourceName::ALL
             .into_iter()
             .find(|s| s.name() == base)
@@ -200,6 +206,8 @@ mod tests {
             ("@raw", "missing"),
             ("tsc@raw@raw", "more than one"),
             ("global:", "must name"),
+            ("global:global", "cannot clamp itself"),
+            ("global:global:tsc@raw", "cannot clamp itself"),
         ] {
             let err = name.parse::<ClockSpec>().unwrap_err().to_string();
             assert!(err.contains(says), "{name:?}: {err}");

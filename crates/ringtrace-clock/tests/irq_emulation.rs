@@ -194,3 +194,33 @@ fn timer_reschedule_inside_preempt_section_waits_for_outermost_enable() {
         "no deferred request was honoured"
     );
 }
+
+#[test]
+fn timer_refuses_uncatchable_and_reserved_signals_and_dead_threads() {
+    let me = current_thread_id();
+    for signal in [0, libc::SIGKILL, libc::SIGSTOP, 32, 33, 65] {
+        let err = IrqTimer::start(me, signal, Duration::from_millis(1))
+            .err()
+            .unwrap_or_else(|| panic!("signal {signal} was accepted"))
+            .to_string();
+        assert!(err.contains(&format!("signal {signal} ")), "{err}");
+    }
+    let err = IrqTimer::start(-5, libc::SIGRTMIN() + 9, Duration::from_millis(1))
+        .err()
+        .expect("a thread id of -5 was accepted")
+        .to_string();
+    assert!(err.contains("thread -5"), "{err}");
+}
+
+#[test]
+fn stopping_a_slow_timer_returns_at_once() {
+    // The sender waits a whole period between signals; stop must not wait
+    // for it. The signal is ignored by a routed no-op handler.
+    let signal = libc::SIGRTMIN() + 9;
+    interrupt::install_irq_handler(signal, |_| {}).unwrap();
+    let timer = IrqTimer::start(current_thread_id(), signal, Duration::from_secs(3600)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    assert_eq!(timer.stop(), 1);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}

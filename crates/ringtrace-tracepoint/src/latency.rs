@@ -49,7 +49,7 @@ impl Tracer {
         [Tracer::IrqsOff, Tracer::PreemptOff, Tracer::PreemptIrqsOff]
             .into_iter()
             .find(|t| t.name() == name)
-            .ok_or_else(|| crate::TracepointError::Unknown {
+            .ok_or_else(|| crate::TracepointError::UnknownTracer {
                 given: name.to_owned(),
                 valid: "irqsoff, preemptoff, preemptirqsoff".to_owned(),
             })

@@ -603,6 +603,7 @@ macro_rules! local_bh_enable {
 /// assert_eq!(StrategyKind::parse("early-key").unwrap(), StrategyKind::EarlyKey);
 /// let err = StrategyKind::parse("fast").unwrap_err().to_string();
 /// assert!(err.contains("baseline, call-always, early-key"), "{err}");
+/// assert!(err.contains("strategy"), "{err}");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StrategyKind {
@@ -636,7 +637,7 @@ impl StrategyKind {
         StrategyKind::ALL
             .into_iter()
             .find(|s| s.name() == name)
-            .ok_or_else(|| crate::TracepointError::Unknown {
+            .ok_or_else(|| crate::TracepointError::UnknownStrategy {
                 given: name.to_owned(),
                 valid: StrategyKind::ALL.map(StrategyKind::name).join(", "),
             })

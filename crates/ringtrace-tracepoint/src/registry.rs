@@ -28,6 +28,22 @@ pub enum TracepointError {
         /// The registered names, comma-separated.
         valid: String,
     },
+    /// No latency tracer has this name.
+    #[error("no latency tracer is called `{given}`; valid tracers: {valid}")]
+    UnknownTracer {
+        /// The name asked for.
+        given: String,
+        /// The tracers, comma-separated.
+        valid: String,
+    },
+    /// No instrumentation strategy has this name.
+    #[error("no instrumentation strategy is called `{given}`; valid strategies: {valid}")]
+    UnknownStrategy {
+        /// The name asked for.
+        given: String,
+        /// The strategies, comma-separated.
+        valid: String,
+    },
     /// Two tracepoints hash to one id.
     #[error("tracepoints `{0}` and `{1}` have the same id; rename one")]
     IdCollision(&'static str, &'static str),

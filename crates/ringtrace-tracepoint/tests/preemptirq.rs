@@ -250,4 +250,8 @@ fn soft_masking_through_the_traced_calls_defers_a_signal_to_restore() {
 fn unknown_tracer_name_lists_the_valid_ones() {
     let err = Tracer::parse("wakeup").unwrap_err().to_string();
     assert!(err.contains("irqsoff, preemptoff, preemptirqsoff"), "{err}");
+    assert!(
+        err.contains("latency tracer") && !err.contains("tracepoint"),
+        "{err}"
+    );
 }

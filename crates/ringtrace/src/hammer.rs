@@ -8,7 +8,6 @@ use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -137,7 +136,22 @@ pub enum HammerError {
     /// A setting is out of range.
     #[error("{0}")]
     Invalid(String),
+    /// A producer or consumer thread could not be started.
+    #[error("cannot start the {role} thread: {source}")]
+    Spawn {
+        /// "producer" or "consumer".
+        role: &'static str,
+        /// What the system said.
+        source: std::io::Error,
+    },
 }
+
+/// The most producer threads a run takes.
+pub const MAX_PRODUCERS: usize = 1024;
+/// The largest `--write-iteration`: a producer looks at the stop flag only
+/// between batches, so a batch must stay short (a million events is some
+/// tens of milliseconds).
+pub const MAX_WRITE_ITERATION: u32 = 1_000_000;
 
 const PAYLOAD: usize = 10;
 
@@ -162,22 +176,35 @@ fn payload_ok(p: &[u8]) -> bool {
 
 /// Runs the hammer.
 pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
-    if config.producers == 0 || config.write_iteration == 0 {
-        return Err(HammerError::Invalid(
-            "--producers and --write-iteration must be at least 1".into(),
-        ));
+    if !(1..=MAX_PRODUCERS).contains(&config.producers) {
+        return Err(HammerError::Invalid(format!(
+            "--producers {} is invalid: it must be from 1 to {MAX_PRODUCERS}",
+            config.producers
+        )));
     }
-    for fifo in [config.producer_fifo, config.consumer_fifo] {
+    if !(1..=MAX_WRITE_ITERATION).contains(&config.write_iteration) {
+        return Err(HammerError::Invalid(format!(
+            "--write-iteration {} is invalid: it must be from 1 to {MAX_WRITE_ITERATION}",
+            config.write_iteration
+        )));
+    }
+    for (flag, fifo) in [
+        ("--producer-fifo", config.producer_fifo),
+        ("--consumer-fifo", config.consumer_fifo),
+    ] {
         if fifo > 2 {
             return Err(HammerError::Invalid(format!(
-                "FIFO priority {fifo} is invalid: use 0, 1 or 2"
+                "{flag} {fifo} is invalid: use 0, 1 or 2"
             )));
         }
     }
-    for nice in [config.producer_nice, config.consumer_nice] {
+    for (flag, nice) in [
+        ("--producer-nice", config.producer_nice),
+        ("--consumer-nice", config.consumer_nice),
+    ] {
         if !(-20..=19).contains(&nice) {
             return Err(HammerError::Invalid(format!(
-                "nice level {nice} is invalid: it must be from -20 to 19"
+                "{flag} {nice} is invalid: it must be from -20 to 19"
             )));
         }
     }
@@ -193,7 +220,10 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
     let read = AtomicU64::new(0);
     let bad = AtomicU64::new(0);
     let warnings = std::sync::Mutex::new(Vec::new());
-    let start = Barrier::new(config.producers + 1);
+    // Producers wait for `go`, not a barrier, so that a thread that fails
+    // to start can release the ones already waiting.
+    let go = AtomicBool::new(false);
+    let ready = std::sync::atomic::AtomicUsize::new(0);
     let warn = |w: Result<(), sched::SchedError>| {
         if let Err(e) = w {
             warnings
@@ -204,29 +234,68 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
     };
 
     let (hit, missed, elapsed) = std::thread::scope(|s| {
-        if !config.disable_reader {
-            s.spawn(|| {
-                warn(sched::set_nice(config.consumer_nice));
-                warn(sched::set_fifo(config.consumer_fifo));
-                consume(&ring, config.read_by, &producers_done, &read, &bad);
-            });
-        }
-        let handles: Vec<_> = (0..config.producers)
-            .map(|p| {
-                let (ring, running, start) = (&ring, &running, &start);
-                s.spawn(move || {
+        let consumer = if config.disable_reader {
+            Ok(None)
+        } else {
+            std::thread::Builder::new()
+                .name("consumer".into())
+                .spawn_scoped(s, || {
+                    warn(sched::set_nice(config.consumer_nice));
+                    warn(sched::set_fifo(config.consumer_fifo));
+                    consume(&ring, config.read_by, &producers_done, &read, &bad);
+                })
+                .map(Some)
+                .map_err(|source| HammerError::Spawn {
+                    role: "consumer",
+                    source,
+                })
+        };
+        let mut handles = Vec::with_capacity(config.producers);
+        let mut failed = consumer.err();
+        for p in 0..config.producers {
+            if failed.is_some() {
+                break;
+            }
+            let (ring, running, go, ready) = (&ring, &running, &go, &ready);
+            let spawned = std::thread::Builder::new()
+                .name(format!("producer-{p}"))
+                .spawn_scoped(s, move || {
                     let cpu = p % cpus;
                     warn(sched::pin_to_cpu(cpu));
                     warn(sched::set_nice(config.producer_nice));
                     warn(sched::set_fifo(config.producer_fifo));
-                    start.wait();
+                    // Release: the main thread times the run from when
+                    // every producer is set up.
+                    ready.fetch_add(1, Ordering::Release);
+                    // Acquire: pairs with the Release that starts the run.
+                    while !go.load(Ordering::Acquire) {
+                        std::thread::yield_now();
+                    }
                     produce(ring, cpu, p as u16, config.write_iteration, running)
-                })
-            })
-            .collect();
-        start.wait();
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(source) => {
+                    failed = Some(HammerError::Spawn {
+                        role: "producer",
+                        source,
+                    })
+                }
+            }
+        }
+        if failed.is_some() {
+            // Release whoever started: they see `running` false at once.
+            running.store(false, Ordering::Relaxed);
+        } else {
+            // Acquire: pairs with each producer's Release above.
+            while ready.load(Ordering::Acquire) < handles.len() {
+                std::thread::yield_now();
+            }
+        }
+        // Release: the producers' setup above happens before they run.
+        go.store(true, Ordering::Release);
         let t0 = Instant::now();
-        while t0.elapsed() < config.duration {
+        while failed.is_none() && t0.elapsed() < config.duration {
             std::thread::sleep(Duration::from_millis(5).min(config.duration));
         }
         running.store(false, Ordering::Relaxed);
@@ -236,8 +305,11 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
             .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
         let elapsed = t0.elapsed();
         producers_done.store(true, Ordering::Release);
-        (hit, missed, elapsed)
-    });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((hit, missed, elapsed)),
+        }
+    })?;
 
     let stats = ring.stats();
     let read = read.load(Ordering::Relaxed);

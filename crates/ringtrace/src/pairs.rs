@@ -57,6 +57,32 @@ impl Pair {
     }
 }
 
+/// The most samples per pair, thread and strategy: each thread holds one
+/// run's samples (8 bytes each) at a time.
+pub const MAX_SAMPLES: usize = 100_000_000;
+
+/// Why a pairs run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PairsError {
+    /// The timer (`local`) cannot be built here.
+    #[error(transparent)]
+    Clock(#[from] ClockError),
+    /// A setting is out of range.
+    #[error("{0}")]
+    Invalid(String),
+    /// The samples did not fit in memory.
+    #[error("cannot hold {samples} samples per thread ({bytes} bytes each run): out of memory; use a smaller --samples")]
+    OutOfMemory {
+        /// Samples asked for.
+        samples: usize,
+        /// What one run needs.
+        bytes: usize,
+    },
+    /// A measuring thread panicked.
+    #[error("a measuring thread failed: {0}")]
+    Worker(String),
+}
+
 /// A pairs run's settings.
 #[derive(Debug, Clone)]
 pub struct PairsConfig {
@@ -120,7 +146,7 @@ struct CpuStats {
     histogram: [u64; BUCKETS],
 }
 
-fn stats(mut samples: Vec<u64>, overhead: u64, highest: usize, pct: u32) -> CpuStats {
+fn stats(samples: &mut [u64], overhead: u64, highest: usize, pct: u32) -> CpuStats {
     for s in samples.iter_mut() {
         *s = s.saturating_sub(overhead);
     }
@@ -134,7 +160,7 @@ fn stats(mut samples: Vec<u64>, overhead: u64, highest: usize, pct: u32) -> CpuS
     };
     let index = (n * pct as usize / 100).min(n - 1);
     let mut histogram = [0u64; BUCKETS];
-    for &s in &samples {
+    for &s in samples.iter() {
         histogram[bucket(s)] += 1;
     }
     CpuStats {
@@ -152,10 +178,11 @@ static IP: SourceLocation = SourceLocation {
     column: 0,
 };
 
-/// Times `n` pairs of `pair` under strategy `S` and mask `M`, in ticks.
-fn sample<S: Strategy, M: IrqMask>(clock: &Local, pair: Pair, n: usize) -> Vec<u64> {
+/// Times `n` pairs of `pair` under strategy `S` and mask `M`, in ticks,
+/// into `out` (cleared first; its capacity was reserved for `n`).
+fn sample<S: Strategy, M: IrqMask>(clock: &Local, pair: Pair, n: usize, out: &mut Vec<u64>) {
     let parent = Location::caller();
-    let mut out = Vec::with_capacity(n);
+    out.clear();
     for _ in 0..n {
         let t0 = clock.read();
         match pair {
@@ -174,7 +201,6 @@ fn sample<S: Strategy, M: IrqMask>(clock: &Local, pair: Pair, n: usize) -> Vec<u
         }
         out.push(clock.read().wrapping_sub(t0));
     }
-    out
 }
 
 fn sample_dyn(
@@ -183,14 +209,19 @@ fn sample_dyn(
     irq: IrqBackend,
     pair: Pair,
     n: usize,
-) -> Vec<u64> {
+    out: &mut Vec<u64>,
+) {
     match (strategy, irq) {
-        (StrategyKind::Baseline, IrqBackend::Soft) => sample::<Baseline, Soft>(clock, pair, n),
-        (StrategyKind::Baseline, IrqBackend::Hard) => sample::<Baseline, Hard>(clock, pair, n),
-        (StrategyKind::CallAlways, IrqBackend::Soft) => sample::<CallAlways, Soft>(clock, pair, n),
-        (StrategyKind::CallAlways, IrqBackend::Hard) => sample::<CallAlways, Hard>(clock, pair, n),
-        (StrategyKind::EarlyKey, IrqBackend::Soft) => sample::<EarlyKey, Soft>(clock, pair, n),
-        (StrategyKind::EarlyKey, IrqBackend::Hard) => sample::<EarlyKey, Hard>(clock, pair, n),
+        (StrategyKind::Baseline, IrqBackend::Soft) => sample::<Baseline, Soft>(clock, pair, n, out),
+        (StrategyKind::Baseline, IrqBackend::Hard) => sample::<Baseline, Hard>(clock, pair, n, out),
+        (StrategyKind::CallAlways, IrqBackend::Soft) => {
+            sample::<CallAlways, Soft>(clock, pair, n, out)
+        }
+        (StrategyKind::CallAlways, IrqBackend::Hard) => {
+            sample::<CallAlways, Hard>(clock, pair, n, out)
+        }
+        (StrategyKind::EarlyKey, IrqBackend::Soft) => sample::<EarlyKey, Soft>(clock, pair, n, out),
+        (StrategyKind::EarlyKey, IrqBackend::Hard) => sample::<EarlyKey, Hard>(clock, pair, n, out),
     }
 }
 
@@ -208,7 +239,13 @@ fn timer_overhead(clock: &Local) -> u64 {
 
 /// Runs the measurement; `progress` is told each (pair, strategy) as a
 /// thread finishes it.
-pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsResult, ClockError> {
+pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsResult, PairsError> {
+    if !(1..=MAX_SAMPLES).contains(&config.samples) {
+        return Err(PairsError::Invalid(format!(
+            "--samples {} is invalid: it must be from 1 to {MAX_SAMPLES}",
+            config.samples
+        )));
+    }
     let clock = Local::new()?;
     let conversion = clock
         .info()
@@ -225,22 +262,43 @@ pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsRe
                 let (clock, start) = (&clock, &start);
                 s.spawn(move || {
                     let _ = sched::pin_to_cpu(cpu);
+                    // Allocated before the barrier, so that a failure cannot
+                    // leave the other threads waiting; then wait regardless.
+                    let mut raw = Vec::new();
+                    let reserved = raw.try_reserve_exact(samples);
                     start.wait();
+                    reserved.map_err(|_| PairsError::OutOfMemory {
+                        samples,
+                        bytes: samples.saturating_mul(8),
+                    })?;
                     let overhead = timer_overhead(clock);
                     let mut out = BTreeMap::new();
                     for pair in Pair::ALL {
                         for strategy in StrategyKind::ALL {
-                            let raw = sample_dyn(clock, strategy, config.irq, pair, samples);
-                            out.insert((pair, strategy), stats(raw, overhead, highest, percentile));
+                            sample_dyn(clock, strategy, config.irq, pair, samples, &mut raw);
+                            let cpu_stats = stats(&mut raw, overhead, highest, percentile);
+                            out.insert((pair, strategy), cpu_stats);
                             progress();
                         }
                     }
-                    (overhead, out)
+                    Ok((overhead, out))
                 })
             })
             .collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(result) => result,
+                Err(panic) => Err(PairsError::Worker(
+                    panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panicked".into()),
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+    })?;
 
     let ns = |ticks: f64| conversion.ticks_to_ns_f64(ticks);
     let mut pairs: BTreeMap<&'static str, BTreeMap<&'static str, Metrics>> = BTreeMap::new();
@@ -312,7 +370,12 @@ impl PairsResult {
         let mut out = format!(
             "{} threads, {} samples each, {} irq mask; max_avg over the {} highest; percentile {}\n\
              timer overhead {:.2} ns subtracted from every sample\n",
-            config.cpus, config.samples, config.irq, config.highest, config.percentile, self.timer_overhead_ns
+            config.cpus,
+            config.samples,
+            config.irq,
+            config.highest.clamp(1, config.samples.max(1)),
+            config.percentile,
+            self.timer_overhead_ns
         );
         for pair in Pair::ALL {
             out.push_str(&format!("\n{}\n\n", pair.title()));

@@ -174,13 +174,19 @@ impl Report {
 
     /// Writes the report as JSON.
     pub fn write_json(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-        std::fs::write(path, serde_json::to_string_pretty(self)?)?;
-        Ok(())
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()).into())
     }
 
     /// Draws the pair costs per strategy and the record cost per clock and
     /// protection into an SVG file.
     pub fn write_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+        self.draw_svg(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()).into())
+    }
+
+    fn draw_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
         root.fill(&WHITE)?;
         let (top, bottom) = root.split_vertically(420);

@@ -157,7 +157,8 @@ fn bad_arguments_exit_non_zero_with_a_message_naming_what_is_valid() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("use 0, 1 or 2"));
 
     let out = ringtrace(&["hammer", "--seconds", "-1"]);
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--seconds -1 is invalid"));
 
     let out = ringtrace(&["hammer", "--buffer-size", "100"]);
     assert_eq!(out.status.code(), Some(2));
@@ -268,14 +269,41 @@ fn pairs_text_prints_the_seed_tables() {
 
 #[test]
 fn pairs_rejects_impossible_settings() {
-    for args in [
-        &["pairs", "--cpus", "999"][..],
-        &["pairs", "--samples", "0"],
-        &["pairs", "--percentile", "101"],
+    for (args, says) in [
+        (&["pairs", "--cpus", "999"][..], "--cpus 999"),
+        (&["pairs", "--samples", "0"], "--samples 0"),
+        (&["pairs", "--samples", "18446744073709551615"], "--samples"),
+        (&["pairs", "--percentile", "101"], "--percentile 101"),
     ] {
         let out = ringtrace(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(!out.stderr.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says) && !err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
+    for (args, says) in [
+        (&["hammer", "--producers", "0"][..], "--producers 0"),
+        (
+            &["hammer", "--producers", "18446744073709551615"],
+            "--producers",
+        ),
+        (&["hammer", "--write-iteration", "0"], "--write-iteration 0"),
+        (
+            &["hammer", "--write-iteration", "4294967295"],
+            "--write-iteration",
+        ),
+        (&["hammer", "--seconds", "1e20"], "--seconds"),
+        (&["hammer", "--consumer-fifo", "3"], "--consumer-fifo 3"),
+        (&["hammer", "--producer-nice", "20"], "--producer-nice 20"),
+        (&["clocks", "--anomaly-ms", "0"], "--anomaly-ms 0"),
+    ] {
+        let out = ringtrace(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says) && !err.contains("panicked"), "{err}");
     }
 }
 
@@ -320,4 +348,14 @@ fn report_refuses_an_output_that_is_not_a_directory() {
     let out = ringtrace(&["report", "--quick", "--out", "/nonexistent/ringtrace"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+}
+
+#[test]
+fn report_refuses_an_unwritable_directory_before_running() {
+    // /proc is a directory no one can create files in, root included. The
+    // message comes from the check made before the run.
+    let out = ringtrace(&["report", "--quick", "--out", "/proc"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--out /proc is not writable"), "{err}");
 }

@@ -94,13 +94,23 @@ pub fn in_irq() -> bool {
     IRQ_DEPTH.with(|d| d.load(Ordering::Relaxed) > 0)
 }
 
-fn check_signal(signal: i32) -> Result<(), ClockError> {
-    if (1..=MAX_SIGNAL).contains(&signal) && signal != libc::SIGKILL && signal != libc::SIGSTOP {
+/// Whether `signal` can be routed and sent: 1 to 64, not SIGKILL or
+/// SIGSTOP (which cannot be caught), and not 32 up to SIGRTMIN, which the C
+/// library uses internally (sigaction refuses them).
+pub(crate) fn check_signal(signal: i32) -> Result<(), ClockError> {
+    let rtmin = libc::SIGRTMIN();
+    let reserved = (32..rtmin).contains(&signal);
+    if (1..=MAX_SIGNAL).contains(&signal)
+        && signal != libc::SIGKILL
+        && signal != libc::SIGSTOP
+        && !reserved
+    {
         Ok(())
     } else {
         Err(ClockError::BadSignal {
             signal,
             max: MAX_SIGNAL,
+            rtmin,
         })
     }
 }

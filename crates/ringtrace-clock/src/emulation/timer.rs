@@ -10,7 +10,11 @@ use crate::ClockError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Periods are capped here, a day, so that `Instant + period` cannot
+/// overflow; a timer that slow sends nothing in any run anyway.
+const MAX_PERIOD: Duration = Duration::from_secs(86_400);
 
 /// The kernel id of the calling thread (`gettid`), a target for
 /// [`IrqTimer::start`].
@@ -45,9 +49,23 @@ pub struct IrqTimer {
 
 impl IrqTimer {
     /// Starts sending `signal` to thread `tid` of this process every `period`.
+    ///
+    /// The signal must be one the irq emulation can route (not SIGKILL or
+    /// SIGSTOP, see [`ClockError::BadSignal`]) and `tid` a live thread of
+    /// this process.
     pub fn start(tid: i32, signal: i32, period: Duration) -> Result<IrqTimer, ClockError> {
-        if !(1..=64).contains(&signal) {
-            return Err(ClockError::BadSignal { signal, max: 64 });
+        super::interrupt::check_signal(signal)?;
+        // SAFETY: getpid cannot fail; tgkill with signal 0 only checks that
+        // the thread exists in this process and sends nothing.
+        let alive = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) } == 0;
+        if !alive {
+            return Err(ClockError::Os {
+                call: "tgkill",
+                message: format!(
+                    "thread {tid} is not a live thread of this process: {}",
+                    std::io::Error::last_os_error()
+                ),
+            });
         }
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
@@ -69,7 +87,16 @@ impl IrqTimer {
                         }
                         // Relaxed: a statistic read after join.
                         sent.fetch_add(1, Ordering::Relaxed);
-                        std::thread::sleep(period);
+                        // Parked, not asleep, so that stop() wakes it at
+                        // once whatever the period.
+                        let deadline = Instant::now() + period.min(MAX_PERIOD);
+                        while !stop.load(Ordering::Relaxed) {
+                            let now = Instant::now();
+                            if now >= deadline {
+                                break;
+                            }
+                            std::thread::park_timeout(deadline - now);
+                        }
                     }
                 })
                 .map_err(|e| ClockError::Os {
@@ -93,6 +120,7 @@ impl IrqTimer {
     fn halt(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
             // The sender loop cannot panic; a join error would only repeat
             // a panic message already printed.
             let _ = thread.join();

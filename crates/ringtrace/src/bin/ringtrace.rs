@@ -89,7 +89,7 @@ enum ModeArg {
 #[derive(clap::Args)]
 struct HammerArgs {
     /// How long the producers run, in seconds (fractions allowed).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     seconds: f64,
     /// Events written between looks at the clock.
     #[arg(long, default_value_t = 50)]
@@ -164,8 +164,10 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         )
         .into());
     }
+    let duration = Duration::try_from_secs_f64(args.seconds)
+        .map_err(|_| format!("--seconds {} is too large", args.seconds))?;
     let config = HammerConfig {
-        duration: Duration::from_secs_f64(args.seconds),
+        duration,
         write_iteration: args.write_iteration,
         disable_reader: args.disable_reader,
         read_by: match args.read {
@@ -208,6 +210,9 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 }
 
 fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if args.anomaly_ms == 0 {
+        return Err("--anomaly-ms 0 is invalid: it must be at least 1".into());
+    }
     let config = ringtrace::clocks::ClocksConfig {
         anomaly_run: Duration::from_millis(args.anomaly_ms),
         ..Default::default()
@@ -234,9 +239,6 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let cpus = args.cpus.unwrap_or(available);
     if cpus == 0 || cpus > available {
         return Err(format!("--cpus {cpus} is invalid: this machine has 1 to {available}").into());
-    }
-    if args.samples == 0 {
-        return Err("--samples must be at least 1".into());
     }
     if args.percentile > 100 {
         return Err(format!(
@@ -308,6 +310,13 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     if !args.out.is_dir() {
         return Err(format!("--out {} is not a directory", args.out.display()).into());
     }
+    // Find out now, not after the run, whether the files can be written.
+    let probe = args
+        .out
+        .join(format!(".ringtrace-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
     // The steps: one hammer per clock source, pairs, and each clock.
     let progress = bar((2 * ClockSpec::all().len()) as u64, "report");
     let step = |s: &str| {
@@ -319,14 +328,19 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
-    report.write_json(&json)?;
-    report.write_svg(&svg)?;
+    // The results are printed even when a file cannot be written.
+    let written = report
+        .write_json(&json)
+        .and_then(|()| report.write_svg(&svg));
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", report.markdown());
-        println!("\nWrote {} and {}.", json.display(), svg.display());
+        if written.is_ok() {
+            println!("\nWrote {} and {}.", json.display(), svg.display());
+        }
     }
+    written?;
     let bad: u64 = report.hammer.iter().map(|h| h.bad_payloads).sum();
     Ok(if bad > 0 {
         ExitCode::from(1)
