@@ -406,6 +406,23 @@ impl CpuBuffer {
                     )
                 }
             };
+            // The page this reservation closes, if it moves to the next
+            // one: looked up before D, while the state is still inside it,
+            // so that no fixup can have taken it (a fixup takes only closed
+            // pages, and closing it is our CAS). Looked up after D, the slot
+            // could already name the fixup's spare, and padding it would
+            // wedge that slot for good.
+            let closing = if target_seq != seq && pos != 0 {
+                match self.current_phys(seq) {
+                    Some(phys) => Some(phys),
+                    None => {
+                        expected = self.hot.state.load(Ordering::Acquire);
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
             let phys = if target_seq == seq && pos != 0 {
                 match self.current_phys(seq) {
                     Some(phys) => phys,
@@ -463,8 +480,8 @@ impl CpuBuffer {
                         RareCounters::bump(&self.rare.ts_fixups, 1);
                     }
                     if target_seq != seq || pos == 0 {
-                        if pos != 0 {
-                            self.pad_tail(seq, pos);
+                        if let Some(closing) = closing {
+                            self.pad_tail(closing, pos);
                         }
                         self.open_page(target_seq, phys, ts);
                     }
@@ -603,23 +620,19 @@ impl CpuBuffer {
         }
     }
 
-    /// Pads page `seq` from `pos` to its end and commits the padding.
+    /// Pads physical page `phys` from `pos` to its end and commits the
+    /// padding. The caller closed the page with its CAS and looked `phys` up
+    /// before it (see reserve_slow): a fixup may have taken the page since,
+    /// in which case the commit lands on the quarantined page, where it
+    /// counts towards its release.
     #[cold]
-    fn pad_tail(&self, seq: u64, pos: usize) {
+    fn pad_tail(&self, phys: usize, pos: usize) {
         let page_size = self.page_size();
-        // The page is still open (our reservation of its tail is not
-        // committed), so its slot still names its physical page unless a
-        // fixup took it, in which case the commit below lands on the
-        // taken page, which is harmless.
-        let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
         if pos < page_size {
-            self.words.store(
-                slot.phys,
-                pos,
-                format::record_header(format::TYPE_PADDING, 0),
-            );
+            self.words
+                .store(phys, pos, format::record_header(format::TYPE_PADDING, 0));
         }
-        self.commit_bytes(slot.phys, (page_size - pos) as u64);
+        self.commit_bytes(phys, (page_size - pos) as u64);
     }
 
     /// Writes page `seq`'s header and commits its bytes.
@@ -709,6 +722,11 @@ impl CpuBuffer {
             }
             let seq = write >> shift;
             let next = (seq + 1) << shift;
+            // Before the CAS, as in reserve_slow: the page we close.
+            let Some(phys) = self.current_phys(seq) else {
+                state = self.hot.state.load(Ordering::Acquire);
+                continue;
+            };
             match self.hot.state.compare_exchange(
                 state,
                 (next, last_ts),
@@ -717,7 +735,7 @@ impl CpuBuffer {
             ) {
                 Ok(()) => {
                     self.hot.write_hint.store(next, Ordering::Relaxed);
-                    self.pad_tail(seq, pos);
+                    self.pad_tail(phys, pos);
                     return true;
                 }
                 Err(actual) => state = actual,

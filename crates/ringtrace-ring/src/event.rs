@@ -11,8 +11,10 @@ pub struct Event {
     pub ts: u64,
     /// Its payload, exactly as written.
     pub payload: Vec<u8>,
-    /// Events of this CPU buffer lost (overrun, or skipped by a fixup) since
-    /// the previous event this reader returned: where the loss happened.
+    /// Events of this CPU buffer lost (overrun, or skipped by a fixup) just
+    /// before this one. Counted on the first event of each page read, since
+    /// pages are lost oldest first: a loss lies between the previous page
+    /// read and this one. Zero on a non-consuming iterator's events.
     pub lost_before: u64,
 }
 

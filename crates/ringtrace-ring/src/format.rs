@@ -126,7 +126,7 @@ pub(crate) fn is_short(len: usize) -> bool {
 /// header and a long event header. (An event that needs a time prefix and
 /// does not fit with it starts a new page, where it needs none.)
 pub fn max_payload(page_size: usize) -> usize {
-    page_size - PAGE_HEADER - 8
+    page_size.saturating_sub(PAGE_HEADER + 8)
 }
 
 /// A page that cannot be decoded: what is wrong and where.
@@ -230,14 +230,19 @@ impl PageHeader {
         Ok(h)
     }
 
-    /// Writes this header into the first bytes of `page`.
-    pub fn write_to(&self, page: &mut [u8]) {
+    /// Writes this header into the first bytes of `page`; returns false,
+    /// writing nothing, if `page` is shorter than a header.
+    pub fn write_to(&self, page: &mut [u8]) -> bool {
+        if page.len() < PAGE_HEADER {
+            return false;
+        }
         page[header::BASE_TS..header::BASE_TS + 8].copy_from_slice(&self.base_ts.to_le_bytes());
         page[header::SEQ..header::SEQ + 8].copy_from_slice(&self.seq.to_le_bytes());
         page[header::COMMIT..header::COMMIT + 4].copy_from_slice(&self.commit.to_le_bytes());
         page[header::EVENTS..header::EVENTS + 4].copy_from_slice(&self.events.to_le_bytes());
         page[header::SKIP..header::SKIP + 4].copy_from_slice(&self.skip.to_le_bytes());
         page[header::LOST..header::LOST + 4].copy_from_slice(&self.lost.to_le_bytes());
+        true
     }
 }
 

@@ -4,9 +4,11 @@ use crate::event::Event;
 use crate::ring::RingBuffer;
 use ringtrace_clock::Clock;
 
-/// Merges the CPU buffers of a ring by timestamp, consuming as it goes: a
-/// k-way merge over each CPU's next event. It yields what is readable now
-/// and ends when every buffer is empty; call it again later for more.
+/// Merges the CPU buffers of a ring by timestamp, consuming as it goes: it
+/// peeks at each CPU's next timestamp and consumes only the earliest event,
+/// so dropping it part-way leaves every event it did not yield in its
+/// buffer. It yields what is readable now and ends when every buffer is
+/// empty; call it again later for more.
 ///
 /// Order across CPUs is as good as the clock's cross-CPU guarantee; within
 /// a CPU buffer it is exact.
@@ -24,33 +26,32 @@ use ringtrace_clock::Clock;
 #[derive(Debug)]
 pub struct MergedReader<'a, C: Clock> {
     ring: &'a RingBuffer<C>,
-    heads: Vec<Option<Event>>,
 }
 
 impl<'a, C: Clock> MergedReader<'a, C> {
     pub(crate) fn new(ring: &'a RingBuffer<C>) -> Self {
-        MergedReader {
-            ring,
-            heads: vec![None; ring.cpus()],
-        }
+        MergedReader { ring }
     }
 }
 
 impl<C: Clock> Iterator for MergedReader<'_, C> {
     type Item = Event;
 
+    /// Peeks at each CPU's next timestamp and consumes only the earliest
+    /// event, so that a merge dropped part-way holds nothing back: every
+    /// event it did not yield is still in its buffer.
     fn next(&mut self) -> Option<Event> {
-        for (cpu, head) in self.heads.iter_mut().enumerate() {
-            if head.is_none() {
-                *head = self.ring.cpu_buffers()[cpu].read_event();
+        let buffers = self.ring.cpu_buffers();
+        loop {
+            let (_, cpu) = buffers
+                .iter()
+                .enumerate()
+                .filter_map(|(cpu, b)| b.peek_timestamp().map(|ts| (ts, cpu)))
+                .min()?;
+            // None only if a writer overwrote it since the peek: look again.
+            if let Some(event) = buffers[cpu].read_event() {
+                return Some(event);
             }
         }
-        let (_, cpu) = self
-            .heads
-            .iter()
-            .enumerate()
-            .filter_map(|(cpu, h)| h.as_ref().map(|e| (e.ts, cpu)))
-            .min()?;
-        self.heads[cpu].take()
     }
 }

@@ -71,6 +71,9 @@ pub(crate) struct ReaderState {
     stuck: Option<Stuck>,
     scratch: Vec<u8>,
     reported_losses: u64,
+    /// The page of the last event handed out, to report losses at page
+    /// boundaries.
+    last_page: Option<u64>,
 }
 
 impl ReaderState {
@@ -84,14 +87,16 @@ impl ReaderState {
             stuck: None,
             scratch: Vec::new(),
             reported_losses: 0,
+            last_page: None,
         }
     }
 }
 
 /// What the reader found at its position.
 enum Found {
-    /// An event: (timestamp, payload in the reader's buffer as a range).
-    Event(u64, std::ops::Range<usize>, Source),
+    /// An event: (timestamp, payload in the reader's buffer as a range,
+    /// where that is, the page it is on).
+    Event(u64, std::ops::Range<usize>, Source, u64),
     /// Nothing readable now.
     Empty,
 }
@@ -145,16 +150,48 @@ impl CpuBuffer {
     /// events lost just before it) without allocating.
     pub fn read_event_with<R>(&self, f: impl FnOnce(u64, &[u8], u64) -> R) -> Option<R> {
         let mut st = self.reader.lock();
-        match self.next_event(&mut st) {
+        match self.next_event(&mut st, true) {
             Found::Empty => None,
-            Found::Event(ts, range, source) => {
-                let lost = self.losses_since_last_report(&mut st);
+            Found::Event(ts, range, source, page) => {
+                // Losses are reported with the first event of the next page
+                // read: pages are lost oldest first, so that is where they
+                // happened (a page overwritten while an older one is being
+                // read lies after the rest of that older one).
+                let lost = if st.last_page == Some(page) {
+                    0
+                } else {
+                    st.last_page = Some(page);
+                    self.losses_since_last_report(&mut st)
+                };
                 let bytes = match source {
                     Source::Taken => &st.taken.as_ref()?.bytes,
                     Source::Scratch => &st.scratch,
                 };
                 Some(f(ts, &bytes[range], lost))
             }
+        }
+    }
+
+    /// The timestamp of the event [`read_event`](CpuBuffer::read_event)
+    /// would return now, without consuming it. (A writer may overwrite that
+    /// event before it is read, in overwrite mode.)
+    ///
+    /// ```
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
+    /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    /// let ts = ring.write_on(0, b"abc").unwrap();
+    /// let b = ring.cpu_buffer(0).unwrap();
+    /// assert_eq!(b.peek_timestamp(), Some(ts));
+    /// assert_eq!(b.read_event().unwrap().ts, ts); // still there
+    /// assert_eq!(b.peek_timestamp(), None);
+    /// ```
+    pub fn peek_timestamp(&self) -> Option<u64> {
+        let mut st = self.reader.lock();
+        match self.next_event(&mut st, false) {
+            Found::Empty => None,
+            Found::Event(ts, _, _, _) => Some(ts),
         }
     }
 
@@ -170,16 +207,18 @@ impl CpuBuffer {
         let taken = st.taken.take()?;
         RareCounters::bump(&self.rare.read, u64::from(taken.remaining));
         let lost = self.losses_since_last_report(&mut st);
+        st.last_page = Some(taken.seq);
         let mut bytes = taken.bytes;
         let total = count_events(&bytes) as u32;
         let mut header = PageHeader::parse(&bytes).ok()?;
         header.commit = data_end(&bytes) as u32;
         header.events = total;
-        header.skip = total - taken.remaining;
+        header.skip = total.saturating_sub(taken.remaining);
         header.lost = u32::try_from(lost).unwrap_or(u32::MAX);
         header.write_to(&mut bytes);
         st.free.push(taken.phys);
-        st.seq = taken.seq + 1;
+        // Never back: a fixup may have moved past meanwhile.
+        st.seq = st.seq.max(taken.seq + 1);
         Some(PageBuf {
             cpu: self.cpu,
             bytes,
@@ -199,8 +238,10 @@ impl CpuBuffer {
             return false;
         }
         let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
-        if commit.bytes == self.page_size() && !commit.opening {
-            return false; // complete: nothing to fix
+        if commit.opening || commit.bytes == self.page_size() {
+            // Complete (nothing to fix), or being claimed for the next lap,
+            // which only a complete page can be.
+            return false;
         }
         self.reclaim(&mut st, seq, slot)
     }
@@ -312,10 +353,13 @@ impl CpuBuffer {
         }
     }
 
-    fn next_event(&self, st: &mut ReaderState) -> Found {
+    /// The next event; consumed only if `consume` (a peek otherwise: the
+    /// reader may still take pages and skip overwritten ones, which consumes
+    /// nothing).
+    fn next_event(&self, st: &mut ReaderState, consume: bool) -> Found {
         self.recycle_quarantine(st);
         loop {
-            if let Some(found) = self.next_from_taken(st) {
+            if let Some(found) = self.next_from_taken(st, consume) {
                 return found;
             }
             match self.head_page(st) {
@@ -329,31 +373,42 @@ impl CpuBuffer {
                         return Found::Empty;
                     }
                 }
-                Head::Open(seq, slot) => return self.next_in_place(st, seq, slot),
+                Head::Open(seq, slot) => return self.next_in_place(st, seq, slot, consume),
             }
         }
     }
 
     /// The next event of the taken page; `None` when there is no taken page
     /// or it is used up (then it goes back to the free list).
-    fn next_from_taken(&self, st: &mut ReaderState) -> Option<Found> {
+    fn next_from_taken(&self, st: &mut ReaderState, consume: bool) -> Option<Found> {
         let taken = st.taken.as_mut()?;
         let limit = taken.bytes.len();
         let mut cursor = RecordCursor::resume(&taken.bytes, taken.pos, taken.ts, limit);
         loop {
-            match cursor.next() {
+            // The commit word counted the page's events: never hand out
+            // more, whatever else the bytes seem to hold.
+            let next = if taken.remaining == 0 && taken.skip == 0 {
+                None
+            } else {
+                cursor.next()
+            };
+            match next {
                 Some(Ok(Record::Event { ts, payload })) => {
                     let start = payload.as_ptr() as usize - taken.bytes.as_ptr() as usize;
                     let range = start..start + payload.len();
-                    taken.pos = cursor.position();
-                    taken.ts = cursor.timestamp();
                     if taken.skip > 0 {
+                        taken.pos = cursor.position();
+                        taken.ts = cursor.timestamp();
                         taken.skip -= 1;
                         continue;
                     }
-                    taken.remaining = taken.remaining.saturating_sub(1);
-                    RareCounters::bump(&self.rare.read, 1);
-                    return Some(Found::Event(ts, range, Source::Taken));
+                    if consume {
+                        taken.pos = cursor.position();
+                        taken.ts = cursor.timestamp();
+                        taken.remaining = taken.remaining.saturating_sub(1);
+                        RareCounters::bump(&self.rare.read, 1);
+                    }
+                    return Some(Found::Event(ts, range, Source::Taken, taken.seq));
                 }
                 Some(Ok(Record::Discard { .. })) => continue,
                 Some(Err(_)) | None => {
@@ -364,7 +419,8 @@ impl CpuBuffer {
                     let (phys, seq) = (taken.phys, taken.seq);
                     st.taken = None;
                     st.free.push(phys);
-                    st.seq = seq + 1;
+                    // Never back: a fixup may have moved past meanwhile.
+                    st.seq = st.seq.max(seq + 1);
                     return None;
                 }
             }
@@ -394,6 +450,25 @@ impl CpuBuffer {
         let Some(spare) = st.free.pop() else {
             return false; // cannot happen: the reader always holds a page
         };
+        // The spare still holds the bytes of the page it was: make it an
+        // empty page, so that nothing (an iterator, a reader that comes back
+        // to this slot) decodes those as events. Nobody else writes it: it
+        // is in no slot. Relaxed: published by the Release below.
+        self.words.store_u64(spare, format::header::BASE_TS, 0);
+        self.words.store_u64(spare, format::header::SEQ, seq);
+        for field in [
+            format::header::COMMIT,
+            format::header::EVENTS,
+            format::header::SKIP,
+            format::header::LOST,
+        ] {
+            self.words.store(spare, field, 0);
+        }
+        self.words.store(
+            spare,
+            PAGE_HEADER,
+            format::record_header(format::TYPE_PADDING, 0),
+        );
         // Release: the claimer's Acquire load of this word sees the reset.
         self.commits[spare].store(
             Commit::complete(slot.gen, self.page_size(), 0).pack(),
@@ -448,7 +523,7 @@ impl CpuBuffer {
     }
 
     /// Reads the next event of the open page `seq` in place.
-    fn next_in_place(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> Found {
+    fn next_in_place(&self, st: &mut ReaderState, seq: u64, slot: Slot, consume: bool) -> Found {
         let page_size = self.page_size();
         let shift = self.geometry.page_shift();
         // A snapshot in which every reserved byte of the page is committed:
@@ -506,6 +581,9 @@ impl CpuBuffer {
                     }
                     let start = payload.as_ptr() as usize - st.scratch.as_ptr() as usize;
                     let range = start..start + payload.len();
+                    if !consume {
+                        return Found::Event(ts, range, Source::Scratch, seq);
+                    }
                     // Seqlock validation: our copies happen before this
                     // fence; a writer reusing the page fenced with Release
                     // after claiming it, so if we copied any of its bytes the
@@ -534,7 +612,7 @@ impl CpuBuffer {
                     ip.ts = cursor.timestamp();
                     ip.passed += 1;
                     RareCounters::bump(&self.rare.read, 1);
-                    return Found::Event(ts, range, Source::Scratch);
+                    return Found::Event(ts, range, Source::Scratch, seq);
                 }
                 Some(Ok(Record::Discard { .. })) => {
                     ip.pos = cursor.position();
@@ -592,7 +670,15 @@ impl CpuBuffer {
         let lost = before.events.saturating_sub(slot.consumed);
         RareCounters::bump(&self.rare.lost, u64::from(lost));
         RareCounters::bump(&self.rare.pages_reclaimed, 1);
-        st.quarantine.push(slot.phys);
+        if before.opening || before.bytes == self.page_size() {
+            // It completed after we looked (and may even have been claimed
+            // for the next lap, a claim our swap has made fail): no commit
+            // can come to it any more, so it is free now. Quarantined, an
+            // opening page would never complete and never leave.
+            st.free.push(slot.phys);
+        } else {
+            st.quarantine.push(slot.phys);
+        }
         st.in_place = None;
         st.stuck = None;
         st.seq = seq + 1;

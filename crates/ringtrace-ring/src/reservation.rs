@@ -36,6 +36,11 @@ pub struct Reservation<'a> {
     /// Index in `record` of the first payload word (1 or 2).
     payload_at: u32,
     len: u32,
+    /// Every payload byte has been written (or zeroed): `write` and
+    /// `stream` define all of it; before the first `write_at`, and at a
+    /// commit without either, the payload is zeroed, because the page may
+    /// hold an older lap's bytes and they must never show.
+    filled: bool,
     /// What the commit adds to the commit word: the record's bytes and one
     /// event.
     add: u64,
@@ -62,6 +67,7 @@ impl<'a> Reservation<'a> {
             header,
             payload_at: if format::is_short(len) { 1 } else { 2 },
             len: len as u32,
+            filled: len == 0,
             add: (record.len() * 4) as u64 + meta::ONE_EVENT,
             ts,
         }
@@ -106,6 +112,7 @@ impl<'a> Reservation<'a> {
         if n < self.len() {
             self.zero_from(n);
         }
+        self.filled = true;
     }
 
     /// Zeroes the payload from byte `n`: the page may hold an older lap's
@@ -124,6 +131,10 @@ impl<'a> Reservation<'a> {
     pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> usize {
         if offset % 4 != 0 || offset >= self.len() {
             return 0;
+        }
+        if !self.filled {
+            self.zero_from(0);
+            self.filled = true;
         }
         let n = bytes.len().min(self.len() - offset);
         store_bytes(&self.payload()[offset / 4..], &bytes[..n]);
@@ -146,6 +157,9 @@ impl<'a> Reservation<'a> {
     /// assert_eq!(ring.cpu_buffer(0).unwrap().read_event().unwrap().payload, [1, 2, 3, 4, 5, 6, 7]);
     /// ```
     pub fn stream(&mut self) -> PayloadStream<'_> {
+        // The stream writes from the start and zeroes what it does not
+        // write when dropped.
+        self.filled = true;
         PayloadStream {
             words: self.payload(),
             pos: 0,
@@ -159,7 +173,10 @@ impl<'a> Reservation<'a> {
     #[inline(always)]
     pub fn commit(self) {
         // No Drop: it would turn the event into a discard record.
-        let this = std::mem::ManuallyDrop::new(self);
+        let mut this = std::mem::ManuallyDrop::new(self);
+        if !this.filled {
+            this.zero_from(0);
+        }
         if let Some(header) = this.record.first() {
             // Relaxed: published by the Release add below.
             header.store(this.header, Ordering::Relaxed);
