@@ -288,12 +288,14 @@ impl CpuBuffer {
         let delta = now.wrapping_sub(last_ts);
         let (record, commit_word, header, ts) = 'fast: {
             // A length of a page or more never fits, and is refused by the
-            // general loop; below it the size cannot overflow.
-            let size = format::event_size(len.min(page_size as usize)) as u64;
-            if len < page_size as usize
-                && pos != 0
-                && pos + size <= page_size
-                && delta <= format::MAX_DELTA
+            // general loop; below it the size cannot overflow. (Sized from
+            // `len` itself, so that a constant length folds.)
+            let size = if len < page_size as usize {
+                format::event_size(len) as u64
+            } else {
+                u64::MAX
+            };
+            if size != u64::MAX && pos != 0 && pos + size <= page_size && delta <= format::MAX_DELTA
             {
                 if let Some(phys) = self.current_phys(write >> self.geometry.page_shift()) {
                     // Resolved before D (see F): in the page, as checked.

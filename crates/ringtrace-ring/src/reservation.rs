@@ -117,12 +117,11 @@ impl<'a> Reservation<'a> {
 
     /// Zeroes the payload from byte `n`: the page may hold an older lap's
     /// bytes, and they must never show.
-    #[cold]
-    fn zero_from(&mut self, n: usize) {
-        for word in self.payload().iter().skip(n.div_ceil(4)) {
-            // Relaxed: published by the commit's Release, like the payload.
-            word.store(0, Ordering::Relaxed);
-        }
+    #[inline(always)]
+    fn zero_from(&self, n: usize) {
+        // A free function on the words, so that the reservation itself need
+        // not be spilled to memory for a call on the fast path's way.
+        zero_words(self.payload(), n.div_ceil(4));
     }
 
     /// Writes `bytes` at `offset` into the payload; `offset` must be a
@@ -173,7 +172,7 @@ impl<'a> Reservation<'a> {
     #[inline(always)]
     pub fn commit(self) {
         // No Drop: it would turn the event into a discard record.
-        let mut this = std::mem::ManuallyDrop::new(self);
+        let this = std::mem::ManuallyDrop::new(self);
         if !this.filled {
             this.zero_from(0);
         }
@@ -264,6 +263,16 @@ impl Drop for PayloadStream<'_> {
         for word in self.words.iter().skip(self.pos.div_ceil(4)) {
             word.store(0, Ordering::Relaxed);
         }
+    }
+}
+
+/// Zeroes `words` from index `from` on.
+#[cold]
+#[inline(never)]
+fn zero_words(words: &[AtomicU32], from: usize) {
+    for word in words.iter().skip(from) {
+        // Relaxed: published by the commit's Release, like the payload.
+        word.store(0, Ordering::Relaxed);
     }
 }
 
