@@ -152,3 +152,78 @@ fn overwrite_claim_and_in_place_read_count_each_event_once() {
         assert_eq!(s.read + s.overrun, 9, "{s:?} {read:?}");
     });
 }
+
+#[test]
+fn fixup_racing_a_page_switch_never_wedges_the_buffer() {
+    loom::model(|| {
+        // Page 0 holds three 8-byte events, so a 16-byte one switches to
+        // page 1 and pads page 0's last 8 bytes. A fixup in that window
+        // (page 0 closed, its padding not yet committed) takes page 0 out;
+        // the padding must still go to page 0, not to the spare now in its
+        // slot, or that slot never completes and the ring refuses writes.
+        let ring = ring(Mode::Overwrite, 3);
+        for i in 0..3u32 {
+            ring.write_on(0, &i.to_le_bytes()).unwrap();
+        }
+        let writer = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                let mut long = [0u8; 12];
+                long[..4].copy_from_slice(&3u32.to_le_bytes());
+                ring.write_on(0, &long).unwrap();
+            })
+        };
+        ring.cpu_buffer(0).unwrap().fixup();
+        writer.join().unwrap();
+        // On until slot 0 is claimed again: the rest of page 1, page 2,
+        // and the first event of page 3, which lives in slot 0.
+        for i in 4..11u32 {
+            ring.write_on(0, &i.to_le_bytes())
+                .expect("a page switch left a slot that never completes");
+        }
+        let read = drain(&ring);
+        check_order_and_accounting(&ring, &read);
+    });
+}
+
+#[test]
+fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
+    loom::model(|| {
+        // Page 0 is stuck on a held reservation when the fixup looks at it;
+        // meanwhile the holder commits, and a writer laps the ring and
+        // claims page 0 for its next generation. Whichever way the fixup
+        // and the claim interleave, no physical page may end up where
+        // neither the ring nor the reader's free list can reach it.
+        // Leaked, so that the held reservation can move to the writer.
+        let ring: &'static RingBuffer<Counter> =
+            Box::leak(Box::new(Arc::into_inner(ring(Mode::Overwrite, 2)).unwrap()));
+        let held = ring.reserve_on(0, 4).unwrap();
+        for i in 1..5u32 {
+            ring.write_on(0, &i.to_le_bytes()).unwrap(); // 1..3 fill page 0
+        }
+        let writer = {
+            thread::spawn(move || {
+                let mut held = held;
+                held.write(&0u32.to_le_bytes());
+                held.commit();
+                for i in 5..9u32 {
+                    ring.write_on(0, &i.to_le_bytes()).unwrap(); // into page 2 = slot 0
+                }
+            })
+        };
+        let b = ring.cpu_buffer(0).unwrap();
+        b.fixup();
+        writer.join().unwrap();
+        let read = drain(ring);
+        check_order_and_accounting(ring, &read);
+        // Four spare pages, one always kept back: three stuck pages in a
+        // row can be taken out only if none was stranded.
+        let mut stuck = Vec::new();
+        for _ in 0..3 {
+            stuck.push(ring.reserve_on(0, 4).unwrap());
+            ring.flush();
+            assert!(b.fixup(), "a physical page was stranded");
+        }
+        drop(stuck);
+    });
+}
