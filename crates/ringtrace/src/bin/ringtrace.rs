@@ -57,7 +57,7 @@ struct PairsArgs {
     /// Threads, one per CPU (default: every CPU).
     #[arg(long)]
     cpus: Option<usize>,
-    /// Samples of each pair per thread and strategy.
+    /// Samples of each pair per thread and strategy (1 to 10^8).
     #[arg(long, default_value_t = 10_000_000)]
     samples: usize,
     /// How many of the largest samples make max_avg.
@@ -91,7 +91,7 @@ struct HammerArgs {
     /// How long the producers run, in seconds (fractions allowed).
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     seconds: f64,
-    /// Events written between looks at the clock.
+    /// Events written between looks at the clock (1 to 10^6).
     #[arg(long, default_value_t = 50)]
     write_iteration: u32,
     /// Run without a consumer.
@@ -121,7 +121,7 @@ struct HammerArgs {
     /// Bytes per CPU buffer.
     #[arg(long, default_value_t = 1_000_000)]
     buffer_size: usize,
-    /// Producer threads, pinned one per CPU.
+    /// Producer threads, pinned one per CPU (1 to 1024).
     #[arg(long, default_value_t = 1)]
     producers: usize,
     /// Print the results as JSON on stdout.
