@@ -2,6 +2,8 @@
 
 use proptest::prelude::*;
 use ringtrace_clock::{Clock, ClockSpec, Counter, Global, Guarantee, Mono};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Every spec that can be built on this machine.
@@ -87,42 +89,53 @@ proptest! {
 }
 
 /// A clock that is a different, fixed amount behind on each thread: the
-/// worst case of per-CPU skew.
+/// worst case of per-CPU skew. Each thread sets its own lag.
 #[derive(Clone)]
 struct SkewedPerThread;
 
 thread_local! {
-    static SKEW: u64 = {
-        // A thread-specific lag of up to a millisecond.
-        let tid = ringtrace_clock::emulation::timer::current_thread_id() as u64;
-        (tid.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 44) % 1_000_000
-    };
+    static SKEW: Cell<u64> = const { Cell::new(0) };
 }
 
 impl Clock for SkewedPerThread {
     fn read(&self) -> u64 {
-        Mono::new().read() + 5_000_000 - SKEW.with(|s| *s)
+        Mono::new().read() + 5_000_000 - SKEW.with(Cell::get)
     }
     fn info(&self) -> ringtrace_clock::ClockInfo {
         Mono::new().info()
     }
 }
 
-/// Threads take turns under a mutex, each read happening after the previous
-/// one; returns how often a read was smaller than the one before it.
+/// Threads read `clock` in strict turns, thread `i` lagging `i` quarter
+/// milliseconds behind thread 0 (for [`SkewedPerThread`]); returns how often
+/// a read was smaller than the largest before it. Strict turns, not just a
+/// mutex: with a mutex alone one thread may do all its reads before the next
+/// starts, and a skewed clock then need not go back at all.
 fn backward_steps_across_threads<C: Clock + Clone + 'static>(clock: C) -> usize {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 300;
+    let turn = Arc::new(AtomicUsize::new(0));
     let last = Arc::new(Mutex::new((0u64, 0usize)));
-    let handles: Vec<_> = (0..4)
-        .map(|_| {
-            let (clock, last) = (clock.clone(), Arc::clone(&last));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (clock, last, turn) = (clock.clone(), Arc::clone(&last), Arc::clone(&turn));
             std::thread::spawn(move || {
-                for _ in 0..2_000 {
-                    let mut guard = last.lock().unwrap();
-                    let now = clock.read();
-                    if now < guard.0 {
-                        guard.1 += 1;
+                SKEW.with(|s| s.set(i as u64 * 250_000));
+                for round in 0..ROUNDS {
+                    // Acquire/Release: each read happens after the previous
+                    // thread's, as the turn passes from one to the next.
+                    while turn.load(Ordering::Acquire) != round * THREADS + i {
+                        std::thread::yield_now();
                     }
-                    guard.0 = guard.0.max(now);
+                    let now = clock.read();
+                    {
+                        let mut guard = last.lock().unwrap();
+                        if now < guard.0 {
+                            guard.1 += 1;
+                        }
+                        guard.0 = guard.0.max(now);
+                    }
+                    turn.fetch_add(1, Ordering::Release);
                 }
             })
         })

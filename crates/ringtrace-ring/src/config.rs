@@ -80,6 +80,43 @@ pub enum ConfigError {
     /// A mode name that is neither `overwrite` nor `discard`.
     #[error("unknown ring mode `{0}`; valid modes: overwrite, discard")]
     UnknownMode(String),
+    /// The ring's pages would not fit in this machine's memory.
+    #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
+    TooLarge {
+        /// CPU buffers asked for.
+        cpus: usize,
+        /// Pages per CPU buffer.
+        pages: usize,
+        /// The page size.
+        page_size: usize,
+        /// The page memory that shape needs (saturated at `usize::MAX`).
+        bytes: usize,
+        /// The machine's physical memory.
+        memory: usize,
+    },
+}
+
+/// The machine's physical memory in bytes, if the system says. (Not under
+/// Miri, which has no such query: there the check is skipped.)
+fn physical_memory() -> Option<usize> {
+    #[cfg(miri)]
+    {
+        None
+    }
+    #[cfg(not(miri))]
+    {
+        // SAFETY: sysconf only reads system configuration; both names are
+        // valid on Linux, and a failure is reported as -1.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        let pages = usize::try_from(pages).ok()?;
+        let page = usize::try_from(page).ok()?;
+        pages.checked_mul(page)
+    }
 }
 
 /// The shape of a ring: page size, per-CPU size, mode and CPU count.
@@ -215,6 +252,21 @@ impl RingConfig {
             return Err(ConfigError::Cpus {
                 given: cpus,
                 max: MAX_CPUS,
+            });
+        }
+        // Refused here rather than aborting in the allocator (or being
+        // killed for it) when the pages are made.
+        let bytes = cpus
+            .checked_mul(pages + crate::cpu_buffer::EXTRA_PAGES)
+            .and_then(|p| p.checked_mul(page_size))
+            .unwrap_or(usize::MAX);
+        if let Some(memory) = physical_memory().filter(|&m| bytes > m) {
+            return Err(ConfigError::TooLarge {
+                cpus,
+                pages,
+                page_size,
+                bytes,
+                memory,
             });
         }
         Ok(Geometry {

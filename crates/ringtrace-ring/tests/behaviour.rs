@@ -193,6 +193,16 @@ fn lengths_near_usize_max_are_too_large_without_overflow_or_damage() {
 
 #[test]
 fn bad_configuration_names_what_is_valid() {
+    // Every dimension in range, but together about 8 TiB of pages: refused
+    // before any allocation (not under Miri, which cannot ask the system).
+    let huge = RingConfig::default()
+        .cpus(4096)
+        .page_size(65_536)
+        .per_cpu_bytes(65_536 * 32_768);
+    if !cfg!(miri) {
+        let err = huge.validate().unwrap_err();
+        assert!(err.to_string().contains("more than this machine"), "{err}");
+    }
     let cases: [(RingConfig, &str); 4] = [
         (RingConfig::default().page_size(1000), "power of two"),
         (RingConfig::default().page_size(32), "from 64"),
