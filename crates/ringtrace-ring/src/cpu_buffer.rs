@@ -640,17 +640,12 @@ impl CpuBuffer {
     /// Writes page `seq`'s header and commits its bytes.
     #[cold]
     fn open_page(&self, seq: u64, phys: usize, base_ts: u64) {
-        use crate::format::header;
         // Relaxed: see current_phys. A slower writer may overwrite this
         // with an older page; that only sends later writers to the slot.
         self.hot
             .open_page
             .store((seq << 16) | phys as u64, Ordering::Relaxed);
-        self.words.store_u64(phys, header::BASE_TS, base_ts);
-        self.words.store_u64(phys, header::SEQ, seq);
-        for field in [header::COMMIT, header::EVENTS, header::SKIP, header::LOST] {
-            self.words.store(phys, field, 0);
-        }
+        self.words.store_page_header(phys, seq, base_ts);
         self.commit_bytes(phys, PAGE_HEADER as u64);
     }
 

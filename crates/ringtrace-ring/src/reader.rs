@@ -454,16 +454,7 @@ impl CpuBuffer {
         // empty page, so that nothing (an iterator, a reader that comes back
         // to this slot) decodes those as events. Nobody else writes it: it
         // is in no slot. Relaxed: published by the Release below.
-        self.words.store_u64(spare, format::header::BASE_TS, 0);
-        self.words.store_u64(spare, format::header::SEQ, seq);
-        for field in [
-            format::header::COMMIT,
-            format::header::EVENTS,
-            format::header::SKIP,
-            format::header::LOST,
-        ] {
-            self.words.store(spare, field, 0);
-        }
+        self.words.store_page_header(spare, seq, 0);
         self.words.store(
             spare,
             PAGE_HEADER,

@@ -63,6 +63,18 @@ impl PageWords {
         self.store(phys, byte + 4, (value >> 32) as u32);
     }
 
+    /// Writes a fresh page header for virtual page `seq` into page `phys`:
+    /// its base time, its sequence number, and zero commit, event, skip and
+    /// lost fields (those are filled in only in a reader's copy).
+    pub(crate) fn store_page_header(&self, phys: usize, seq: u64, base_ts: u64) {
+        use crate::format::header;
+        self.store_u64(phys, header::BASE_TS, base_ts);
+        self.store_u64(phys, header::SEQ, seq);
+        for field in [header::COMMIT, header::EVENTS, header::SKIP, header::LOST] {
+            self.store(phys, field, 0);
+        }
+    }
+
     /// Loads one word at a 4-aligned byte offset of page `phys`.
     #[inline(always)]
     pub(crate) fn load(&self, phys: usize, byte: usize) -> u32 {
