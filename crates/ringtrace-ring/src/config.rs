@@ -80,6 +80,16 @@ pub enum ConfigError {
     /// A mode name that is neither `overwrite` nor `discard`.
     #[error("unknown ring mode `{0}`; valid modes: overwrite, discard")]
     UnknownMode(String),
+    /// More quarantine pages than page indices remain for.
+    #[error("quarantine of {given} pages is too large: with {pages} pages per CPU buffer it can be at most {max}")]
+    QuarantinePages {
+        /// What was asked for.
+        given: usize,
+        /// The most the ring's shape allows.
+        max: usize,
+        /// Pages per CPU buffer.
+        pages: usize,
+    },
     /// The ring's pages would not fit in this machine's memory.
     #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
     TooLarge {
@@ -145,6 +155,15 @@ pub struct RingConfig {
     /// does it on its own; [`CpuBuffer::fixup`](crate::CpuBuffer::fixup)
     /// still can. 500 ms by default.
     pub fixup_after: Option<std::time::Duration>,
+    /// How many pages a fixup may hold out of the ring at once for
+    /// reservations that have not committed: one per writer that died (or
+    /// stalled) between reserve and commit, until its late commit lands.
+    /// When that many are held, a further stuck page is not taken out: the
+    /// reader waits at it and counts it in
+    /// [`Stats::fixups_refused`](crate::Stats::fixups_refused). Each held
+    /// page costs `page_size` bytes, allocated with the ring but touched
+    /// only when used. 64 by default.
+    pub quarantine_pages: usize,
 }
 
 impl Default for RingConfig {
@@ -155,6 +174,7 @@ impl Default for RingConfig {
             mode: Mode::Overwrite,
             cpus: None,
             fixup_after: Some(crate::reader::DEFAULT_FIXUP_AFTER),
+            quarantine_pages: DEFAULT_QUARANTINE_PAGES,
         }
     }
 }
@@ -173,6 +193,9 @@ pub struct Geometry {
     /// The reader's bound on waiting for a stuck page (see
     /// [`RingConfig::fixup_after`]).
     pub fixup_after: Option<std::time::Duration>,
+    /// Pages a fixup may hold for writers that have not committed (see
+    /// [`RingConfig::quarantine_pages`]).
+    pub quarantine_pages: usize,
     /// log2 of the page size, kept so the write path need not compute it.
     page_shift: u32,
 }
@@ -182,6 +205,12 @@ impl Geometry {
     #[inline(always)]
     pub(crate) fn page_shift(&self) -> u32 {
         self.page_shift
+    }
+
+    /// Physical pages of one CPU buffer: the ring's, the reader's spare, and
+    /// the quarantine's.
+    pub(crate) fn physical_pages(&self) -> usize {
+        self.pages_per_cpu + 1 + self.quarantine_pages
     }
 }
 
@@ -195,6 +224,11 @@ pub const MAX_PAGE_SIZE: usize = 65_536;
 pub const MAX_PAGES: usize = 32_768;
 /// Most CPU buffers in one ring.
 pub const MAX_CPUS: usize = 4_096;
+/// Most physical pages of one CPU buffer (ring, reader's spare and
+/// quarantine): a slot word names its page in 16 bits.
+pub const MAX_PHYSICAL_PAGES: usize = 1 << 16;
+/// Pages a fixup may hold for writers that have not committed, by default.
+pub const DEFAULT_QUARANTINE_PAGES: usize = 64;
 
 impl RingConfig {
     /// Sets the page size.
@@ -228,6 +262,13 @@ impl RingConfig {
         self
     }
 
+    /// Sets how many pages fixups may hold for writers that have not
+    /// committed (see [`RingConfig::quarantine_pages`]).
+    pub fn quarantine_pages(mut self, pages: usize) -> Self {
+        self.quarantine_pages = pages;
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         let page_size = self.page_size;
@@ -247,6 +288,14 @@ impl RingConfig {
                 max_pages: MAX_PAGES,
             });
         }
+        let quarantine_max = MAX_PHYSICAL_PAGES - 1 - pages;
+        if self.quarantine_pages > quarantine_max {
+            return Err(ConfigError::QuarantinePages {
+                given: self.quarantine_pages,
+                max: quarantine_max,
+                pages,
+            });
+        }
         let cpus = self.cpus.unwrap_or_else(crate::cpu::possible_cpus);
         if !(1..=MAX_CPUS).contains(&cpus) {
             return Err(ConfigError::Cpus {
@@ -257,7 +306,7 @@ impl RingConfig {
         // Refused here rather than aborting in the allocator (or being
         // killed for it) when the pages are made.
         let bytes = cpus
-            .checked_mul(pages + crate::cpu_buffer::EXTRA_PAGES)
+            .checked_mul(pages + 1 + self.quarantine_pages)
             .and_then(|p| p.checked_mul(page_size))
             .unwrap_or(usize::MAX);
         if let Some(memory) = physical_memory().filter(|&m| bytes > m) {
@@ -275,6 +324,7 @@ impl RingConfig {
             mode: self.mode,
             cpus,
             fixup_after: self.fixup_after,
+            quarantine_pages: self.quarantine_pages,
             page_shift: page_size.trailing_zeros(),
         })
     }

@@ -29,9 +29,6 @@ use crossbeam_utils::CachePadded;
 use ringtrace_clock::Clock;
 use thiserror::Error;
 
-/// Physical pages beyond the ring's: one for the reader, the rest for fixups.
-pub(crate) const EXTRA_PAGES: usize = 4;
-
 /// Why a reservation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ReserveError {
@@ -61,7 +58,9 @@ pub(crate) struct WriterHot {
     /// a stale guess only costs a failed CAS, which returns the true value.
     pub write_hint: AtomicU64,
     pub ts_hint: AtomicU64,
-    /// Successful reservations.
+    /// Reservations that ended (committed or dropped); bumped by the
+    /// commit, as the kernel counts `entries`, so that a reservation whose
+    /// writer died is in no count.
     pub hit: AtomicU64,
     /// The open page as `seq << 16 | phys`, so writers need not divide to
     /// find its slot. A page's physical index never changes while it is
@@ -161,7 +160,7 @@ fn event_header(len: usize, delta: u64) -> u32 {
 impl CpuBuffer {
     pub(crate) fn new(cpu: usize, geometry: Geometry) -> Self {
         let n = geometry.pages_per_cpu;
-        let phys_pages = n + EXTRA_PAGES;
+        let phys_pages = geometry.physical_pages();
         // Every slot starts at generation 0 ("never used") on its own page,
         // complete and empty, so the first writer claims it like any other.
         let slots = (0..n)
@@ -197,8 +196,10 @@ impl CpuBuffer {
             commits,
             words: PageWords::new(phys_pages, geometry.page_size),
             rare: CachePadded::new(RareCounters::default()),
+            // Lowest first off the stack: the quarantine's pages further
+            // down are touched only when dead writers need them.
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(
-                (n..phys_pages).collect(),
+                (n..phys_pages).rev().collect(),
             )),
         }
     }
@@ -285,7 +286,11 @@ impl CpuBuffer {
         let now = clock.read();
         // C
         let pos = write & (page_size - 1);
-        let delta = now.wrapping_sub(last_ts);
+        // A clock behind `last_ts` (stepped back, or wrapped past u64::MAX)
+        // borrows: such a reading goes to the general loop, which raises
+        // it to `last_ts` and counts the fixup. A wrapping difference alone
+        // would take a wrap for a small step forward.
+        let (delta, behind) = now.overflowing_sub(last_ts);
         let (record, commit_word, header, ts) = 'fast: {
             // A length of a page or more never fits, and is refused by the
             // general loop; below it the size cannot overflow. (Sized from
@@ -295,7 +300,11 @@ impl CpuBuffer {
             } else {
                 u64::MAX
             };
-            if size != u64::MAX && pos != 0 && pos + size <= page_size && delta <= format::MAX_DELTA
+            if size != u64::MAX
+                && pos != 0
+                && pos + size <= page_size
+                && !behind
+                && delta <= format::MAX_DELTA
             {
                 if let Some(phys) = self.current_phys(write >> self.geometry.page_shift()) {
                     // Resolved before D (see F): in the page, as checked.
@@ -318,7 +327,6 @@ impl CpuBuffer {
                         fence(Ordering::Release);
                         self.hot.write_hint.store(new.0, Ordering::Relaxed);
                         self.hot.ts_hint.store(now, Ordering::Relaxed);
-                        self.hot.hit.fetch_add(1, Ordering::Relaxed);
                         // F: a long event's length word is written now, the
                         // space being ours since D.
                         if let (false, Some(length)) = (format::is_short(len), record.get(1)) {
@@ -476,8 +484,6 @@ impl CpuBuffer {
                     fence(Ordering::Release);
                     self.hot.write_hint.store(new_write, Ordering::Relaxed);
                     self.hot.ts_hint.store(ts, Ordering::Relaxed);
-                    // Relaxed: a statistic (see RareCounters::bump).
-                    self.hot.hit.fetch_add(1, Ordering::Relaxed);
                     if now < last_ts {
                         RareCounters::bump(&self.rare.ts_fixups, 1);
                     }
@@ -580,20 +586,7 @@ impl CpuBuffer {
             }
             if commit.opening && commit.tag == tag_of(want) {
                 // Step 2, helping whoever did step 1.
-                let claimed = Slot {
-                    consumed: 0,
-                    phys: slot.phys,
-                    gen: want,
-                };
-                if slot_word
-                    .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    let unread = commit.events.saturating_sub(slot.consumed);
-                    if unread > 0 {
-                        RareCounters::bump(&self.rare.overrun, u64::from(unread));
-                    }
-                }
+                self.claim_slot(slot_word, word, commit);
                 continue;
             }
             let complete = commit.tag == tag_of(slot.gen)
@@ -620,6 +613,63 @@ impl CpuBuffer {
                 Ordering::Acquire,
             );
         }
+    }
+
+    /// Step 2 of a claim (see `prepare_page`): moves the slot whose word
+    /// was `word` to the next generation, given the commit word `commit` of
+    /// its page, read after `word` and found OPENING for that generation.
+    /// (Then the page was complete, so its `events` are final; and if the
+    /// CAS succeeds the slot held `word` throughout, so `consumed` is
+    /// exact.) Whoever wins the CAS counts the unread events as overrun. A
+    /// writer or a reader may do it: a reader that finds a page being
+    /// claimed helps the claim on rather than pass the page before its
+    /// overrun is counted.
+    pub(crate) fn claim_slot(&self, slot_word: &AtomicU64, word: u64, commit: Commit) {
+        let slot = Slot::unpack(word);
+        let claimed = Slot {
+            consumed: 0,
+            phys: slot.phys,
+            gen: slot.gen.wrapping_add(1),
+        };
+        let unread = commit.events.saturating_sub(slot.consumed);
+        if unread == 0 {
+            // AcqRel: Acquire to see the claim's step 1 before step 3,
+            // Release to publish this page's reset to the next reader of
+            // the slot; on failure, Acquire sees whoever won.
+            let _ = slot_word.compare_exchange(
+                word,
+                claimed.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        } else {
+            self.overrun_claim(slot_word, word, claimed, unread);
+        }
+    }
+
+    /// Step 2 of a claim that overruns `unread` events: the slot CAS,
+    /// bracketed so that a reader never sees the slot moved on without also
+    /// being able to see the overrun counted (see `loss_mark`, which waits
+    /// while a bracket is open):
+    ///
+    /// - `overrun_claims_started` is bumped before the CAS. Relaxed: the
+    ///   CAS's Release orders it, so whoever Acquire-loads the new slot word
+    ///   (or a `state` that a writer moved after seeing it) sees it too.
+    /// - On success, `overrun` is bumped; the winner of the slot CAS is the
+    ///   only one whose snapshot of `consumed` was exact.
+    /// - `overrun_claims_done` is bumped either way. Release: a reader that
+    ///   Acquire-loads it and finds it equal to `started` sees the overrun.
+    #[cold]
+    fn overrun_claim(&self, slot_word: &AtomicU64, word: u64, claimed: Slot, unread: u32) {
+        let rare = &self.rare;
+        rare.overrun_claims_started.fetch_add(1, Ordering::Relaxed);
+        if slot_word
+            .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            RareCounters::bump(&rare.overrun, u64::from(unread));
+        }
+        rare.overrun_claims_done.fetch_add(1, Ordering::Release);
     }
 
     /// Pads physical page `phys` from `pos` to its end and commits the

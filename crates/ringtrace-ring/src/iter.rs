@@ -106,11 +106,27 @@ impl<'a> CpuIter<'a> {
             } else if commit.bytes == page_size && commit.tag == tag_of(want) {
                 page_size
             } else if write >> shift == self.seq {
-                // The open page: readable up to the state's offset when no
-                // reservation in it is open.
-                let frontier = (write & (page_size as u64 - 1)) as usize;
+                // The open page: readable up to the frontier when no
+                // reservation below it is open. That takes the state read
+                // *between* two equal loads of the commit word, as the
+                // consuming reader does: `c1`, then `state`, then `c2`,
+                // each Acquire so none moves before the one above it.
+                // Equal loads mean the word did not change between them
+                // (within a generation it only grows), so at the state read
+                // the committed bytes were `c1`'s; equal to the frontier
+                // then, every reservation below it had committed. A state
+                // read before `c1` (the `write` above) is not enough: a
+                // reservation made and committed after it, of the size of
+                // one still open below it, brings the count up to that
+                // stale frontier.
+                let (write_now, _) = b.hot.state.load(Ordering::Acquire);
                 let c2 = b.commits[slot.phys].load(Ordering::Acquire);
-                if c1 != c2 || commit.bytes != frontier || frontier < PAGE_HEADER {
+                let frontier = (write_now & (page_size as u64 - 1)) as usize;
+                if c1 != c2
+                    || write_now >> shift != self.seq
+                    || commit.bytes != frontier
+                    || frontier < PAGE_HEADER
+                {
                     return false;
                 }
                 frontier

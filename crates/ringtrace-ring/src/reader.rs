@@ -37,6 +37,9 @@ struct Taken {
     skip: u32,
     /// Events not yet handed out.
     remaining: u32,
+    /// The buffer's losses as counted just before the page was taken (see
+    /// `loss_mark`): what its first event reports.
+    loss_mark: u64,
 }
 
 /// Progress through the open page, read in place.
@@ -70,10 +73,14 @@ pub(crate) struct ReaderState {
     in_place: Option<InPlace>,
     stuck: Option<Stuck>,
     scratch: Vec<u8>,
+    /// The loss mark last reported (see `loss_mark`).
     reported_losses: u64,
     /// The page of the last event handed out, to report losses at page
     /// boundaries.
     last_page: Option<u64>,
+    /// The stuck page whose fixup was last refused for a full quarantine,
+    /// so that each such page is counted once.
+    refused: Option<(u64, usize)>,
 }
 
 impl ReaderState {
@@ -88,6 +95,7 @@ impl ReaderState {
             scratch: Vec::new(),
             reported_losses: 0,
             last_page: None,
+            refused: None,
         }
     }
 }
@@ -95,8 +103,9 @@ impl ReaderState {
 /// What the reader found at its position.
 enum Found {
     /// An event: (timestamp, payload in the reader's buffer as a range,
-    /// where that is, the page it is on).
-    Event(u64, std::ops::Range<usize>, Source, u64),
+    /// where that is, the page it is on, the loss mark to report if it is
+    /// the first event handed out from that page).
+    Event(u64, std::ops::Range<usize>, Source, u64, u64),
     /// Nothing readable now.
     Empty,
 }
@@ -118,6 +127,25 @@ enum Head {
 enum Source {
     Taken,
     Scratch,
+}
+
+/// How long a reader waits for an overrunning claim to finish counting
+/// before it reports the losses it can see (see `CpuBuffer::loss_mark`).
+const LOSS_MARK_WAIT: Duration = Duration::from_millis(20);
+
+/// The losses to report with an event from `page`, whose loss mark is
+/// `mark`: those counted before the page was secured and not yet reported,
+/// on the first event handed out from a page; nothing on the others.
+/// Losses are reported at page boundaries because pages are lost whole and
+/// oldest first, so a loss lies between the last page read and this one.
+fn report_losses(st: &mut ReaderState, page: u64, mark: u64) -> u64 {
+    if st.last_page == Some(page) {
+        return 0;
+    }
+    st.last_page = Some(page);
+    let lost = mark.saturating_sub(st.reported_losses);
+    st.reported_losses = st.reported_losses.max(mark);
+    lost
 }
 
 /// How long a closed page may wait for its last commit before the reader
@@ -152,17 +180,8 @@ impl CpuBuffer {
         let mut st = self.reader.lock();
         match self.next_event(&mut st, true) {
             Found::Empty => None,
-            Found::Event(ts, range, source, page) => {
-                // Losses are reported with the first event of the next page
-                // read: pages are lost oldest first, so that is where they
-                // happened (a page overwritten while an older one is being
-                // read lies after the rest of that older one).
-                let lost = if st.last_page == Some(page) {
-                    0
-                } else {
-                    st.last_page = Some(page);
-                    self.losses_since_last_report(&mut st)
-                };
+            Found::Event(ts, range, source, page, mark) => {
+                let lost = report_losses(&mut st, page, mark);
                 let bytes = match source {
                     Source::Taken => &st.taken.as_ref()?.bytes,
                     Source::Scratch => &st.scratch,
@@ -191,7 +210,7 @@ impl CpuBuffer {
         let mut st = self.reader.lock();
         match self.next_event(&mut st, false) {
             Found::Empty => None,
-            Found::Event(ts, _, _, _) => Some(ts),
+            Found::Event(ts, ..) => Some(ts),
         }
     }
 
@@ -206,8 +225,9 @@ impl CpuBuffer {
         }
         let taken = st.taken.take()?;
         RareCounters::bump(&self.rare.read, u64::from(taken.remaining));
-        let lost = self.losses_since_last_report(&mut st);
-        st.last_page = Some(taken.seq);
+        // The rest of a page already read by event reports nothing: its
+        // losses came with its first event, and those since lie after it.
+        let lost = report_losses(&mut st, taken.seq, taken.loss_mark);
         let mut bytes = taken.bytes;
         let total = count_events(&bytes) as u32;
         let mut header = PageHeader::parse(&bytes).ok()?;
@@ -248,7 +268,10 @@ impl CpuBuffer {
 
     /// This buffer's counters; `entries` is computed under the reader lock.
     pub fn stats(&self) -> Stats {
-        let st = self.reader.lock();
+        let mut st = self.reader.lock();
+        // So that `pages_quarantined` does not count pages whose late
+        // commit has landed.
+        self.recycle_quarantine(&mut st);
         let rare = &self.rare;
         // Relaxed: statistics; see RareCounters::bump.
         Stats {
@@ -261,6 +284,8 @@ impl CpuBuffer {
             lost: rare.lost.load(Ordering::Relaxed),
             ts_fixups: rare.ts_fixups.load(Ordering::Relaxed),
             pages_reclaimed: rare.pages_reclaimed.load(Ordering::Relaxed),
+            pages_quarantined: st.quarantine.len() as u64,
+            fixups_refused: rare.fixups_refused.load(Ordering::Relaxed),
         }
     }
 
@@ -289,13 +314,50 @@ impl CpuBuffer {
         entries
     }
 
-    fn losses_since_last_report(&self, st: &mut ReaderState) -> u64 {
-        // Relaxed: statistics.
-        let now =
-            self.rare.overrun.load(Ordering::Relaxed) + self.rare.lost.load(Ordering::Relaxed);
-        let lost = now.saturating_sub(st.reported_losses);
-        st.reported_losses = now;
-        lost
+    /// The buffer's losses (overrun and lost) as counted now, for a reader
+    /// about to secure page `X` (take it, or consume its first event in
+    /// place) by a CAS on `X`'s slot word that it read before this call.
+    ///
+    /// If that CAS succeeds, the mark is exactly the losses of pages before
+    /// `X`:
+    ///
+    /// - None after `X`: pages are overwritten in order, and `X` was not
+    ///   overwritten before the CAS, so no page after it was before this
+    ///   call either. (A late commit to a page taken out by a fixup is
+    ///   counted when it lands: at the next page boundary after that.)
+    /// - Every one before `X`: the reader reached `X` past those pages by
+    ///   seeing their slots (or `state`) moved on by overrunning claims,
+    ///   whose `overrun_claims_started` bump it therefore sees. It waits
+    ///   until `done` (loaded first, Acquire) equals `started` (loaded last,
+    ///   Acquire): then every claim it could have seen has finished, and
+    ///   `done`'s Acquire makes their `overrun` bumps visible to the loads in
+    ///   between. Each claim bumps `started` before `done`, so the equality
+    ///   cannot come from claims that started after the `done` load.
+    ///
+    /// A claimer preempted inside its bracket is waited for a bounded time
+    /// (the reader waits, writers never do); past it the mark is taken as
+    /// it stands and that claim's loss is reported on the next page.
+    fn loss_mark(&self) -> u64 {
+        let rare = &self.rare;
+        let deadline = Instant::now() + LOSS_MARK_WAIT;
+        let mut spins = 0u32;
+        loop {
+            let done = rare.overrun_claims_done.load(Ordering::Acquire);
+            let total =
+                rare.overrun.load(Ordering::Acquire) + rare.lost.load(Ordering::Acquire);
+            let started = rare.overrun_claims_started.load(Ordering::Acquire);
+            if started == done {
+                return total;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else if Instant::now() < deadline {
+                std::thread::yield_now();
+            } else {
+                return total;
+            }
+        }
     }
 
     /// Whether the state has moved past page `seq` (it is closed).
@@ -339,8 +401,16 @@ impl CpuBuffer {
                 if commit.tag == tag_of(want) {
                     return Head::NotOpened; // being opened for this lap
                 }
-                st.seq += 1; // being claimed for the next lap
-                st.in_place = None;
+                // Being claimed for the next lap (step 1 done). Help the
+                // claim's step 2 on, which counts this page's unread events
+                // as overrun, before passing it: passed first, its loss
+                // would miss the mark of the next page read (loss_mark).
+                // Then look again: the slot has moved on.
+                let word = slot.pack();
+                let slot_word = self.slot_of(seq);
+                if slot_word.load(Ordering::Acquire) == word {
+                    self.claim_slot(slot_word, word, commit);
+                }
                 continue;
             }
             if commit.bytes == self.page_size() && commit.tag == tag_of(want) {
@@ -357,7 +427,6 @@ impl CpuBuffer {
     /// reader may still take pages and skip overwritten ones, which consumes
     /// nothing).
     fn next_event(&self, st: &mut ReaderState, consume: bool) -> Found {
-        self.recycle_quarantine(st);
         loop {
             if let Some(found) = self.next_from_taken(st, consume) {
                 return found;
@@ -408,7 +477,13 @@ impl CpuBuffer {
                         taken.remaining = taken.remaining.saturating_sub(1);
                         RareCounters::bump(&self.rare.read, 1);
                     }
-                    return Some(Found::Event(ts, range, Source::Taken, taken.seq));
+                    return Some(Found::Event(
+                        ts,
+                        range,
+                        Source::Taken,
+                        taken.seq,
+                        taken.loss_mark,
+                    ));
                 }
                 Some(Ok(Record::Discard { .. })) => continue,
                 Some(Err(_)) | None => {
@@ -450,6 +525,16 @@ impl CpuBuffer {
         let Some(spare) = st.free.pop() else {
             return false; // cannot happen: the reader always holds a page
         };
+        // The spare was taken out of a slot by an earlier CAS on that slot
+        // (this thread's, or another reader's before the lock passed here).
+        // An iterator may still be copying it under that slot's old word.
+        // Release fence before rewriting it: an iterator whose copy sees any
+        // of the stores below, and then fences with Acquire, also sees that
+        // slot's CAS, so it throws the copy away (the seqlock argument, as
+        // at step E of a writer's reserve). The CAS's own Release orders
+        // only what came before it, and on a weakly ordered CPU these
+        // stores could otherwise be seen first.
+        fence(Ordering::Release);
         // The spare still holds the bytes of the page it was: make it an
         // empty page, so that nothing (an iterator, a reader that comes back
         // to this slot) decodes those as events. Nobody else writes it: it
@@ -492,6 +577,9 @@ impl CpuBuffer {
     /// Swaps a free page of the reader's into the slot of complete page
     /// `seq` and takes the full one. Returns false if the slot changed.
     fn take(&self, st: &mut ReaderState, seq: u64, slot: Slot, commit: Commit) -> bool {
+        // Before the swap, so that nothing overwritten after this page is in
+        // it (see loss_mark).
+        let loss_mark = self.loss_mark();
         if !self.swap_in_spare(st, seq, slot) {
             return false;
         }
@@ -509,6 +597,7 @@ impl CpuBuffer {
             ts: base,
             skip: slot.consumed,
             remaining: commit.events.saturating_sub(slot.consumed),
+            loss_mark,
         });
         true
     }
@@ -551,6 +640,7 @@ impl CpuBuffer {
             st.scratch.clear();
             st.scratch.resize(page_size, 0);
         }
+        let first_of_page = st.last_page != Some(seq);
         let Some(ip) = st.in_place.as_mut() else {
             return Found::Empty;
         };
@@ -573,8 +663,12 @@ impl CpuBuffer {
                     let start = payload.as_ptr() as usize - st.scratch.as_ptr() as usize;
                     let range = start..start + payload.len();
                     if !consume {
-                        return Found::Event(ts, range, Source::Scratch, seq);
+                        return Found::Event(ts, range, Source::Scratch, seq, 0);
                     }
+                    // The first event handed out from this page reports the
+                    // losses before it: marked before the CAS that secures
+                    // it (see loss_mark).
+                    let mark = if first_of_page { self.loss_mark() } else { 0 };
                     // Seqlock validation: our copies happen before this
                     // fence; a writer reusing the page fenced with Release
                     // after claiming it, so if we copied any of its bytes the
@@ -603,7 +697,7 @@ impl CpuBuffer {
                     ip.ts = cursor.timestamp();
                     ip.passed += 1;
                     RareCounters::bump(&self.rare.read, 1);
-                    return Found::Event(ts, range, Source::Scratch, seq);
+                    return Found::Event(ts, range, Source::Scratch, seq, mark);
                 }
                 Some(Ok(Record::Discard { .. })) => {
                     ip.pos = cursor.position();
@@ -648,8 +742,17 @@ impl CpuBuffer {
     /// commits count themselves. The stuck page is quarantined until every
     /// byte of it is committed, then reused.
     fn reclaim(&self, st: &mut ReaderState, seq: u64, slot: Slot) -> bool {
-        // Keep one page back for swaps; without a second, no fixup.
+        // Keep one page back for swaps; without a second, no fixup. Pages
+        // whose late commits have all landed are free again first, whatever
+        // way the reader reads (by event, by page or only by fixups).
+        self.recycle_quarantine(st);
         if st.free.len() < 2 {
+            // The quarantine is full: dead writers hold every page it had.
+            // Counted once per stuck page; the reader waits here.
+            if st.refused != Some((seq, slot.phys)) {
+                st.refused = Some((seq, slot.phys));
+                RareCounters::bump(&self.rare.fixups_refused, 1);
+            }
             return false;
         }
         if !self.swap_in_spare(st, seq, slot) {

@@ -182,6 +182,9 @@ impl<'a> Reservation<'a> {
         }
         // Release: see CpuBuffer::commit_bytes.
         let before = this.commit_word.fetch_add(this.add, Ordering::Release);
+        // Relaxed: a statistic (see RareCounters::bump). Counted now, not at
+        // reserve, so that a reservation that never ends is in no count.
+        this.buffer.hot.hit.fetch_add(1, Ordering::Relaxed);
         if before & meta::RECLAIMED != 0 {
             this.lost_late();
         }
@@ -209,8 +212,10 @@ impl Drop for Reservation<'_> {
             );
             second.store(size as u32, Ordering::Relaxed);
         }
-        RareCounters::bump(&self.buffer.rare.discarded, 1);
         self.commit_word.fetch_add(size, Ordering::Release);
+        // Relaxed: statistics, as at commit.
+        self.buffer.hot.hit.fetch_add(1, Ordering::Relaxed);
+        RareCounters::bump(&self.buffer.rare.discarded, 1);
     }
 }
 

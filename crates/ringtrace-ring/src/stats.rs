@@ -4,12 +4,16 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// What happened to the events of one CPU buffer (or, summed, of a ring).
 ///
-/// At any quiescent point (no reservation open):
-/// `hit == read + overrun + lost + entries + discarded`.
+/// At any quiescent point (no reservation between reserve and its commit
+/// or drop; a reservation whose writer died never ends, and is in no
+/// count): `hit == read + overrun + lost + entries + discarded`.
 /// `missed` counts reservations that failed and so never reached `hit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
-    /// Successful reservations.
+    /// Reservations that ended: committed, or dropped and turned into a
+    /// discard record. Counted when they end, as the kernel counts
+    /// `entries` at commit, so that a reservation whose writer died (it
+    /// never ends) leaves every count as if it had never been made.
     pub hit: u64,
     /// Failed reservations: buffer full (discard mode), or the page to reuse
     /// still had an open reservation.
@@ -30,6 +34,15 @@ pub struct Stats {
     pub ts_fixups: u64,
     /// Pages a fixup took out of the ring.
     pub pages_reclaimed: u64,
+    /// Pages a fixup took out that are still waiting for a late commit (a
+    /// writer that died, or stalled, between reserve and commit), now. At
+    /// [`RingConfig::quarantine_pages`](crate::RingConfig::quarantine_pages)
+    /// no further stuck page is taken out.
+    pub pages_quarantined: u64,
+    /// Stuck pages a reader could not take out because the quarantine was
+    /// full: from then on that CPU buffer's reader waits at the page, and in
+    /// overwrite mode writers get `Busy` when they come round to it.
+    pub fixups_refused: u64,
 }
 
 impl Stats {
@@ -49,6 +62,8 @@ impl Stats {
         self.lost += other.lost;
         self.ts_fixups += other.ts_fixups;
         self.pages_reclaimed += other.pages_reclaimed;
+        self.pages_quarantined += other.pages_quarantined;
+        self.fixups_refused += other.fixups_refused;
     }
 }
 
@@ -62,6 +77,12 @@ pub(crate) struct RareCounters {
     pub ts_fixups: AtomicU64,
     pub pages_reclaimed: AtomicU64,
     pub read: AtomicU64,
+    pub fixups_refused: AtomicU64,
+    /// Claims that may overrun unread events, started and finished: while
+    /// they differ, an overrun the slot words already show may not be in
+    /// `overrun` yet. See `CpuBuffer::loss_mark`.
+    pub overrun_claims_started: AtomicU64,
+    pub overrun_claims_done: AtomicU64,
 }
 
 impl RareCounters {
