@@ -23,7 +23,7 @@ use crate::format::{self, TimePrefix, PAGE_HEADER};
 use crate::meta::{gen_of, tag_of, Commit, Slot};
 use crate::reservation::Reservation;
 use crate::stats::RareCounters;
-use crate::sync::{fence, AtomicPair, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicPair, AtomicU32, AtomicU64, Ordering};
 use crate::words::PageWords;
 use crossbeam_utils::CachePadded;
 use ringtrace_clock::Clock;
@@ -341,15 +341,39 @@ impl CpuBuffer {
             if p.is_failed() {
                 return Err(self.reserve_error(&p, len));
             }
-            // A placed event fits its page, so `len` is small here.
-            (
-                self.words
-                    .words(p.phys(), p.event_at(), format::event_size(len) / 4),
-                self.commit_word(p.phys()),
-                p.header(),
-                p.ts,
-            )
+            self.placed_parts(&p, len)
         };
+        Ok(Reservation::new(self, record, commit_word, header, len, ts))
+    }
+
+    /// What a reservation is made of, for an event the general loop placed:
+    /// its record's words, its page's commit word, the header its commit
+    /// stores and its time.
+    #[inline(always)]
+    fn placed_parts(&self, p: &Placement, len: usize) -> (&[AtomicU32], &AtomicU64, u32, u64) {
+        // A placed event fits its page, so `len` is small here.
+        (
+            self.words
+                .words(p.phys(), p.event_at(), format::event_size(len) / 4),
+            self.commit_word(p.phys()),
+            p.header(),
+            p.ts,
+        )
+    }
+
+    /// Reserves through the general loop only, skipping the fast path: the
+    /// property test that the two agree on every clock sequence uses it.
+    #[cfg(test)]
+    pub(crate) fn reserve_general<C: Clock + ?Sized>(
+        &self,
+        clock: &C,
+        len: usize,
+    ) -> Result<Reservation<'_>, ReserveError> {
+        let p = self.reserve_slow(clock, len);
+        if p.is_failed() {
+            return Err(self.reserve_error(&p, len));
+        }
+        let (record, commit_word, header, ts) = self.placed_parts(&p, len);
         Ok(Reservation::new(self, record, commit_word, header, len, ts))
     }
 

@@ -67,6 +67,9 @@ mod stats;
 mod sync;
 mod words;
 
+#[cfg(test)]
+mod paths_agree;
+
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
 pub use cpu_buffer::{CpuBuffer, ReserveError};
 pub use event::{Event, PageBuf};

@@ -343,20 +343,16 @@ impl CpuBuffer {
         let mut spins = 0u32;
         loop {
             let done = rare.overrun_claims_done.load(Ordering::Acquire);
-            let total =
-                rare.overrun.load(Ordering::Acquire) + rare.lost.load(Ordering::Acquire);
+            let total = rare.overrun.load(Ordering::Acquire) + rare.lost.load(Ordering::Acquire);
             let started = rare.overrun_claims_started.load(Ordering::Acquire);
             if started == done {
                 return total;
             }
             spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else if Instant::now() < deadline {
-                std::thread::yield_now();
-            } else {
+            if spins >= 64 && !cfg!(loom) && Instant::now() >= deadline {
                 return total;
             }
+            crate::sync::spin_wait(spins);
         }
     }
 

@@ -8,6 +8,26 @@ pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
+/// Lets another thread make progress while this one waits for it: a spin
+/// hint normally, a yield to loom's scheduler under `cfg(loom)` (which
+/// otherwise sees a spin loop that never ends).
+#[inline]
+pub(crate) fn spin_wait(spins: u32) {
+    #[cfg(loom)]
+    {
+        let _ = spins;
+        loom::thread::yield_now();
+    }
+    #[cfg(not(loom))]
+    {
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// A 128-bit atomic word, used as a (low, high) pair of u64 that must change
 /// together: the ring's (write offset, last timestamp).
 #[derive(Debug)]

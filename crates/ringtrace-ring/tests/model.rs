@@ -1,11 +1,14 @@
 //! A proptest state machine: random sequences of reserve, commit, abandon,
-//! read, read-page, iterate and flush on one CPU buffer, in both modes,
-//! checked against a plain model of what must come out.
+//! forget (a writer that dies), read, read-page, iterate (also with writes
+//! in the middle of it), merged reads, peeks, fixups, flushes and clock
+//! steps back or past `u64::MAX`, on one CPU buffer, in both modes, checked
+//! against a plain model of what must come out.
 //!
 //! The model does not mimic page layout; it pins what any correct ring must
 //! do with the operations: accepted events come out intact, once, in
 //! reservation order; time never goes back; nothing is lost without being
-//! counted; discard mode loses nothing accepted; and the counters add up.
+//! counted, and each loss is reported on the first event after it, exactly;
+//! discard mode loses nothing accepted; and the counters add up.
 
 mod common;
 
@@ -33,6 +36,13 @@ enum Op {
     Peek,
     /// An explicit fixup: takes a closed page still waiting for a commit.
     Fixup,
+    /// An open reservation's writer dies: it never commits nor drops.
+    Forget(prop::sample::Index),
+    /// The clock is set: back, or to just below `u64::MAX` (then it wraps).
+    SetClock(u64),
+    /// An iterator, with an event written and committed after each of the
+    /// first few events it yields.
+    IterateWhileWriting,
 }
 
 /// How a reservation's payload is written.
@@ -70,6 +80,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Merged),
         1 => Just(Op::Peek),
         1 => Just(Op::Fixup),
+        1 => any::<prop::sample::Index>().prop_map(Op::Forget),
+        1 => prop_oneof![0u64..1_000, (0u64..1_000).prop_map(|d| u64::MAX - d)]
+            .prop_map(Op::SetClock),
+        1 => Just(Op::IterateWhileWriting),
     ]
 }
 
@@ -78,7 +92,7 @@ fn op() -> impl Strategy<Value = Op> {
 struct Model {
     /// id -> payload of every committed event.
     committed: BTreeMap<u64, Vec<u8>>,
-    /// Successful reservations.
+    /// Reservations that ended (committed or abandoned).
     hit: u64,
     /// Failed ones.
     missed: u64,
@@ -86,8 +100,11 @@ struct Model {
     /// Ids read so far, in read order.
     read: Vec<u64>,
     last_ts: u64,
-    /// A fixup took a page: events may have been counted lost.
+    /// A fixup took a page: events may have been counted lost, and a late
+    /// commit's loss is reported where the reader is when it lands.
     fixed_up: bool,
+    /// Ids reserved: the next id to hand out.
+    next_id: u64,
 }
 
 /// A payload of exactly `len` (at least 9) bytes that names its id.
@@ -128,8 +145,17 @@ fn id_of(p: &[u8]) -> u64 {
     u64::from_le_bytes(p[..8].try_into().unwrap())
 }
 
-fn see(model: &mut Model, ts: u64, payload: &[u8]) -> Result<(), TestCaseError> {
+/// Checks an event a consuming reader returned, `lost` being the loss it
+/// reported just before it.
+fn see(model: &mut Model, ts: u64, payload: &[u8], lost: u64) -> Result<(), TestCaseError> {
     let id = id_of(payload);
+    if !model.fixed_up {
+        // Reads are in order, so every committed event between the last
+        // one read and this one was lost, and must be reported here.
+        let after = model.read.last().map_or(0, |&l| l + 1);
+        let gap = model.committed.range(after..id).count() as u64;
+        prop_assert_eq!(lost, gap, "loss reported before event {}", id);
+    }
     let want = model.committed.get(&id);
     prop_assert_eq!(
         Some(&payload.to_vec()),
@@ -167,7 +193,6 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
     let buffer = ring.cpu_buffer(0).unwrap();
     let mut model = Model::default();
     let mut open: Vec<(u64, Reservation<'_>, Vec<u8>)> = Vec::new();
-    let mut next_id = 0u64;
 
     for op in ops {
         match op {
@@ -175,10 +200,9 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 clock.advance(tick);
                 match ring.reserve_on(0, len + 9) {
                     Ok(mut r) => {
-                        let id = next_id;
-                        next_id += 1;
+                        let id = model.next_id;
+                        model.next_id += 1;
                         let expect = fill(&mut r, payload_for(id, len + 9), how);
-                        model.hit += 1;
                         open.push((id, r, expect));
                     }
                     Err(ReserveError::Full | ReserveError::Busy) => model.missed += 1,
@@ -188,21 +212,51 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Commit(i) if !open.is_empty() => {
                 let (id, r, expect) = open.remove(i.index(open.len()));
                 model.committed.insert(id, expect);
+                model.hit += 1;
                 r.commit();
             }
             Op::Abandon(i) if !open.is_empty() => {
                 drop(open.remove(i.index(open.len())));
                 model.abandoned += 1;
+                model.hit += 1;
+            }
+            Op::Forget(i) if !open.is_empty() => {
+                std::mem::forget(open.remove(i.index(open.len())).1);
             }
             Op::Read => {
                 if let Some(e) = buffer.read_event() {
-                    see(&mut model, e.ts, &e.payload)?;
+                    see(&mut model, e.ts, &e.payload, e.lost_before)?;
                 }
             }
             Op::ReadPage => {
                 if let Some(page) = buffer.read_page() {
-                    for (ts, p) in page.events() {
-                        see(&mut model, ts, p)?;
+                    let lost = u64::from(page.header().lost);
+                    for (n, (ts, p)) in page.events().enumerate() {
+                        see(&mut model, ts, p, if n == 0 { lost } else { 0 })?;
+                    }
+                }
+            }
+            Op::SetClock(t) => clock.set(t),
+            Op::IterateWhileWriting => {
+                let mut last = model.read.last().copied();
+                let mut it = ring.iter(0).unwrap();
+                for n in 0.. {
+                    let Some(e) = it.next() else { break };
+                    let id = id_of(&e.payload);
+                    prop_assert_eq!(Some(&e.payload), model.committed.get(&id));
+                    prop_assert!(last.is_none_or(|l| id > l), "iterator out of order");
+                    last = Some(id);
+                    if n < 3 {
+                        if let Ok(mut r) = ring.reserve_on(0, 12) {
+                            let id = model.next_id;
+                            model.next_id += 1;
+                            let expect = fill(&mut r, payload_for(id, 12), Fill::Write);
+                            model.committed.insert(id, expect);
+                            model.hit += 1;
+                            r.commit();
+                        } else {
+                            model.missed += 1;
+                        }
                     }
                 }
             }
@@ -222,7 +276,7 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Merged => {
                 if let Some(e) = ring.merged().next() {
-                    see(&mut model, e.ts, &e.payload)?;
+                    see(&mut model, e.ts, &e.payload, e.lost_before)?;
                 }
             }
             Op::Peek => {
@@ -230,7 +284,7 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let read = buffer.read_event();
                 prop_assert_eq!(peeked, read.as_ref().map(|e| e.ts));
                 if let Some(e) = read {
-                    see(&mut model, e.ts, &e.payload)?;
+                    see(&mut model, e.ts, &e.payload, e.lost_before)?;
                 }
             }
             Op::Fixup => {
@@ -238,11 +292,12 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             _ => {}
         }
+        let s = ring.stats();
+        prop_assert_eq!(s.hit, model.hit);
+        prop_assert_eq!(s.missed, model.missed);
+        prop_assert_eq!(s.discarded, model.abandoned);
         if open.is_empty() {
-            let s = ring.stats();
-            prop_assert_eq!(s.hit, model.hit);
-            prop_assert_eq!(s.missed, model.missed);
-            prop_assert_eq!(s.discarded, model.abandoned);
+            // Forgotten reservations never end, and are in no count.
             prop_assert_eq!(s.hit, s.accounted(), "{:?}", s);
         }
     }
@@ -250,11 +305,19 @@ fn run(mode: Mode, ops: Vec<Op>) -> Result<(), TestCaseError> {
     // Close everything and drain.
     for (id, r, expect) in open.drain(..) {
         model.committed.insert(id, expect);
+        model.hit += 1;
         r.commit();
     }
     buffer.flush();
-    while let Some(e) = buffer.read_event() {
-        see(&mut model, e.ts, &e.payload)?;
+    // Past the pages dead writers left: fixups until none is needed.
+    loop {
+        while let Some(e) = buffer.read_event() {
+            see(&mut model, e.ts, &e.payload, e.lost_before)?;
+        }
+        if !buffer.fixup() {
+            break;
+        }
+        model.fixed_up = true;
     }
     let s = ring.stats();
     prop_assert_eq!(s.entries, 0);

@@ -1,0 +1,135 @@
+//! The reserve fast path and the general loop must place and stamp every
+//! event alike, on every clock sequence: readings that step back, repeat,
+//! jump past a record header's 27 bits or a TIME_EXTEND's 59, or wrap past
+//! `u64::MAX`. A wrap once slipped through the fast path as a small step
+//! forward, and time went back.
+
+use crate::config::{Mode, RingConfig};
+use crate::cpu_buffer::CpuBuffer;
+use proptest::prelude::*;
+use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A clock that reads whatever the test last set: the fast path and its
+/// fallback read it twice for one event and must see the same value.
+#[derive(Debug, Default)]
+struct SetClock(AtomicU64);
+
+impl Clock for SetClock {
+    fn read(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    fn info(&self) -> ClockInfo {
+        ClockInfo {
+            name: "set".into(),
+            frequency_hz: Some(1_000_000_000),
+            ticks_are_ns: true,
+            guarantee: Guarantee::None,
+            precision_ns: Some(1.0),
+            conversion: Some(TickConversion::NANOSECONDS),
+        }
+    }
+}
+
+/// The next clock reading, from the last one.
+#[derive(Debug, Clone)]
+enum Step {
+    Forward(u64),
+    Back(u64),
+    Jump(u64),
+    At(u64),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => (0u64..200).prop_map(Step::Forward),
+        1 => (0u64..200).prop_map(Step::Back),
+        1 => prop_oneof![
+            Just(1u64 << 27),
+            Just((1u64 << 27) - 1),
+            Just(1u64 << 59),
+            Just((1u64 << 59) + 1),
+            any::<u64>()
+        ]
+        .prop_map(Step::Jump),
+        1 => prop_oneof![
+            Just(u64::MAX),
+            Just(u64::MAX - 1),
+            (0u64..1000).prop_map(|d| u64::MAX - d),
+            0u64..1000
+        ]
+        .prop_map(Step::At),
+    ]
+}
+
+fn buffer() -> CpuBuffer {
+    let geometry = RingConfig::default()
+        .cpus(1)
+        .page_size(256)
+        .per_cpu_bytes(256 * 4)
+        .mode(Mode::Overwrite)
+        .quarantine_pages(1)
+        .validate()
+        .unwrap();
+    CpuBuffer::new(0, geometry)
+}
+
+/// Every page's bytes and the events' times, as a reader sees them.
+fn drain(b: &CpuBuffer) -> (Vec<Vec<u8>>, Vec<u64>) {
+    b.flush();
+    let mut pages = Vec::new();
+    let mut times = Vec::new();
+    while let Some(page) = b.read_page() {
+        times.extend(page.events().map(|(ts, _)| ts));
+        pages.push(page.bytes);
+    }
+    (pages, times)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 3 } else { 512 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn fast_path_and_general_loop_agree_on_every_clock_sequence(
+        steps in prop::collection::vec((step(), 0usize..30), 1..if cfg!(miri) { 12 } else { 60 }),
+    ) {
+        let (fast, general) = (buffer(), buffer());
+        let clock = SetClock::default();
+        let mut now = 0u64;
+        let mut last = 0u64;
+        for (i, (step, len)) in steps.into_iter().enumerate() {
+            now = match step {
+                Step::Forward(d) => now.wrapping_add(d),
+                Step::Back(d) => now.wrapping_sub(d),
+                Step::Jump(d) => now.wrapping_add(d),
+                Step::At(t) => t,
+            };
+            clock.0.store(now, Ordering::Relaxed);
+            let payload = vec![i as u8; len];
+            let a = fast.reserve(&clock, len);
+            let b = general.reserve_general(&clock, len);
+            match (a, b) {
+                (Ok(mut a), Ok(mut b)) => {
+                    prop_assert_eq!(a.timestamp(), b.timestamp(), "event {} at clock {}", i, now);
+                    prop_assert!(a.timestamp() >= last, "time went back at event {}", i);
+                    last = a.timestamp();
+                    a.write(&payload);
+                    b.write(&payload);
+                    a.commit();
+                    b.commit();
+                }
+                (a, b) => prop_assert_eq!(a.err(), b.err(), "event {}", i),
+            }
+            prop_assert_eq!(fast.stats(), general.stats(), "after event {}", i);
+        }
+        let (fast_pages, fast_times) = drain(&fast);
+        let (general_pages, general_times) = drain(&general);
+        prop_assert!(fast_times.windows(2).all(|w| w[0] <= w[1]), "{:?}", fast_times);
+        prop_assert_eq!(fast_times, general_times);
+        prop_assert_eq!(fast_pages, general_pages);
+    }
+}
