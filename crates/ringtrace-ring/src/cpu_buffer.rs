@@ -279,7 +279,9 @@ impl CpuBuffer {
         // delta fits the header. Anything else, or a lost CAS, goes to the
         // general loop below, which re-checks everything.
         let page_size = self.page_size() as u64;
-        // A
+        // A. Relaxed, on any CPU: only a guess, possibly stale or torn
+        // across the two words; the CAS at D compares it with the true
+        // state, and orders everything this writer does after D.
         let write = self.hot.write_hint.load(Ordering::Relaxed);
         let last_ts = self.hot.ts_hint.load(Ordering::Relaxed);
         // B
@@ -310,7 +312,8 @@ impl CpuBuffer {
                     // Resolved before D (see F): in the page, as checked.
                     let record = self.words.words(phys, pos as usize, size as usize / 4);
                     let commit_word = self.commit_word(phys);
-                    // D: AcqRel as in the general loop.
+                    // D: AcqRel as in the general loop. Relaxed on failure:
+                    // the general loop starts again from a fresh guess.
                     let new = (write + size, now);
                     if self
                         .hot
@@ -323,7 +326,12 @@ impl CpuBuffer {
                         )
                         .is_ok()
                     {
-                        // E (no page switch on this path)
+                        // E (no page switch on this path). The Release fence
+                        // is the seqlock's, as in the general loop: it orders
+                        // the record's stores after D for an iterator that
+                        // copies them (a compiler barrier on x86_64, `dmb
+                        // ishst`-like on aarch64). The hints are guesses:
+                        // Relaxed, as at A.
                         fence(Ordering::Release);
                         self.hot.write_hint.store(new.0, Ordering::Relaxed);
                         self.hot.ts_hint.store(now, Ordering::Relaxed);

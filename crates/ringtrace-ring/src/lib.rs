@@ -40,11 +40,17 @@
 //! - A page with a commit that never comes (the writer died) is taken out
 //!   of the ring by the reader after a bounded wait, or at once by
 //!   [`CpuBuffer::fixup`]; its events are counted as lost, and a late commit
-//!   counts itself.
+//!   counts itself. The page is quarantined until its late commits land;
+//!   [`RingConfig::quarantine_pages`] bounds how many dead writers a CPU
+//!   buffer outlives, and [`Stats`] shows it (`pages_quarantined`,
+//!   `fixups_refused`).
+//! - A reader learns of a loss exactly where it happened:
+//!   [`Event::lost_before`] on the first event after it.
 //! - Overwrite mode reuses the oldest page and counts its unread events as
 //!   overrun; discard mode fails the reservation and counts it as missed.
 //!   Either way `hit == read + overrun + lost + entries + discarded` at
-//!   every quiescent point ([`Stats`]).
+//!   every quiescent point ([`Stats`]); `hit` counts a reservation when it
+//!   ends, so one whose writer died is in no count.
 //!
 //! The reserve path is argued step by step at
 //! `CpuBuffer::reserve` (steps A to F) and the page claim at

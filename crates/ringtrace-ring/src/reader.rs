@@ -382,6 +382,10 @@ impl CpuBuffer {
             self.skip_overwritten(st);
             let seq = st.seq;
             let want = gen_of(seq, self.pages());
+            // Acquire: pairs with the Release CAS that last moved the slot
+            // (a claim, a take, a fixup), so the commit word loaded next is
+            // at least as new as the page that CAS put there, and a claim's
+            // `overrun_claims_started` bump is seen (loss_mark).
             let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
             if slot.gen != want {
                 if slot.gen.wrapping_sub(want) as i32 > 0 {
@@ -392,6 +396,9 @@ impl CpuBuffer {
                 }
                 return Head::NotOpened;
             }
+            // Acquire: pairs with the committers' Release adds (one release
+            // sequence), so a page found complete has every record's stores
+            // visible to the copy `take` makes.
             let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
             if commit.opening {
                 if commit.tag == tag_of(want) {
@@ -606,6 +613,17 @@ impl CpuBuffer {
         // the commit word unchanged across a read of the state, and equal to
         // the state's offset in the page. Committed bytes never exceed
         // reserved ones, so equality means no reservation is open.
+        //
+        // On a weakly ordered CPU too: each load is Acquire, so none is
+        // done before the one above it. If `c1` counts the commit of a
+        // reservation made after the state value we then read, it
+        // synchronizes with that commit's Release add, so that reservation's
+        // CAS happens before our state load, which must then see it (or
+        // later): the frontier would include it. So a `c1` equal to the
+        // frontier counts only reservations below it, all of them, and
+        // `c2 == c1` says the word did not move in between (within a
+        // generation it only grows). The same Acquire makes the committed
+        // records' stores visible to the copy below.
         let c1 = self.commits[slot.phys].load(Ordering::Acquire);
         let (write, _) = self.hot.state.load(Ordering::Acquire);
         let c2 = self.commits[slot.phys].load(Ordering::Acquire);

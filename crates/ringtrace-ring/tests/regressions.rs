@@ -75,7 +75,7 @@ fn iterator_never_yields_a_reservation_that_is_still_open() {
             torn = ring
                 .iter(0)
                 .unwrap()
-                .find(|e| e.payload.iter().any(|&b| b == 0xCC));
+                .find(|e| e.payload.contains(&0xCC));
         }
         // Committed only now, and with other bytes: 0xCC never was.
         held.write(&[0xDD; 60]);

@@ -188,7 +188,10 @@ fn stress(
     if dead == 0 {
         assert_eq!(stats.lost, 0, "{stats:?}");
     } else {
-        assert!(stats.pages_reclaimed > 0, "no dead writer's page was taken out");
+        assert!(
+            stats.pages_reclaimed > 0,
+            "no dead writer's page was taken out"
+        );
     }
 }
 
