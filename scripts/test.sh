@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check ringtrace has: format, lints, the tests natively, the
-# clock crate's tests on aarch64 under qemu-user (where CNTVCT is real), the
-# ring's loom models, and the ring's tests under Miri.
+# clock and ring crates' tests on aarch64 under qemu-user (where CNTVCT is
+# real), the ring's loom models, and the ring's tests under Miri.
 # It installs nothing: on a fresh machine run `bash .ci/run`, which installs
 # what these checks need and then runs this script.
 set -euo pipefail
@@ -26,6 +26,9 @@ cargo test --workspace --locked
 
 step "cargo test ringtrace-clock (aarch64 under qemu-user)"
 cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
+
+step "cargo test ringtrace-ring (aarch64 under qemu-user: its atomics, 128-bit CAS included, as aarch64 code)"
+cargo test -p ringtrace-ring --locked --target aarch64-unknown-linux-gnu
 
 step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
 cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys

@@ -2,21 +2,14 @@
 //! a page is half read, merges dropped part-way, losses and where they are
 //! reported, payloads not fully written, and fixups racing writers.
 
+mod common;
+
+use common::counter_ring as ring;
 use ringtrace_clock::Counter;
 use ringtrace_ring::format::{self, PageHeader};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-fn ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<Counter> {
-    let config = RingConfig::default()
-        .cpus(1)
-        .page_size(page)
-        .per_cpu_bytes(page * pages)
-        .mode(mode)
-        .fixup_after(None);
-    RingBuffer::new(config, Counter::new()).unwrap()
-}
 
 fn text(payload: &[u8]) -> String {
     String::from_utf8_lossy(payload).into_owned()

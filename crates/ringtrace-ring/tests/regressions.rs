@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::ManualClock;
+use common::{counter_ring, ManualClock};
 use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
 use ringtrace_clock::Counter;
@@ -16,16 +16,6 @@ use ringtrace_ring::{Mode, ReserveError, RingBuffer, RingConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-fn counter_ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<Counter> {
-    let config = RingConfig::default()
-        .cpus(1)
-        .page_size(page)
-        .per_cpu_bytes(page * pages)
-        .mode(mode)
-        .fixup_after(None);
-    RingBuffer::new(config, Counter::new()).unwrap()
-}
 
 fn id(payload: &[u8]) -> u64 {
     u64::from_le_bytes(payload[..8].try_into().unwrap())

@@ -1,7 +1,8 @@
 //! Helpers shared by the ring's integration tests.
 #![allow(dead_code)]
 
-use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
+use ringtrace_clock::{Clock, ClockInfo, Counter, Guarantee, TickConversion};
+use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -70,4 +71,16 @@ pub fn check(p: &[u8]) -> Result<(u32, u64), String> {
         u32::from_le_bytes(body[0..4].try_into().unwrap()),
         u64::from_le_bytes(body[4..12].try_into().unwrap()),
     ))
+}
+
+/// A 1-CPU ring of `pages` pages of `page` bytes stamped by a counter, with
+/// no fixup on its own: the tests call `fixup()` when they want one.
+pub fn counter_ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<Counter> {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(page)
+        .per_cpu_bytes(page * pages)
+        .mode(mode)
+        .fixup_after(None);
+    RingBuffer::new(config, Counter::new()).unwrap()
 }
