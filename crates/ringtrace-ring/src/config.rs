@@ -90,6 +90,14 @@ pub enum ConfigError {
         /// Pages per CPU buffer.
         pages: usize,
     },
+    /// The system refused the memory for a CPU buffer's pages.
+    #[error("could not map {bytes} bytes for a CPU buffer's pages: {reason}; use fewer CPUs, a smaller per-CPU size, smaller pages or fewer quarantine pages")]
+    Memory {
+        /// The bytes asked for.
+        bytes: usize,
+        /// What the system said.
+        reason: String,
+    },
     /// The ring's pages would not fit in this machine's memory.
     #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
     TooLarge {
@@ -160,9 +168,9 @@ pub struct RingConfig {
     /// stalled) between reserve and commit, until its late commit lands.
     /// When that many are held, a further stuck page is not taken out: the
     /// reader waits at it and counts it in
-    /// [`Stats::fixups_refused`](crate::Stats::fixups_refused). Each held
-    /// page costs `page_size` bytes, allocated with the ring but touched
-    /// only when used. 64 by default.
+    /// [`Stats::fixups_refused`](crate::Stats::fixups_refused). The pages
+    /// are mapped with the ring but cost memory only once a dead writer
+    /// holds them: `page_size` bytes each, for good. 1024 by default.
     pub quarantine_pages: usize,
 }
 
@@ -227,8 +235,10 @@ pub const MAX_CPUS: usize = 4_096;
 /// Most physical pages of one CPU buffer (ring, reader's spare and
 /// quarantine): a slot word names its page in 16 bits.
 pub const MAX_PHYSICAL_PAGES: usize = 1 << 16;
-/// Pages a fixup may hold for writers that have not committed, by default.
-pub const DEFAULT_QUARANTINE_PAGES: usize = 64;
+/// Pages a fixup may hold for writers that have not committed, by default:
+/// a CPU buffer outlives this many writers that die mid-event. (Fewer under
+/// Miri, where every page is built word by word.)
+pub const DEFAULT_QUARANTINE_PAGES: usize = if cfg!(miri) { 8 } else { 1024 };
 
 impl RingConfig {
     /// Sets the page size.
@@ -304,9 +314,10 @@ impl RingConfig {
             });
         }
         // Refused here rather than aborting in the allocator (or being
-        // killed for it) when the pages are made.
+        // killed for it) when the pages are made. The quarantine's pages
+        // are not counted: they take memory only as dead writers hold them.
         let bytes = cpus
-            .checked_mul(pages + 1 + self.quarantine_pages)
+            .checked_mul(pages + 1)
             .and_then(|p| p.checked_mul(page_size))
             .unwrap_or(usize::MAX);
         if let Some(memory) = physical_memory().filter(|&m| bytes > m) {

@@ -18,13 +18,14 @@
 //! any order (LTTng's per-sub-buffer commit counter); a page is readable as a
 //! whole once its commit word counts every byte.
 
-use crate::config::{Geometry, Mode};
+use crate::config::{ConfigError, Geometry, Mode};
 use crate::format::{self, TimePrefix, PAGE_HEADER};
 use crate::meta::{gen_of, tag_of, Commit, Slot};
 use crate::reservation::Reservation;
 use crate::stats::RareCounters;
 use crate::sync::{fence, AtomicPair, AtomicU32, AtomicU64, Ordering};
 use crate::words::PageWords;
+use crate::zeroed::{ZeroedError, ZeroedSlice};
 use crossbeam_utils::CachePadded;
 use ringtrace_clock::Clock;
 use thiserror::Error;
@@ -78,7 +79,9 @@ pub struct CpuBuffer {
     /// One word per ring slot; see [`crate::meta`].
     pub(crate) slots: Box<[AtomicU64]>,
     /// One commit word per physical page, each on its own cache line.
-    pub(crate) commits: Box<[CachePadded<AtomicU64>]>,
+    /// Zeroed and mapped like the pages: a spare's is set when it enters a
+    /// slot (`swap_in_spare`), so the quarantine's cost nothing unused.
+    pub(crate) commits: ZeroedSlice<CachePadded<AtomicU64>>,
     pub(crate) words: PageWords,
     pub(crate) rare: CachePadded<RareCounters>,
     pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
@@ -158,7 +161,7 @@ fn event_header(len: usize, delta: u64) -> u32 {
 }
 
 impl CpuBuffer {
-    pub(crate) fn new(cpu: usize, geometry: Geometry) -> Self {
+    pub(crate) fn new(cpu: usize, geometry: Geometry) -> Result<Self, ConfigError> {
         let n = geometry.pages_per_cpu;
         let phys_pages = geometry.physical_pages();
         // Every slot starts at generation 0 ("never used") on its own page,
@@ -175,14 +178,19 @@ impl CpuBuffer {
                 )
             })
             .collect();
-        let commits = (0..phys_pages)
-            .map(|_| {
-                CachePadded::new(AtomicU64::new(
-                    Commit::complete(0, geometry.page_size, 0).pack(),
-                ))
-            })
-            .collect();
-        CpuBuffer {
+        let no_memory = |e: ZeroedError| ConfigError::Memory {
+            bytes: e.bytes,
+            reason: e.reason,
+        };
+        let commits = ZeroedSlice::<CachePadded<AtomicU64>>::new(phys_pages).map_err(no_memory)?;
+        for commit in commits.iter().take(n + 1) {
+            // Relaxed: the buffer is not shared yet.
+            commit.store(
+                Commit::complete(0, geometry.page_size, 0).pack(),
+                Ordering::Relaxed,
+            );
+        }
+        Ok(CpuBuffer {
             cpu,
             geometry,
             hot: CachePadded::new(WriterHot {
@@ -194,14 +202,14 @@ impl CpuBuffer {
             }),
             slots,
             commits,
-            words: PageWords::new(phys_pages, geometry.page_size),
+            words: PageWords::new(phys_pages, geometry.page_size).map_err(no_memory)?,
             rare: CachePadded::new(RareCounters::default()),
             // Lowest first off the stack: the quarantine's pages further
             // down are touched only when dead writers need them.
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(
                 (n..phys_pages).rev().collect(),
             )),
-        }
+        })
     }
 
     /// The CPU this buffer belongs to.

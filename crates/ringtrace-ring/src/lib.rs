@@ -72,6 +72,7 @@ mod ring;
 mod stats;
 mod sync;
 mod words;
+mod zeroed;
 
 #[cfg(test)]
 mod paths_agree;

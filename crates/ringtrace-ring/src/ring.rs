@@ -38,7 +38,7 @@ impl<C: Clock> RingBuffer<C> {
         crate::cpu::init();
         let buffers = (0..geometry.cpus)
             .map(|cpu| CpuBuffer::new(cpu, geometry))
-            .collect();
+            .collect::<Result<_, _>>()?;
         Ok(RingBuffer {
             clock,
             buffers,

@@ -10,54 +10,25 @@
 //! so a word never holds bytes of two reservations.
 
 use crate::sync::{AtomicU32, Ordering};
+use crate::zeroed::{ZeroedError, ZeroedSlice};
 
 /// The pages of one CPU buffer.
 #[derive(Debug)]
 pub(crate) struct PageWords {
-    words: Box<[AtomicU32]>,
+    words: ZeroedSlice<AtomicU32>,
     page_words: usize,
 }
 
-#[cfg(not(loom))]
-fn zeroed_words(n: usize) -> Box<[AtomicU32]> {
-    use std::alloc::{alloc_zeroed, handle_alloc_error, Layout};
-    let Ok(layout) = Layout::array::<AtomicU32>(n) else {
-        // More than isize::MAX bytes: `RingConfig::validate` refuses
-        // shapes larger than physical memory long before this.
-        panic!("{n} page words do not fit the address space");
-    };
-    if layout.size() == 0 {
-        return Box::new([]);
-    }
-    // SAFETY: the layout has a non-zero size (checked above).
-    let ptr = unsafe { alloc_zeroed(layout) }.cast::<AtomicU32>();
-    if ptr.is_null() {
-        handle_alloc_error(layout);
-    }
-    // SAFETY: `ptr` is a live allocation from the global allocator with
-    // the layout of `[AtomicU32; n]`, which is what Box<[AtomicU32]> frees
-    // with; every element is initialised, because an AtomicU32 has the
-    // size, alignment and bit validity of a u32, and all-zero bytes are 0.
-    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n)) }
-}
-
-#[cfg(loom)]
-fn zeroed_words(n: usize) -> Box<[AtomicU32]> {
-    // loom's atomics track state and are not plain integers.
-    (0..n).map(|_| AtomicU32::new(0)).collect()
-}
-
 impl PageWords {
-    /// Zeroed pages. Allocated zeroed rather than written, so that the
-    /// allocator can hand out fresh pages from the kernel: a page the ring
-    /// never reaches (most of the quarantine's, see
-    /// `RingConfig::quarantine_pages`) costs address space, not memory.
-    pub(crate) fn new(pages: usize, page_size: usize) -> Self {
+    /// Zeroed pages, mapped rather than written: a page the ring never
+    /// reaches (most of the quarantine's, see `RingConfig::quarantine_pages`)
+    /// costs address space, not memory.
+    pub(crate) fn new(pages: usize, page_size: usize) -> Result<Self, ZeroedError> {
         let page_words = page_size / 4;
-        PageWords {
-            words: zeroed_words(pages * page_words),
+        Ok(PageWords {
+            words: ZeroedSlice::new(pages * page_words)?,
             page_words,
-        }
+        })
     }
 
     #[inline(always)]

@@ -62,10 +62,7 @@ fn iterator_never_yields_a_reservation_that_is_still_open() {
         held.write_at(0, &[0xCC; 56]);
         let round_end = Instant::now() + Duration::from_micros(400);
         while Instant::now() < round_end && torn.is_none() {
-            torn = ring
-                .iter(0)
-                .unwrap()
-                .find(|e| e.payload.contains(&0xCC));
+            torn = ring.iter(0).unwrap().find(|e| e.payload.contains(&0xCC));
         }
         // Committed only now, and with other bytes: 0xCC never was.
         held.write(&[0xDD; 60]);
