@@ -247,8 +247,29 @@ impl CpuBuffer {
 
     /// Takes the oldest closed page that is waiting for a commit out of the
     /// ring now, instead of after the bounded wait: its committed, unread
-    /// events are counted as lost, and later commits to it as well. Returns
-    /// whether a page was taken.
+    /// events are counted as lost, and later commits to it as well. The
+    /// page is quarantined until those commits land (see
+    /// [`RingConfig::quarantine_pages`](crate::RingConfig::quarantine_pages)).
+    /// Returns whether a page was taken: false when none is stuck, and also
+    /// when the quarantine is full, which
+    /// [`Stats::fixups_refused`](crate::Stats::fixups_refused) counts.
+    ///
+    /// ```
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024);
+    /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    /// std::mem::forget(ring.reserve_on(0, 8).unwrap()); // its writer dies
+    /// for i in 0..20u64 {
+    ///     ring.write_on(0, &i.to_le_bytes()).unwrap(); // the page closes
+    /// }
+    /// let b = ring.cpu_buffer(0).unwrap();
+    /// assert!(b.fixup());
+    /// let next = b.read_event().unwrap();
+    /// assert_eq!(next.lost_before, 17); // the dead writer's page-mates
+    /// let s = ring.stats();
+    /// assert_eq!((s.pages_quarantined, s.hit), (1, s.accounted()));
+    /// ```
     pub fn fixup(&self) -> bool {
         let mut st = self.reader.lock();
         self.skip_overwritten(&mut st);
