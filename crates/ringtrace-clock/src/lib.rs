@@ -44,8 +44,9 @@ pub use cost::{measure_read_cost, ReadCost};
 pub use error::ClockError;
 pub use info::{ClockInfo, Guarantee, TickConversion};
 pub use protection::{Protected, Protection};
+pub use source::sched;
 pub use source::{
     BaseSource, Boot, Cntvct, Counter, Global, Local, Mono, MonoRaw, PosixClock, QuantaClock,
-    Source, SourceName, Tsc, TscOrdered,
+    Sched, SchedLatch, Source, SourceName, Tsc, TscOrdered,
 };
 pub use spec::{AnyClock, ClockSpec};

@@ -1,13 +1,16 @@
 //! Protections: what a clock read is wrapped in, the trace_clock_local
-//! trade-off of seed 004.
+//! trade-off of seed 004 ("tracing: do not disable interrupts for
+//! trace_clock_local").
 //!
 //! The kernel's `trace_clock_local()` once read `sched_clock()` with irqs
 //! disabled; Steven Rostedt's patch (seed 004) changed that to preemption
 //! disabled, 210 ns to 179 ns per recorded event, accepting "a seldom
-//! incorrect timestamp" when an interrupt lands mid-read. Each protection here
-//! is one side of that trade.
+//! incorrect timestamp" when an interrupt lands mid-read. Each protection
+//! here is one side of that trade: `irq` is the kernel's
+//! `local_irq_save()` at its cost, `irq-soft` and `irq-hard` bound it from
+//! below and above, and `preempt` is the patch's choice.
 
-use crate::emulation::{hard_irq, preempt, soft_irq};
+use crate::emulation::{flags_irq, hard_irq, preempt, soft_irq};
 use crate::{Clock, ClockError, ClockInfo};
 use std::fmt;
 
@@ -18,27 +21,36 @@ pub enum Protection {
     Raw,
     /// Inside `preempt_disable_notrace()` / `preempt_enable_notrace()`.
     Preempt,
-    /// Inside a soft (lazy-masking) `local_irq_save()` / `restore()`.
+    /// Inside a soft (lazy-masking) `local_irq_save()` / `restore()`: a
+    /// per-thread flag. The lower bound of what disabling irqs costs.
     IrqSoft,
-    /// Inside a hard (`pthread_sigmask`) `local_irq_save()` / `restore()`.
+    /// Inside `local_irq_save()` / `restore()` at the kernel's cost: the
+    /// soft mask with x86's `pushfq`/`popfq` around it (the soft mask
+    /// alone elsewhere). The kernel's side of seed 004's trade.
+    Irq,
+    /// Inside a hard (`pthread_sigmask`) `local_irq_save()` / `restore()`:
+    /// two system calls. The upper bound.
     IrqHard,
 }
 
 impl Protection {
     /// Every protection, cheapest first.
-    pub const ALL: [Protection; 4] = [
+    pub const ALL: [Protection; 5] = [
         Protection::Raw,
         Protection::Preempt,
         Protection::IrqSoft,
+        Protection::Irq,
         Protection::IrqHard,
     ];
 
-    /// The name after `@`: `raw`, `preempt`, `irq-soft` or `irq-hard`.
+    /// The name after `@`: `raw`, `preempt`, `irq-soft`, `irq` or
+    /// `irq-hard`.
     pub fn name(self) -> &'static str {
         match self {
             Protection::Raw => "raw",
             Protection::Preempt => "preempt",
             Protection::IrqSoft => "irq-soft",
+            Protection::Irq => "irq",
             Protection::IrqHard => "irq-hard",
         }
     }
@@ -48,8 +60,8 @@ impl Protection {
     /// ```
     /// use ringtrace_clock::Protection;
     /// assert_eq!(Protection::parse("irq-soft").unwrap(), Protection::IrqSoft);
-    /// let err = Protection::parse("irq").unwrap_err().to_string();
-    /// assert!(err.contains("raw, preempt, irq-soft, irq-hard"));
+    /// let err = Protection::parse("irqs").unwrap_err().to_string();
+    /// assert!(err.contains("raw, preempt, irq-soft, irq, irq-hard"));
     /// ```
     pub fn parse(name: &str) -> Result<Protection, ClockError> {
         Protection::ALL
@@ -76,6 +88,12 @@ impl Protection {
                 let flags = soft_irq::save();
                 let r = f();
                 soft_irq::restore(flags);
+                r
+            }
+            Protection::Irq => {
+                let flags = flags_irq::save();
+                let r = f();
+                flags_irq::restore(flags);
                 r
             }
             Protection::IrqHard => {

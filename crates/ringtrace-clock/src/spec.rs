@@ -26,7 +26,7 @@ pub type AnyClock = Protected<Source>;
 /// let clock = spec.build().unwrap();
 /// assert_eq!(clock.info().name, "global:mono@irq-soft");
 ///
-/// let err = "tsc@irq".parse::<ClockSpec>().unwrap_err().to_string();
+/// let err = "tsc@irqs".parse::<ClockSpec>().unwrap_err().to_string();
 /// assert!(err.contains("irq-hard"), "{err}");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -12,6 +12,9 @@
 //!   a per-thread flag; the signal handlers ringtrace installs
 //!   ([`interrupt`]) check it and, when masked, record the signal as pending
 //!   instead of running; the pending signal is replayed at enable or restore.
+//! - [`flags_irq`]: the soft mask with the x86 `pushfq`/`popfq` round trip
+//!   of the kernel's `local_irq_save()`/`restore()` around it, so that it
+//!   costs what the kernel's does.
 //! - [`hard_irq`]: all asynchronous signals blocked with `pthread_sigmask`,
 //!   two system calls per pair: the expensive, always-correct side.
 //! - [`timer`]: a periodic interrupt, a signal sent to one thread at a fixed
@@ -26,6 +29,7 @@
 //! would need read-modify-writes, and why the only ordering needed is against
 //! the compiler, given by `compiler_fence` (the kernel's `barrier()`).
 
+pub mod flags_irq;
 pub mod hard_irq;
 pub mod interrupt;
 pub mod preempt;

@@ -133,3 +133,92 @@ impl Drop for IrqTimer {
         self.halt();
     }
 }
+
+/// A POSIX timer (`timer_create` on `CLOCK_MONOTONIC`) that delivers a
+/// signal to one thread (`SIGEV_THREAD_ID`) every period: the kernel's
+/// timer interrupt, aimed at a thread, at the rate asked for (the kernel
+/// arms it; no sender thread competes for a CPU). Deleted on drop.
+///
+/// ```
+/// use ringtrace_clock::emulation::{interrupt, timer::{self, ThreadTimer}};
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::time::Duration;
+///
+/// static TICKS: AtomicU64 = AtomicU64::new(0);
+/// interrupt::install_irq_handler(libc::SIGRTMIN() + 4, |_| {
+///     TICKS.fetch_add(1, Ordering::Relaxed);
+/// }).unwrap();
+/// let t = ThreadTimer::start(timer::current_thread_id(), libc::SIGRTMIN() + 4,
+///                            Duration::from_micros(200)).unwrap();
+/// while TICKS.load(Ordering::Relaxed) < 5 {
+///     std::hint::spin_loop();
+/// }
+/// drop(t);
+/// ```
+#[derive(Debug)]
+pub struct ThreadTimer {
+    id: libc::timer_t,
+    started: Instant,
+}
+
+// SAFETY: a timer id is a kernel handle, usable from any thread of the
+// process; deleting it from another thread than the creator is allowed.
+unsafe impl Send for ThreadTimer {}
+
+impl ThreadTimer {
+    /// Arms a timer sending `signal` to thread `tid` of this process every
+    /// `period` (at least 1 µs; at most a day).
+    pub fn start(tid: i32, signal: i32, period: Duration) -> Result<ThreadTimer, ClockError> {
+        super::interrupt::check_signal(signal)?;
+        let period = period.clamp(Duration::from_micros(1), MAX_PERIOD);
+        // SAFETY: a zeroed sigevent is valid; the fields set are the ones
+        // SIGEV_THREAD_ID reads (notify, signal number, target thread).
+        let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = signal;
+        event.sigev_notify_thread_id = tid;
+        let mut id: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: valid pointers to the event and to where the id goes; a
+        // thread id that is not ours makes the call fail with EINVAL.
+        if unsafe { libc::timer_create(libc::CLOCK_MONOTONIC, &mut event, &mut id) } != 0 {
+            return Err(ClockError::Os {
+                call: "timer_create",
+                message: format!(
+                    "a timer for thread {tid}, signal {signal}: {}",
+                    std::io::Error::last_os_error()
+                ),
+            });
+        }
+        let interval = libc::timespec {
+            tv_sec: period.as_secs() as libc::time_t,
+            tv_nsec: libc::c_long::from(period.subsec_nanos() as i32),
+        };
+        let spec = libc::itimerspec {
+            it_interval: interval,
+            it_value: interval,
+        };
+        // SAFETY: `id` is the timer just created; the spec is valid.
+        if unsafe { libc::timer_settime(id, 0, &spec, std::ptr::null_mut()) } != 0 {
+            let err = ClockError::last_os("timer_settime");
+            // SAFETY: deleting the timer we created, once.
+            unsafe { libc::timer_delete(id) };
+            return Err(err);
+        }
+        Ok(ThreadTimer {
+            id,
+            started: Instant::now(),
+        })
+    }
+
+    /// How long the timer has been armed.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+impl Drop for ThreadTimer {
+    fn drop(&mut self) {
+        // SAFETY: `id` is a timer this value created and nobody deleted.
+        unsafe { libc::timer_delete(self.id) };
+    }
+}

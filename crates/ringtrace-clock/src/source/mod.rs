@@ -12,6 +12,8 @@
 //! | `counter`     | an atomic increment                       | counter            |
 //! | `local`       | the fastest per-CPU counter here          | local              |
 //! | `global`      | `local` clamped to a process-wide maximum | global             |
+//! | `sched`       | `local` through per-thread cyc2ns data a tick rewrites, unlatched | 2009 x86 `sched_clock()` |
+//! | `sched-latch` | the same data behind a seqcount latch     | `sched_clock()` with `cyc2ns_read_begin()` |
 //!
 //! `global:SOURCE` clamps any other source instead of `local`.
 
@@ -21,6 +23,7 @@ mod global;
 mod local;
 mod posix;
 mod quanta;
+pub mod sched;
 mod tsc;
 
 pub use self::quanta::QuantaClock;
@@ -29,6 +32,7 @@ pub use counter::Counter;
 pub use global::Global;
 pub use local::Local;
 pub use posix::{Boot, Mono, MonoRaw, PosixClock};
+pub use sched::{Sched, SchedLatch};
 pub use tsc::{Tsc, TscOrdered};
 
 use crate::{Clock, ClockError, ClockInfo};
@@ -55,11 +59,15 @@ pub enum SourceName {
     Counter,
     /// [`Local`].
     Local,
+    /// [`Sched`].
+    Sched,
+    /// [`SchedLatch`].
+    SchedLatch,
 }
 
 impl SourceName {
     /// Every base source, in the order listings show them.
-    pub const ALL: [SourceName; 9] = [
+    pub const ALL: [SourceName; 11] = [
         SourceName::Tsc,
         SourceName::TscOrdered,
         SourceName::Cntvct,
@@ -69,6 +77,8 @@ impl SourceName {
         SourceName::Quanta,
         SourceName::Counter,
         SourceName::Local,
+        SourceName::Sched,
+        SourceName::SchedLatch,
     ];
 
     /// The name the source is selected by.
@@ -83,6 +93,8 @@ impl SourceName {
             SourceName::Quanta => "quanta",
             SourceName::Counter => "counter",
             SourceName::Local => "local",
+            SourceName::Sched => "sched",
+            SourceName::SchedLatch => "sched-latch",
         }
     }
 
@@ -98,6 +110,8 @@ impl SourceName {
             SourceName::Quanta => BaseSource::Quanta(QuantaClock::new()),
             SourceName::Counter => BaseSource::Counter(Counter::new()),
             SourceName::Local => BaseSource::Local(Local::new()?),
+            SourceName::Sched => BaseSource::Sched(Sched::new()?),
+            SourceName::SchedLatch => BaseSource::SchedLatch(SchedLatch::new()?),
         })
     }
 }
@@ -121,6 +135,8 @@ pub enum BaseSource {
     Quanta(QuantaClock),
     Counter(Counter),
     Local(Local),
+    Sched(Sched),
+    SchedLatch(SchedLatch),
 }
 
 /// Calls `$body` with `$c` bound to the source inside a [`BaseSource`].
@@ -136,6 +152,8 @@ macro_rules! with_source {
             BaseSource::Quanta($c) => $body,
             BaseSource::Counter($c) => $body,
             BaseSource::Local($c) => $body,
+            BaseSource::Sched($c) => $body,
+            BaseSource::SchedLatch($c) => $body,
         }
     };
 }
