@@ -49,15 +49,18 @@ pub(crate) struct ZeroedSlice<T: Zeroable> {
     /// The first element; valid for `len` elements while `_backing` lives.
     ptr: NonNull<T>,
     len: usize,
-    _backing: Backing<T>,
+    _backing: Backing,
 }
 
-/// What owns the memory. Only held, for its drop.
-#[allow(dead_code)]
-enum Backing<T> {
+/// What owns the memory.
+enum Backing {
+    /// The map; unmapped when dropped. Only held, for its drop.
     #[cfg(not(any(miri, loom)))]
-    Map(memmap2::MmapMut),
-    Boxed(Box<[T]>),
+    Map(#[allow(dead_code)] memmap2::MmapMut),
+    /// A boxed slice turned into `ptr` and `len` by `Box::into_raw`, and
+    /// back into a box by `Drop`. (Kept raw: a box moved after a pointer
+    /// was taken from it would invalidate the pointer.)
+    Raw,
 }
 
 /// Why zeroed memory could not be had.
@@ -83,12 +86,14 @@ impl<T: Zeroable> ZeroedSlice<T> {
     }
 
     fn boxed(len: usize) -> Self {
-        let mut values: Box<[T]> = (0..len).map(|_| T::zero()).collect();
-        let ptr = NonNull::new(values.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        let values: Box<[T]> = (0..len).map(|_| T::zero()).collect();
+        let raw = Box::into_raw(values);
+        // Box::into_raw never returns null, dangling for an empty slice.
+        let ptr = NonNull::new(raw.cast::<T>()).unwrap_or(NonNull::dangling());
         ZeroedSlice {
             ptr,
             len,
-            _backing: Backing::Boxed(values),
+            _backing: Backing::Raw,
         }
     }
 
@@ -131,6 +136,19 @@ impl<T: Zeroable> ZeroedSlice<T> {
         // by `zero()`), aligned, owned by `_backing` for as long as `self`
         // lives, and only ever accessed through shared references.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: Zeroable> Drop for ZeroedSlice<T> {
+    fn drop(&mut self) {
+        if matches!(self._backing, Backing::Raw) {
+            let slice = std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len);
+            // SAFETY: `ptr` and `len` came from `Box::into_raw` of a
+            // Box<[T]> in `boxed`, and are turned back into a box once,
+            // here; nothing borrows the values any more.
+            drop(unsafe { Box::from_raw(slice) });
+        }
+        // A map unmaps itself when `_backing` drops.
     }
 }
 
