@@ -131,6 +131,8 @@ fn writers_that_die_mid_event_never_wedge_a_buffer() {
         .page_size(256)
         .per_cpu_bytes(256 * 4)
         .mode(Mode::Overwrite)
+        // The default, except under Miri, where it is smaller.
+        .quarantine_pages(64)
         .fixup_after(Some(Duration::from_millis(1)));
     let ring = RingBuffer::new(config, Counter::new()).unwrap();
     let b = ring.cpu_buffer(0).unwrap();

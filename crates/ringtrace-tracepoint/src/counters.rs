@@ -95,7 +95,10 @@ impl<const N: usize> EventCounters<N> {
         self.add_unchecked(i, 1);
     }
 
-    #[inline]
+    /// Out of line, as the kernel's `__this_cpu_preempt_check()` is a call
+    /// (a `noinstr` function in lib/smp_processor_id.c): what DEBUG_PREEMPT
+    /// costs is that call in every `__this_cpu_*` operation.
+    #[inline(never)]
     #[track_caller]
     fn check_preemption_disabled(&self) {
         if preempt::preemptible() {

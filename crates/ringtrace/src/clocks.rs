@@ -1,44 +1,48 @@
-//! `ringtrace clocks`: seed 004's trace_clock_local trade-off, measured for
-//! every clock source under every protection.
+//! `ringtrace clocks`: seed 004's trade-off ("tracing: do not disable
+//! interrupts for trace_clock_local"), measured for every clock source
+//! under every protection.
 //!
 //! For each combination:
 //! - `read_ns`: the median cost of one clock read;
 //! - `record_ns`: the median cost of one recorded event (reserve, stamp,
 //!   16-byte write, commit) on one CPU buffer;
-//! - `inversions`: while a timer signal interrupts the writer at a high
-//!   rate and its handler writes events too (the userspace interrupt),
-//!   how many events' raw timestamps preceded the previous event in their
-//!   buffer: the kernel's "seldom incorrect timestamp", counted before the
-//!   ring's correction (its `ts_fixups`), out of `events`;
+//! - under a tick ([`crate::tick_run`]): a POSIX timer interrupts the
+//!   writer; for the `sched` sources, the wrong readings and wrong recorded
+//!   timestamps against the exact reference, in both directions, with the
+//!   handler updating the clock data only and (a second run) also writing
+//!   into the same buffer; for every source the ring's `ts_fixups`, and the
+//!   ticks delivered, deferred and per second;
 //! - `skew_ns`: the largest amount by which a read on one CPU was behind a
 //!   read on another CPU that happened before it (two pinned threads taking
 //!   turns); 0 for clocks that are monotonic across CPUs.
+//!
+//! A measurement that fails shows as an error in its row, never as zeros.
 
 use crate::sched;
-use ringtrace_clock::emulation::interrupt;
-use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
-use ringtrace_clock::{measure_read_cost, AnyClock, Clock, ClockSpec, TickConversion};
+use crate::tick_run::{self, TickHandler, TickRun};
+use ringtrace_clock::{measure_read_cost, AnyClock, Clock, ClockSpec, SourceName, TickConversion};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use serde::Serialize;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// One clock under one protection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClockRow {
-    /// The source (`tsc`, `global:mono`, ...).
+    /// The source (`tsc`, `global:mono`, `sched`, ...).
     pub clock: String,
-    /// The protection (`raw`, `preempt`, `irq-soft`, `irq-hard`).
+    /// The protection (`raw`, `preempt`, `irq-soft`, `irq`, `irq-hard`).
     pub protection: String,
     /// Median ns per read.
     pub read_ns: f64,
-    /// Median ns per recorded event.
-    pub record_ns: f64,
-    /// Raw timestamps that preceded their buffer's previous event.
-    pub inversions: u64,
-    /// Events recorded during the interrupted run.
-    pub events: u64,
+    /// Median ns per recorded event; `None` if the ring could not be made.
+    pub record_ns: Option<f64>,
+    /// The writer under the tick, the handler updating the clock data.
+    pub tick: Result<TickRun, String>,
+    /// The same with the handler also writing an event into the buffer
+    /// (`sched` sources only).
+    pub tick_write: Option<Result<TickRun, String>>,
     /// Largest cross-CPU step back seen, in ns.
     pub skew_ns: f64,
 }
@@ -55,10 +59,10 @@ pub struct Unavailable {
 /// How long each measurement runs.
 #[derive(Debug, Clone, Copy)]
 pub struct ClocksConfig {
-    /// The interrupted-writer run per combination.
-    pub anomaly_run: Duration,
-    /// Timer signal period.
-    pub interrupt_period: Duration,
+    /// The writer's run under the tick, per combination and handler mode.
+    pub tick_run: Duration,
+    /// The tick's period.
+    pub tick_period: Duration,
     /// Turns of the cross-CPU ping-pong.
     pub skew_rounds: u32,
 }
@@ -66,34 +70,20 @@ pub struct ClocksConfig {
 impl Default for ClocksConfig {
     fn default() -> Self {
         ClocksConfig {
-            anomaly_run: Duration::from_millis(150),
-            interrupt_period: Duration::from_micros(50),
+            tick_run: Duration::from_millis(150),
+            tick_period: Duration::from_micros(50),
             skew_rounds: 2000,
         }
     }
 }
 
-/// The ring the timer signal's handler writes to (null when none).
-static HANDLER_RING: AtomicPtr<RingBuffer<AnyClock>> = AtomicPtr::new(std::ptr::null_mut());
-static HANDLER_EVENTS: AtomicU64 = AtomicU64::new(0);
-
-fn on_interrupt(_signal: i32) {
-    // Acquire: pairs with the Release store of the ring's address.
-    let ring = HANDLER_RING.load(Ordering::Acquire);
-    // SAFETY: the pointer is either null or the address of a ring that
-    // outlives the timer (stored before the timer starts, cleared after it
-    // stops and before the ring is dropped).
-    if let Some(ring) = unsafe { ring.as_ref() } {
-        if ring.write_on(0, &[0x5A; 16]).is_ok() {
-            HANDLER_EVENTS.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-fn small_ring(clock: AnyClock) -> Result<RingBuffer<AnyClock>, ringtrace_ring::ConfigError> {
+/// A one-CPU ring for `clock`, as the cost and tick runs use.
+pub(crate) fn small_ring(
+    clock: AnyClock,
+) -> Result<RingBuffer<AnyClock>, ringtrace_ring::ConfigError> {
     RingBuffer::new(
         RingConfig::default()
-            .cpus(2)
+            .cpus(1)
             .per_cpu_bytes(256 * 1024)
             .mode(Mode::Overwrite),
         clock,
@@ -108,10 +98,10 @@ fn record_once(ring: &RingBuffer<AnyClock>, payload: &[u8; 16]) {
     let _ = black_box(ring.write_on(0, payload));
 }
 
-/// Median ns per recorded event.
-fn record_cost(ring: &RingBuffer<AnyClock>) -> f64 {
+/// ns per recorded event over `batches` batches of 256: their median.
+pub(crate) fn record_cost_batches(ring: &RingBuffer<AnyClock>, batches: usize) -> f64 {
     let payload = [1u8; 16];
-    let mut per: Vec<f64> = (0..101)
+    let mut per: Vec<f64> = (0..batches.max(1))
         .map(|_| {
             let t = Instant::now();
             for _ in 0..256 {
@@ -122,37 +112,6 @@ fn record_cost(ring: &RingBuffer<AnyClock>) -> f64 {
         .collect();
     per.sort_by(f64::total_cmp);
     per[per.len() / 2]
-}
-
-/// Runs a writer interrupted by a timer whose handler writes too; returns
-/// (inversions, events).
-fn interrupted_run(
-    spec: &ClockSpec,
-    config: &ClocksConfig,
-) -> Result<(u64, u64), Box<dyn std::error::Error>> {
-    let ring = Box::new(small_ring(spec.build()?)?);
-    let signal = libc::SIGRTMIN() + 10;
-    interrupt::install_irq_handler(signal, on_interrupt)?;
-    HANDLER_RING.store(&*ring as *const _ as *mut _, Ordering::Release);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let _ = sched::pin_to_cpu(0);
-            let timer = IrqTimer::start(current_thread_id(), signal, config.interrupt_period).ok();
-            let t = Instant::now();
-            let mut n = 0u64;
-            while t.elapsed() < config.anomaly_run {
-                for _ in 0..64 {
-                    n += u64::from(ring.write_on(0, &[0xA5; 16]).is_ok());
-                }
-            }
-            drop(timer);
-            n
-        });
-    });
-    HANDLER_RING.store(std::ptr::null_mut(), Ordering::Release);
-    interrupt::uninstall_irq_handler(signal)?;
-    let stats = ring.stats();
-    Ok((stats.ts_fixups, stats.hit))
 }
 
 /// The largest step back between two pinned threads taking turns, in ticks.
@@ -195,11 +154,19 @@ fn skew(clock: &AnyClock, rounds: u32) -> u64 {
 }
 
 /// Measures every available combination; lists the unavailable ones with
-/// their reasons. `progress` is called after each combination.
-pub fn run(config: &ClocksConfig, progress: &dyn Fn(&str)) -> (Vec<ClockRow>, Vec<Unavailable>) {
+/// their reasons. `progress` is called after each combination; once `stop`
+/// says so, the combinations not yet measured are left out.
+pub fn run(
+    config: &ClocksConfig,
+    progress: &dyn Fn(&str),
+    stop: &dyn Fn() -> bool,
+) -> (Vec<ClockRow>, Vec<Unavailable>) {
     let mut rows = Vec::new();
     let mut unavailable = Vec::new();
     for spec in ClockSpec::all() {
+        if stop() {
+            break;
+        }
         let name = spec.to_string();
         let clock = match spec.build() {
             Ok(c) => c,
@@ -217,21 +184,21 @@ pub fn run(config: &ClocksConfig, progress: &dyn Fn(&str)) -> (Vec<ClockRow>, Ve
             .unwrap_or(TickConversion::NANOSECONDS);
         let read_ns = measure_read_cost(&clock, 101, 256).median_ns;
         let skew_ns = conversion.ticks_to_ns(skew(&clock, config.skew_rounds)) as f64;
-        let (record_ns, inversions, events) = match small_ring(clock) {
-            Ok(ring) => {
-                let record_ns = record_cost(&ring);
-                let (inversions, events) = interrupted_run(&spec, config).unwrap_or((0, 0));
-                (record_ns, inversions, events)
-            }
-            Err(_) => (0.0, 0, 0),
+        let record_ns = small_ring(clock)
+            .ok()
+            .map(|ring| record_cost_batches(&ring, 101));
+        let under = |handler| {
+            tick_run::run(&spec, handler, config.tick_run, config.tick_period)
+                .map_err(|e| e.to_string())
         };
+        let is_sched = matches!(spec.source, SourceName::Sched | SourceName::SchedLatch);
         rows.push(ClockRow {
             clock: spec.source_label(),
             protection: spec.protection.to_string(),
             read_ns,
             record_ns,
-            inversions,
-            events,
+            tick: under(TickHandler::Tick),
+            tick_write: (is_sched && !spec.global).then(|| under(TickHandler::TickAndWrite)),
             skew_ns,
         });
         progress(&name);
@@ -239,20 +206,69 @@ pub fn run(config: &ClocksConfig, progress: &dyn Fn(&str)) -> (Vec<ClockRow>, Ve
     (rows, unavailable)
 }
 
-/// The table: one line per combination, then the unavailable sources.
+/// `a/b` as text, or `-` when not measured.
+fn wrong_cell(w: Option<crate::tick_run::Wrong>) -> String {
+    w.map_or("-".to_owned(), |w| format!("{}/{}", w.ahead, w.behind))
+}
+
+/// The table: one line per combination and handler mode, then the
+/// unavailable sources, then a legend.
 pub fn text(rows: &[ClockRow], unavailable: &[Unavailable]) -> String {
     let mut out = format!(
-        "{:<14} {:<10} {:>9} {:>10} {:>11} {:>9} {:>10}\n",
-        "clock", "protection", "read_ns", "record_ns", "inversions", "events", "skew_ns"
+        "{:<14} {:<9} {:>8} {:>10} {:<10} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8} {:>9}\n",
+        "clock",
+        "protect",
+        "read_ns",
+        "record_ns",
+        "handler",
+        "events",
+        "wrong_read",
+        "wrong_rec",
+        "fixups",
+        "ticks",
+        "tick_hz",
+        "skew_ns"
     );
     for r in rows {
-        out.push_str(&format!(
-            "{:<14} {:<10} {:>9.2} {:>10.2} {:>11} {:>9} {:>10.0}\n",
-            r.clock, r.protection, r.read_ns, r.record_ns, r.inversions, r.events, r.skew_ns
-        ));
+        let record = r
+            .record_ns
+            .map_or("error".to_owned(), |v| format!("{v:.2}"));
+        let runs = std::iter::once(&r.tick).chain(r.tick_write.iter());
+        for (i, run) in runs.enumerate() {
+            let (a, b) = if i == 0 {
+                (format!("{:.2}", r.read_ns), record.clone())
+            } else {
+                (String::new(), String::new())
+            };
+            match run {
+                Ok(t) => out.push_str(&format!(
+                    "{:<14} {:<9} {:>8} {:>10} {:<10} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8.0} {:>9.0}\n",
+                    r.clock,
+                    r.protection,
+                    a,
+                    b,
+                    t.handler.name(),
+                    t.events,
+                    wrong_cell(t.wrong_readings),
+                    wrong_cell(t.wrong_recorded),
+                    t.ts_fixups,
+                    t.ticks,
+                    t.tick_hz,
+                    r.skew_ns
+                )),
+                Err(e) => out.push_str(&format!(
+                    "{:<14} {:<9} {:>8} {:>10} error: {e}\n",
+                    r.clock, r.protection, a, b
+                )),
+            }
+        }
     }
     for u in unavailable {
         out.push_str(&format!("{}: unavailable: {}\n", u.clock, u.reason));
     }
+    out.push_str(LEGEND);
     out
 }
+
+/// What the columns mean.
+pub const LEGEND: &str = "\nwrong_read / wrong_rec: readings the ring took, and timestamps it recorded, that were ahead/behind the exact time (what every consistent generation of the sched clock data gives for the same cycle count); `-` for sources that are single reads and cannot tear. fixups: timestamps the ring raised to keep time from going back. handler: the tick only updates the clock data (tick), or also writes an event into the same buffer (tick+write), which makes the interrupted writer's swap fail and read the clock again, hiding tears. ticks, tick_hz: ticks that ran on the writer's thread, and per second. skew_ns: the largest cross-CPU step back.\n";

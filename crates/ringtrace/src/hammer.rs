@@ -1,14 +1,21 @@
 //! `ringtrace hammer`: the kernel's kernel/trace/ring_buffer_benchmark.c in
 //! userspace. Producers write 10-byte events in batches of
 //! `write_iteration` between looks at the clock; a consumer reads them by
-//! event or by page and checks every payload.
+//! event or by page and checks every payload. As the module's, the
+//! consumer sleeps and each producer wakes it every `wakeup_interval`
+//! batches; it can spin instead.
+//!
+//! Besides the module's wall-clock figures, each producer reads its own
+//! CPU time (CLOCK_THREAD_CPUTIME_ID), so a run whose threads share CPUs
+//! still says what an entry costs the producer; a run with more busy
+//! threads than CPUs says so in its warnings. The threads themselves are in
+//! `hammer_threads.rs`.
 
-use crate::sched;
+use crate::hammer_threads::{self, Consumed};
 use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use serde::Serialize;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// How the consumer reads.
@@ -34,6 +41,28 @@ impl ReadBy {
     }
 }
 
+/// How the consumer waits when it finds the buffers empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConsumerKind {
+    /// Parks until a producer wakes it, every `wakeup_interval` batches
+    /// (the kernel module's consumer, which schedules away until
+    /// `wake_up_process`).
+    #[default]
+    Sleep,
+    /// Yields and looks again at once: it takes a CPU whenever one is free.
+    Spin,
+}
+
+impl ConsumerKind {
+    /// `sleep` or `spin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ConsumerKind::Sleep => "sleep",
+            ConsumerKind::Spin => "spin",
+        }
+    }
+}
+
 /// A hammer run's settings (the kernel module's parameters, and more).
 #[derive(Debug, Clone)]
 pub struct HammerConfig {
@@ -45,6 +74,13 @@ pub struct HammerConfig {
     pub disable_reader: bool,
     /// How the consumer reads.
     pub read_by: ReadBy,
+    /// How the consumer waits for events (sleep, as the kernel's).
+    pub consumer: ConsumerKind,
+    /// Batches of `write_iteration` events between a producer's wake-ups
+    /// of a sleeping consumer (`wakeup_interval`, 100). The kernel's
+    /// comment says events, its code counts batches (`cnt++` per batch);
+    /// this follows the code.
+    pub wakeup_interval: u32,
     /// The producers' nice level (19).
     pub producer_nice: i32,
     /// The consumer's nice level (19).
@@ -70,6 +106,8 @@ impl Default for HammerConfig {
             write_iteration: 50,
             disable_reader: false,
             read_by: ReadBy::Alternate,
+            consumer: ConsumerKind::Sleep,
+            wakeup_interval: 100,
             producer_nice: 19,
             consumer_nice: 19,
             producer_fifo: 0,
@@ -113,15 +151,67 @@ pub struct HammerResult {
     pub mode: String,
     /// Producer threads.
     pub producers: usize,
+    /// The producers' own CPU time, summed, in ns: each producer reads
+    /// CLOCK_THREAD_CPUTIME_ID itself at its first batch and after its last.
+    pub producer_cpu_ns: u64,
+    /// Producer CPU time over producer wall time (summed over producers):
+    /// 1.0 when each had a CPU to itself for the whole run.
+    pub producer_cpu_share: f64,
+    /// Producer CPU ns per hit (`producer_cpu_ns / hit`): the cost of an
+    /// entry on the producer's CPU, without the time it waited for one
+    /// (`ns_per_entry` counts wall time).
+    pub ns_per_entry_cpu: f64,
+    /// Each producer's own figures, in producer order.
+    pub per_producer: Vec<ProducerStats>,
+    /// How the consumer waited: `sleep`, `spin`, or `disabled`.
+    pub consumer: String,
+    /// Batches between wake-ups of the sleeping consumer (null unless the
+    /// consumer sleeps).
+    pub wakeup_interval: Option<u32>,
+    /// Wake-ups the producers sent the sleeping consumer.
+    pub wakeups: u64,
+    /// Times the consumer found every buffer empty and parked (sleep) or
+    /// yielded (spin).
+    pub consumer_waits: u64,
+    /// The consumer's own CPU time, in ns (0 without a consumer).
+    pub consumer_cpu_ns: u64,
+    /// CPUs this process may run on: available_parallelism, capped by the
+    /// process's affinity mask.
+    pub cpus_available: usize,
+    /// Producers plus consumer outnumber `cpus_available`: the threads
+    /// take turns on CPUs, and the wall-clock figures count the turns.
+    pub oversubscribed: bool,
     /// How the consumer read (`events`, `pages`, or `disabled`).
     #[serde(skip)]
     pub read_by: String,
     /// Payloads that did not check out.
     #[serde(skip)]
     pub bad_payloads: u64,
-    /// Scheduling requests that were refused, as messages.
-    #[serde(skip)]
+    /// What the run warns of, as messages: first the oversubscription,
+    /// when `oversubscribed`, then the scheduling requests that were
+    /// refused.
     pub warnings: Vec<String>,
+}
+
+/// One producer's own figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ProducerStats {
+    /// The CPU it was pinned to (and wrote into the buffer of).
+    pub cpu: usize,
+    /// Reservations that succeeded.
+    pub hit: u64,
+    /// Reservations that failed.
+    pub missed: u64,
+    /// Wake-ups it sent the sleeping consumer.
+    pub wakeups: u64,
+    /// Its wall time from its first batch to after its last, in ns.
+    pub wall_ns: u64,
+    /// Its own CPU time (CLOCK_THREAD_CPUTIME_ID) over the same span, in ns.
+    pub cpu_time_ns: u64,
+    /// `cpu_time_ns / wall_ns`.
+    pub cpu_share: f64,
+    /// `cpu_time_ns / hit`: CPU ns per entry.
+    pub ns_per_entry_cpu: f64,
 }
 
 /// Why a hammer run could not start.
@@ -152,27 +242,8 @@ pub const MAX_PRODUCERS: usize = 1024;
 /// between batches, so a batch must stay short (a million events is some
 /// tens of milliseconds).
 pub const MAX_WRITE_ITERATION: u32 = 1_000_000;
-
-const PAYLOAD: usize = 10;
-
-/// The 10-byte payload: producer, sequence, and a check.
-fn payload(producer: u16, seq: u32) -> [u8; PAYLOAD] {
-    let mut p = [0u8; PAYLOAD];
-    p[0..2].copy_from_slice(&producer.to_le_bytes());
-    p[2..6].copy_from_slice(&seq.to_le_bytes());
-    let check = (u32::from(producer) ^ seq).wrapping_mul(0x9E37_79B1);
-    p[6..10].copy_from_slice(&check.to_le_bytes());
-    p
-}
-
-fn payload_ok(p: &[u8]) -> bool {
-    if p.len() != PAYLOAD {
-        return false;
-    }
-    let producer = u16::from_le_bytes([p[0], p[1]]);
-    let seq = u32::from_le_bytes([p[2], p[3], p[4], p[5]]);
-    p == payload(producer, seq)
-}
+/// The largest `--wakeup-interval`, in batches.
+pub const MAX_WAKEUP_INTERVAL: u32 = 1_000_000;
 
 /// Runs the hammer.
 pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
@@ -186,6 +257,13 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         return Err(HammerError::Invalid(format!(
             "--write-iteration {} is invalid: it must be from 1 to {MAX_WRITE_ITERATION}",
             config.write_iteration
+        )));
+    }
+    if !(1..=MAX_WAKEUP_INTERVAL).contains(&config.wakeup_interval) {
+        return Err(HammerError::Invalid(format!(
+            "--wakeup-interval {} is invalid: it must be from 1 to {MAX_WAKEUP_INTERVAL} \
+             (batches of --write-iteration events between wake-ups of the consumer)",
+            config.wakeup_interval
         )));
     }
     for (flag, fifo) in [
@@ -210,114 +288,40 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
     }
     let clock: AnyClock = config.clock.build()?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpus_available = hammer_threads::cpus_available();
+    let consumers = usize::from(!config.disable_reader);
+    let oversubscribed = config.producers + consumers > cpus_available;
+    let mut warnings = Vec::new();
+    if oversubscribed {
+        warnings.push(oversubscription(
+            config.producers,
+            consumers,
+            cpus_available,
+        ));
+    }
     let ring_config = RingConfig::default()
         .per_cpu_bytes(config.buffer_size)
         .mode(config.mode)
         .cpus(ringtrace_ring::cpu::possible_cpus().max(cpus));
     let ring = RingBuffer::new(ring_config, clock)?;
-    let running = AtomicBool::new(true);
-    let producers_done = AtomicBool::new(false);
-    let read = AtomicU64::new(0);
-    let bad = AtomicU64::new(0);
-    let warnings = std::sync::Mutex::new(Vec::new());
-    // Producers wait for `go`, not a barrier, so that a thread that fails
-    // to start can release the ones already waiting.
-    let go = AtomicBool::new(false);
-    let ready = std::sync::atomic::AtomicUsize::new(0);
-    let warn = |w: Result<(), sched::SchedError>| {
-        if let Err(e) = w {
-            warnings
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(e.to_string());
-        }
-    };
+    let warnings = std::sync::Mutex::new(warnings);
+    let (per_producer, consumed, elapsed) =
+        hammer_threads::run_threads(config, &ring, cpus, &warnings)?;
 
-    let (hit, missed, elapsed) = std::thread::scope(|s| {
-        let consumer = if config.disable_reader {
-            Ok(None)
-        } else {
-            std::thread::Builder::new()
-                .name("consumer".into())
-                .spawn_scoped(s, || {
-                    warn(sched::set_nice(config.consumer_nice));
-                    warn(sched::set_fifo(config.consumer_fifo));
-                    consume(&ring, config.read_by, &producers_done, &read, &bad);
-                })
-                .map(Some)
-                .map_err(|source| HammerError::Spawn {
-                    role: "consumer",
-                    source,
-                })
-        };
-        let mut handles = Vec::with_capacity(config.producers);
-        let mut failed = consumer.err();
-        for p in 0..config.producers {
-            if failed.is_some() {
-                break;
-            }
-            let (ring, running, go, ready) = (&ring, &running, &go, &ready);
-            let spawned = std::thread::Builder::new()
-                .name(format!("producer-{p}"))
-                .spawn_scoped(s, move || {
-                    let cpu = p % cpus;
-                    warn(sched::pin_to_cpu(cpu));
-                    warn(sched::set_nice(config.producer_nice));
-                    warn(sched::set_fifo(config.producer_fifo));
-                    // Release: the main thread times the run from when
-                    // every producer is set up.
-                    ready.fetch_add(1, Ordering::Release);
-                    // Acquire: pairs with the Release that starts the run.
-                    while !go.load(Ordering::Acquire) {
-                        std::thread::yield_now();
-                    }
-                    produce(ring, cpu, p as u16, config.write_iteration, running)
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(source) => {
-                    failed = Some(HammerError::Spawn {
-                        role: "producer",
-                        source,
-                    })
-                }
-            }
-        }
-        if failed.is_some() {
-            // Release whoever started: they see `running` false at once.
-            running.store(false, Ordering::Relaxed);
-        } else {
-            // Acquire: pairs with each producer's Release above.
-            while ready.load(Ordering::Acquire) < handles.len() {
-                std::thread::yield_now();
-            }
-        }
-        // Release: the producers' setup above happens before they run.
-        go.store(true, Ordering::Release);
-        let t0 = Instant::now();
-        while failed.is_none() && t0.elapsed() < config.duration {
-            std::thread::sleep(Duration::from_millis(5).min(config.duration));
-        }
-        running.store(false, Ordering::Relaxed);
-        let (hit, missed) = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or((0, 0)))
-            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-        let elapsed = t0.elapsed();
-        producers_done.store(true, Ordering::Release);
-        match failed {
-            Some(e) => Err(e),
-            None => Ok((hit, missed, elapsed)),
-        }
-    })?;
-
+    let hit: u64 = per_producer.iter().map(|p| p.hit).sum();
+    let missed: u64 = per_producer.iter().map(|p| p.missed).sum();
+    let producer_cpu_ns: u64 = per_producer.iter().map(|p| p.cpu_time_ns).sum();
+    let producer_wall_ns: u64 = per_producer.iter().map(|p| p.wall_ns).sum();
+    let wakeups: u64 = per_producer.iter().map(|p| p.wakeups).sum();
+    let consumed: Consumed = consumed.unwrap_or_default();
     let stats = ring.stats();
-    let read = read.load(Ordering::Relaxed);
+    let read = consumed.read;
     let entries = stats.entries;
     let overruns = stats.overrun;
     let time_us = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX);
     let time_ms = time_us / 1000;
     let entries_per_ms = hit.checked_div(time_ms).unwrap_or(0);
+    let ratio = |a: f64, b: u64| if b > 0 { a / b as f64 } else { 0.0 };
     Ok(HammerResult {
         time_us,
         overruns,
@@ -327,100 +331,72 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         missed,
         hit,
         entries_per_ms,
-        ns_per_entry: if hit > 0 {
-            elapsed.as_nanos() as f64 * config.producers as f64 / hit as f64
-        } else {
-            0.0
-        },
+        ns_per_entry: ratio(elapsed.as_nanos() as f64 * config.producers as f64, hit),
         clock: config.clock.to_string(),
         mode: config.mode.to_string(),
         producers: config.producers,
+        producer_cpu_ns,
+        producer_cpu_share: ratio(producer_cpu_ns as f64, producer_wall_ns),
+        ns_per_entry_cpu: ratio(producer_cpu_ns as f64, hit),
+        per_producer,
+        consumer: if config.disable_reader {
+            "disabled".into()
+        } else {
+            config.consumer.name().into()
+        },
+        wakeup_interval: (!config.disable_reader && config.consumer == ConsumerKind::Sleep)
+            .then_some(config.wakeup_interval),
+        wakeups,
+        consumer_waits: consumed.waits,
+        consumer_cpu_ns: consumed.cpu_time_ns,
+        cpus_available,
+        oversubscribed,
         read_by: if config.disable_reader {
             "disabled".into()
         } else {
             config.read_by.name().into()
         },
-        bad_payloads: bad.load(Ordering::Relaxed),
+        bad_payloads: consumed.bad,
         warnings: warnings.into_inner().unwrap_or_else(|e| e.into_inner()),
     })
 }
 
-/// One producer: batches of `write_iteration` events, then a look at the
-/// stop flag. Returns (hit, missed).
-fn produce(
-    ring: &RingBuffer<AnyClock>,
-    cpu: usize,
-    id: u16,
-    batch: u32,
-    running: &AtomicBool,
-) -> (u64, u64) {
-    let (mut hit, mut missed, mut seq) = (0u64, 0u64, 0u32);
-    // Relaxed: the flag only says "stop soon".
-    while running.load(Ordering::Relaxed) {
-        for _ in 0..batch {
-            match ring.reserve_on(cpu, PAYLOAD) {
-                Ok(mut r) => {
-                    r.write(&payload(id, seq));
-                    r.commit();
-                    hit += 1;
-                }
-                Err(_) => missed += 1,
-            }
-            seq = seq.wrapping_add(1);
-        }
-    }
-    (hit, missed)
+/// The warning for more busy threads than CPUs, naming the numbers.
+fn oversubscription(producers: usize, consumers: usize, cpus: usize) -> String {
+    let threads = producers + consumers;
+    let who = match consumers {
+        0 => format!("{producers} producer{}", plural(producers)),
+        _ => format!(
+            "{producers} producer{} + {consumers} consumer = {threads} threads",
+            plural(producers)
+        ),
+    };
+    format!(
+        "oversubscribed: {who} on {cpus} CPU{} available; they take turns on the CPUs, \
+         so the wall-clock ns per entry counts the waiting (the producer CPU-time \
+         figures do not)",
+        plural(cpus)
+    )
 }
 
-/// The consumer: reads until the producers are done, checking payloads.
-fn consume(
-    ring: &RingBuffer<AnyClock>,
-    by: ReadBy,
-    done: &AtomicBool,
-    read: &AtomicU64,
-    bad: &AtomicU64,
-) {
-    let (mut n, mut wrong) = (0u64, 0u64);
-    let mut pass = 0u64;
-    // Acquire: pairs with the Release after the producers joined.
-    while !done.load(Ordering::Acquire) {
-        let mut got = false;
-        pass += 1;
-        let this_pass = match by {
-            ReadBy::Alternate if pass % 2 == 0 => ReadBy::Pages,
-            ReadBy::Alternate => ReadBy::Events,
-            other => other,
-        };
-        for b in ring.cpu_buffers() {
-            match this_pass {
-                ReadBy::Events => {
-                    while let Some(ok) = b.read_event_with(|_, p, _| payload_ok(p)) {
-                        got = true;
-                        n += 1;
-                        wrong += u64::from(!ok);
-                    }
-                }
-                ReadBy::Pages | ReadBy::Alternate => {
-                    while let Some(page) = b.read_page() {
-                        got = true;
-                        for (_, p) in page.events() {
-                            n += 1;
-                            wrong += u64::from(!payload_ok(p));
-                        }
-                    }
-                }
-            }
-        }
-        if !got {
-            std::thread::yield_now();
-        }
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
-    read.store(n, Ordering::Relaxed);
-    bad.store(wrong, Ordering::Relaxed);
 }
 
 impl HammerResult {
-    /// The kernel's lines, in its order, plus one naming clock and mode.
+    /// The warnings other than the oversubscription: the scheduling
+    /// requests that were refused.
+    pub fn sched_warnings(&self) -> &[String] {
+        let skip = usize::from(self.oversubscribed).min(self.warnings.len());
+        &self.warnings[skip..]
+    }
+
+    /// The kernel's lines, in its order, then the producers' CPU time, the
+    /// consumer's, and a line naming clock and mode.
     pub fn text(&self, config: &HammerConfig) -> String {
         let mut out = String::new();
         let mut line = |s: String| {
@@ -456,6 +432,45 @@ impl HammerResult {
         line(format!("Entries per millisec: {}", self.entries_per_ms));
         if self.hit > 0 {
             line(format!("{} ns per entry", self.ns_per_entry.round() as u64));
+        }
+        line(format!(
+            "Producer CPU: {} (usecs), {:.0}% of its wall time",
+            self.producer_cpu_ns / 1000,
+            self.producer_cpu_share * 100.0
+        ));
+        if self.hit > 0 {
+            line(format!(
+                "{} ns per entry of producer CPU time",
+                self.ns_per_entry_cpu.round() as u64
+            ));
+        }
+        if self.per_producer.len() > 1 {
+            for (i, p) in self.per_producer.iter().enumerate() {
+                line(format!(
+                    "  producer {i} on CPU {}: {} (usecs) CPU, {:.0}% of its wall time, \
+                     {} ns per entry of CPU time",
+                    p.cpu,
+                    p.cpu_time_ns / 1000,
+                    p.cpu_share * 100.0,
+                    p.ns_per_entry_cpu.round() as u64
+                ));
+            }
+        }
+        match self.wakeup_interval {
+            _ if self.consumer == "disabled" => {}
+            Some(every) => line(format!(
+                "Consumer: sleep, woken every {every} batches: {} wake-ups, {} sleeps, \
+                 {} (usecs) CPU",
+                self.wakeups,
+                self.consumer_waits,
+                self.consumer_cpu_ns / 1000
+            )),
+            None => line(format!(
+                "Consumer: {}: {} yields, {} (usecs) CPU",
+                self.consumer,
+                self.consumer_waits,
+                self.consumer_cpu_ns / 1000
+            )),
         }
         line(format!(
             "Clock: {}  Mode: {}  Producers: {}",

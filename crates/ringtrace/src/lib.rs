@@ -23,6 +23,13 @@ pub use ringtrace_tracepoint as tracepoint;
 
 pub mod clocks;
 pub mod hammer;
+mod hammer_threads;
+pub mod instrumentation;
 pub mod pairs;
 pub mod report;
+mod report_markdown;
+mod report_plot;
 pub mod sched;
+pub mod seed004;
+pub mod spread;
+pub mod tick_run;

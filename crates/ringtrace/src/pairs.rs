@@ -1,27 +1,65 @@
 //! `ringtrace pairs`: walac/tracer-benchmark (seed 000's measurement) in
-//! userspace. One thread per CPU, started together, times each irq
-//! disable/enable, irq save/restore and preempt disable/enable pair under
-//! each instrumentation strategy, and the statistics are computed and
-//! combined as tracer-benchmark does:
+//! userspace. One thread per CPU, started together, times the irq
+//! disable/enable, irq save/restore and preempt disable/enable pairs under
+//! each instrumentation strategy (`baseline`, `call-always`, `early-key`:
+//! the three kernel builds of the patch that makes the preemptirq
+//! tracepoints check their static key early), every tracepoint off.
 //!
-//! - per CPU, from samples with the timer's own overhead (the median of
-//!   back-to-back timer reads) subtracted: average, median, the nth
-//!   percentile (index `n * pct / 100`) and the largest samples;
-//! - combined: the average of the per-CPU averages, the median of the
-//!   per-CPU medians, the largest per-CPU percentile, and max_avg, the mean
-//!   of the `highest` largest samples over all CPUs.
+//! Two methods ([`Method`]):
+//!
+//! - **batched** (the default): a sample times K pairs back to back
+//!   between two reads of the `local` timer and counts as sample / K per
+//!   pair. K is chosen per pair so that a sample spans at least 50 timer
+//!   steps (the step is the smallest nonzero difference of two consecutive
+//!   reads), so a pair far cheaper than one read is still resolved: it is
+//!   calibrated on CPU 0, then checked on the run's medians, and a pair
+//!   whose cheapest strategy came out shorter is measured again with a
+//!   larger K (twice at most; K stops at [`MAX_BATCH`]). Nothing
+//!   is subtracted: the one timer read in each sample adds at most a
+//!   fiftieth of it, the same for every strategy, so it cancels in the
+//!   differences.
+//! - **seed**: one pair per sample between two reads of `mono`
+//!   (`clock_gettime`, ns, as the seed's `ktime_get_ns()`), nothing
+//!   subtracted, the percentile from a separate run on CPU 0 alone, as the
+//!   tracer-benchmark of the patch's time measured: absolute figures that
+//!   compare with the patch's tables (timer included).
+//!
+//! The statistics are tracer-benchmark's, per CPU then combined (see
+//! [`Metrics`]), plus a trimmed mean and an outlier count; a median or
+//! percentile under two timer steps per pair is reported as below
+//! resolution. [`PairsResult`] carries the deltas against `baseline` beside
+//! the kernel patch's and a [`Verdict`] on its two claims.
+//!
+//! ```no_run
+//! use ringtrace::pairs::{self, Method, PairsConfig};
+//! use ringtrace::clock::emulation::IrqBackend;
+//! let config = PairsConfig { cpus: 1, samples: 10_000, highest: 100, percentile: 99, irq: IrqBackend::Soft };
+//! let result = pairs::run_method(&config, Method::Batched, &|| {})?;
+//! println!("{}", result.markdown());
+//! # Ok::<(), pairs::PairsError>(())
+//! ```
 
-use crate::sched;
+mod measure;
+mod render;
+mod stats;
+mod timing;
+mod verdict;
+
+use measure::measure;
 use ringtrace_clock::emulation::IrqBackend;
-use ringtrace_clock::{Clock, ClockError, Local, TickConversion};
-use ringtrace_tracepoint::preemptirq::{
-    self, Baseline, CallAlways, EarlyKey, Hard, IrqMask, Soft, Strategy, StrategyKind,
-};
-use ringtrace_tracepoint::SourceLocation;
+use ringtrace_clock::{ClockError, Local, Mono};
+use ringtrace_tracepoint::preemptirq::StrategyKind;
+use ringtrace_tracepoint::{registry, TracepointError};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::hint::black_box;
-use std::panic::Location;
+use std::str::FromStr;
+
+pub use render::fmt_ns;
+pub use stats::{OUTLIER_FACTOR, RESOLUTION_STEPS, TRIM_PERCENT};
+pub use timing::MAX_BATCH;
+pub use verdict::{
+    kernel_x86_64, Delta, Deltas, KernelRow, PairVerdict, Verdict, CLEARLY_ABOVE, WITHIN,
+};
 
 /// The pair being timed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -57,6 +95,114 @@ impl Pair {
     }
 }
 
+/// How a sample is timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// K pairs per sample on the `local` timer, K chosen so that a sample
+    /// spans at least 50 timer steps; figures are per pair.
+    #[default]
+    Batched,
+    /// One pair per sample on `mono` (ns), nothing subtracted, the
+    /// percentile from a separate single-CPU run: the seed's method.
+    Seed,
+}
+
+impl Method {
+    /// Both, the default first.
+    pub const ALL: [Method; 2] = [Method::Batched, Method::Seed];
+
+    /// `batched` or `seed`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Batched => "batched",
+            Method::Seed => "seed",
+        }
+    }
+
+    /// The samples per thread, pair and strategy when none are given:
+    /// 100 000 batches (some seconds per thread), or the seed's 10^7.
+    pub fn default_samples(self) -> usize {
+        match self {
+            Method::Batched => 100_000,
+            Method::Seed => 10_000_000,
+        }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = PairsError;
+
+    /// ```
+    /// use ringtrace::pairs::Method;
+    /// assert_eq!("seed".parse::<Method>().unwrap(), Method::Seed);
+    /// let err = "fast".parse::<Method>().unwrap_err().to_string();
+    /// assert!(err.contains("`fast`") && err.contains("batched, seed"), "{err}");
+    /// ```
+    fn from_str(s: &str) -> Result<Method, PairsError> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| PairsError::UnknownMethod {
+                given: s.to_owned(),
+                valid: Method::ALL.map(Method::name).join(", "),
+            })
+    }
+}
+
+/// How the tracepoint key checks were compiled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeyKind {
+    /// Patched code (the static-keys crate): a no-op while off, as the
+    /// kernel's static keys.
+    Patched,
+    /// A relaxed atomic load and a branch.
+    Atomic,
+}
+
+impl KeyKind {
+    /// `patched` or `atomic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::Patched => "patched",
+            KeyKind::Atomic => "atomic",
+        }
+    }
+}
+
+/// Which key checks this program runs. Patched when this crate's
+/// `static-keys` feature is on; otherwise the tracepoint crate is asked,
+/// since cargo unifies features within one build and another crate may
+/// have turned its `static-keys` on: with patched keys its registry refuses
+/// any flip while a second thread runs, before touching the key, and with
+/// atomic keys setting `irq_disable` to the state it has changes nothing.
+pub fn key_kind() -> KeyKind {
+    if cfg!(feature = "static-keys") {
+        return KeyKind::Patched;
+    }
+    let Some(tp) = registry::find("irq_disable") else {
+        return KeyKind::Atomic;
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let witness = std::thread::spawn(move || {
+        let _ = rx.recv();
+    });
+    let answer = registry::set_enabled(tp.name, tp.is_enabled());
+    drop(tx);
+    let _ = witness.join();
+    match answer {
+        Err(TracepointError::ThreadsRunning(_)) => KeyKind::Patched,
+        _ => KeyKind::Atomic,
+    }
+}
+
 /// The most samples per pair, thread and strategy: each thread holds one
 /// run's samples (8 bytes each) at a time.
 pub const MAX_SAMPLES: usize = 100_000_000;
@@ -64,12 +210,20 @@ pub const MAX_SAMPLES: usize = 100_000_000;
 /// Why a pairs run could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PairsError {
-    /// The timer (`local`) cannot be built here.
+    /// The timer cannot be built here.
     #[error(transparent)]
     Clock(#[from] ClockError),
     /// A setting is out of range.
     #[error("{0}")]
     Invalid(String),
+    /// No method has this name.
+    #[error("unknown pairs method `{given}`; valid methods: {valid}")]
+    UnknownMethod {
+        /// The name given.
+        given: String,
+        /// The methods, comma-separated.
+        valid: String,
+    },
     /// The samples did not fit in memory.
     #[error("cannot hold {samples} samples per thread ({bytes} bytes each run): out of memory; use a smaller --samples")]
     OutOfMemory {
@@ -88,7 +242,8 @@ pub enum PairsError {
 pub struct PairsConfig {
     /// Threads, one per CPU starting at CPU 0.
     pub cpus: usize,
-    /// Samples of each pair, per thread and strategy.
+    /// Samples of each pair, per thread and strategy (batches of K pairs
+    /// for [`Method::Batched`]).
     pub samples: usize,
     /// How many of the largest samples make max_avg.
     pub highest: usize,
@@ -98,309 +253,186 @@ pub struct PairsConfig {
     pub irq: IrqBackend,
 }
 
-/// The four numbers of a row, in nanoseconds.
+/// One (pair, strategy)'s figures, in nanoseconds per pair.
+///
+/// `average`, `median` and `percentile` are tracer-benchmark's: the
+/// average of the per-CPU averages, the median of the per-CPU medians and
+/// the largest per-CPU percentile (the seed method: the percentile of a
+/// separate run on CPU 0). `median` and `percentile` are the measured
+/// values; under `resolution_ns` they are below what the timer resolves,
+/// and [`Metrics::median_resolved`] says `None` and the JSON `null`, with
+/// `median_below_resolution: true`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(into = "MetricsJson")]
 pub struct Metrics {
     /// Average of the per-CPU averages.
     pub average: f64,
-    /// Mean of the `highest` largest samples over all CPUs.
+    /// Mean of the `highest` largest samples over all CPUs (a batched
+    /// sample's preemption is spread over its K pairs).
     pub max_avg: f64,
     /// Median of the per-CPU medians.
     pub median: f64,
-    /// The largest per-CPU percentile.
+    /// The percentile (see above).
     pub percentile: f64,
+    /// Per CPU, the mean without the lowest and highest [`TRIM_PERCENT`] %
+    /// of samples; averaged over the CPUs.
+    pub trimmed_mean: f64,
+    /// Samples above [`OUTLIER_FACTOR`] times their CPU's median, over all
+    /// CPUs: preempted or interrupted ones.
+    pub outliers: u64,
+    /// Samples over all CPUs.
+    pub samples: u64,
+    /// Two timer steps per pair: the smallest median or percentile
+    /// reported as a number.
+    pub resolution_ns: f64,
 }
 
-/// A pairs run's results: pair -> strategy -> metrics, and the timer.
+impl Metrics {
+    /// The median, or `None` below resolution.
+    pub fn median_resolved(&self) -> Option<f64> {
+        (self.median >= self.resolution_ns).then_some(self.median)
+    }
+
+    /// The percentile, or `None` below resolution.
+    pub fn percentile_resolved(&self) -> Option<f64> {
+        (self.percentile >= self.resolution_ns).then_some(self.percentile)
+    }
+}
+
+/// [`Metrics`] as JSON: a value below resolution is `null` and flagged.
+#[derive(Serialize)]
+struct MetricsJson {
+    average: f64,
+    max_avg: f64,
+    median: Option<f64>,
+    median_below_resolution: bool,
+    percentile: Option<f64>,
+    percentile_below_resolution: bool,
+    trimmed_mean: f64,
+    outliers: u64,
+    samples: u64,
+    resolution_ns: f64,
+}
+
+impl From<Metrics> for MetricsJson {
+    fn from(m: Metrics) -> MetricsJson {
+        MetricsJson {
+            average: m.average,
+            max_avg: m.max_avg,
+            median: m.median_resolved(),
+            median_below_resolution: m.median_resolved().is_none(),
+            percentile: m.percentile_resolved(),
+            percentile_below_resolution: m.percentile_resolved().is_none(),
+            trimmed_mean: m.trimmed_mean,
+            outliers: m.outliers,
+            samples: m.samples,
+            resolution_ns: m.resolution_ns,
+        }
+    }
+}
+
+/// The settings a result was measured with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairsSettings {
+    /// Threads, one per CPU.
+    pub cpus: usize,
+    /// Samples per thread, pair and strategy.
+    pub samples: usize,
+    /// Samples averaged into max_avg.
+    pub highest: usize,
+    /// The percentile reported.
+    pub percentile: u32,
+    /// The irq mask (`soft`, `hard`).
+    pub irq_mask: String,
+}
+
+/// A pairs run's results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairsResult {
     /// `irq`, `irq_save`, `preempt` -> `baseline`, `call-always`,
-    /// `early-key` -> metrics in ns.
+    /// `early-key` -> metrics in ns per pair.
     #[serde(flatten)]
     pub pairs: BTreeMap<&'static str, BTreeMap<&'static str, Metrics>>,
-    /// The timer overhead subtracted from every sample, in ns.
+    /// How the samples were timed.
+    pub method: Method,
+    /// The settings.
+    pub settings: PairsSettings,
+    /// The timer: `local (tsc)` and the like, or `mono`.
+    pub timer: String,
+    /// The timer's step: the smallest nonzero difference of two consecutive
+    /// reads, in ns.
+    pub timer_step_ns: f64,
+    /// The median of two back-to-back reads, in ns: the timer's share of a
+    /// sample. Not subtracted (each batched sample holds it once, so it is
+    /// `timer_overhead_ns / K` per pair).
     pub timer_overhead_ns: f64,
+    /// K, pairs per sample, per pair (1 for the seed method).
+    pub batch: BTreeMap<&'static str, u64>,
+    /// Per pair, the cheapest strategy's median sample in timer steps (at
+    /// least 50 for batched samples, unless K hit [`MAX_BATCH`]).
+    pub batch_span_steps: BTreeMap<&'static str, f64>,
+    /// Which key checks ran: `patched` or `atomic`. Every tracepoint was
+    /// off.
+    pub keys: KeyKind,
+    /// Where the percentile comes from.
+    pub percentile_from: &'static str,
+    /// Share of samples dropped at each end for the trimmed mean, percent.
+    pub trim_percent: usize,
+    /// Outliers are samples above this many times their CPU's median.
+    pub outlier_factor: u64,
+    /// `call-always` and `early-key` minus `baseline`, beside the kernel
+    /// patch's x86-64 differences.
+    pub deltas: Deltas,
+    /// The kernel patch's two claims, checked on the medians.
+    pub verdict: Verdict,
     /// The distribution of every (pair, strategy) over all CPUs:
-    /// `[upper bound in ns, share of samples]` per power-of-two bucket.
+    /// `[upper bound in ns per pair, share of samples]` per power-of-two
+    /// bucket (sixteenths of a ns upwards).
     pub distribution: BTreeMap<&'static str, BTreeMap<&'static str, Vec<[f64; 2]>>>,
 }
 
-/// Power-of-two buckets of samples (bucket 0 holds 0, bucket k holds
-/// `[2^(k-1), 2^k)` ticks).
-const BUCKETS: usize = 48;
-
-fn bucket(ticks: u64) -> usize {
-    ((64 - ticks.leading_zeros()) as usize).min(BUCKETS - 1)
-}
-
-/// One thread's results: its timer overhead and its statistics per
-/// (pair, strategy), in ticks.
-type CpuResults = (u64, BTreeMap<(Pair, StrategyKind), CpuStats>);
-
-/// Per-CPU statistics, in timer ticks.
-struct CpuStats {
-    average: f64,
-    median: f64,
-    percentile: u64,
-    top: Vec<u64>,
-    histogram: [u64; BUCKETS],
-}
-
-fn stats(samples: &mut [u64], overhead: u64, highest: usize, pct: u32) -> CpuStats {
-    for s in samples.iter_mut() {
-        *s = s.saturating_sub(overhead);
-    }
-    samples.sort_unstable();
-    let n = samples.len().max(1);
-    let total: u128 = samples.iter().map(|&s| u128::from(s)).sum();
-    let median = if n % 2 == 1 {
-        samples[n / 2] as f64
-    } else {
-        (samples[n / 2 - 1] as f64 + samples[n / 2] as f64) / 2.0
-    };
-    let index = (n * pct as usize / 100).min(n - 1);
-    let mut histogram = [0u64; BUCKETS];
-    for &s in samples.iter() {
-        histogram[bucket(s)] += 1;
-    }
-    CpuStats {
-        histogram,
-        average: total as f64 / n as f64,
-        median,
-        percentile: samples[index],
-        top: samples[n - highest.min(n)..].to_vec(),
+/// How many times [`run_method`] calls its progress callback.
+pub fn progress_steps(cpus: usize, method: Method) -> u64 {
+    let per_run = (Pair::ALL.len() * StrategyKind::ALL.len()) as u64;
+    match method {
+        Method::Batched => cpus.max(1) as u64 * per_run,
+        Method::Seed => (cpus.max(1) as u64 + 1) * per_run,
     }
 }
 
-static IP: SourceLocation = SourceLocation {
-    file: "ringtrace pairs",
-    line: 0,
-    column: 0,
-};
-
-/// Times `n` pairs of `pair` under strategy `S` and mask `M`, in ticks,
-/// into `out` (cleared first; its capacity was reserved for `n`).
-fn sample<S: Strategy, M: IrqMask>(clock: &Local, pair: Pair, n: usize, out: &mut Vec<u64>) {
-    let parent = Location::caller();
-    out.clear();
-    for _ in 0..n {
-        let t0 = clock.read();
-        match pair {
-            Pair::Irq => {
-                preemptirq::local_irq_disable_at::<S, M>(&IP, parent);
-                preemptirq::local_irq_enable_at::<S, M>(&IP, parent);
-            }
-            Pair::IrqSave => {
-                let f = preemptirq::local_irq_save_at::<S, M>(&IP, parent);
-                preemptirq::local_irq_restore_at::<S, M>(f, &IP, parent);
-            }
-            Pair::Preempt => {
-                preemptirq::preempt_disable_at::<S>(&IP, parent);
-                preemptirq::preempt_enable_at::<S>(&IP, parent);
-            }
-        }
-        out.push(clock.read().wrapping_sub(t0));
-    }
-}
-
-fn sample_dyn(
-    clock: &Local,
-    strategy: StrategyKind,
-    irq: IrqBackend,
-    pair: Pair,
-    n: usize,
-    out: &mut Vec<u64>,
-) {
-    match (strategy, irq) {
-        (StrategyKind::Baseline, IrqBackend::Soft) => sample::<Baseline, Soft>(clock, pair, n, out),
-        (StrategyKind::Baseline, IrqBackend::Hard) => sample::<Baseline, Hard>(clock, pair, n, out),
-        (StrategyKind::CallAlways, IrqBackend::Soft) => {
-            sample::<CallAlways, Soft>(clock, pair, n, out)
-        }
-        (StrategyKind::CallAlways, IrqBackend::Hard) => {
-            sample::<CallAlways, Hard>(clock, pair, n, out)
-        }
-        (StrategyKind::EarlyKey, IrqBackend::Soft) => sample::<EarlyKey, Soft>(clock, pair, n, out),
-        (StrategyKind::EarlyKey, IrqBackend::Hard) => sample::<EarlyKey, Hard>(clock, pair, n, out),
-    }
-}
-
-/// The timer's own cost: the median of back-to-back reads.
-fn timer_overhead(clock: &Local) -> u64 {
-    let mut s: Vec<u64> = (0..100_001)
-        .map(|_| {
-            let t0 = clock.read();
-            black_box(clock.read()).wrapping_sub(t0)
-        })
-        .collect();
-    s.sort_unstable();
-    s[s.len() / 2]
-}
-
-/// Runs the measurement; `progress` is told each (pair, strategy) as a
-/// thread finishes it.
+/// Runs the batched measurement (the default method); `progress` is told
+/// each (pair, strategy) as a thread finishes it.
 pub fn run(config: &PairsConfig, progress: &(dyn Fn() + Sync)) -> Result<PairsResult, PairsError> {
+    run_method(config, Method::Batched, progress)
+}
+
+/// Runs the measurement with `method`; `progress` is called
+/// [`progress_steps`] times.
+pub fn run_method(
+    config: &PairsConfig,
+    method: Method,
+    progress: &(dyn Fn() + Sync),
+) -> Result<PairsResult, PairsError> {
     if !(1..=MAX_SAMPLES).contains(&config.samples) {
         return Err(PairsError::Invalid(format!(
             "--samples {} is invalid: it must be from 1 to {MAX_SAMPLES}",
             config.samples
         )));
     }
-    let clock = Local::new()?;
-    let conversion = clock
-        .info()
-        .conversion
-        .unwrap_or(TickConversion::NANOSECONDS);
-    let cpus = config.cpus.max(1);
-    let samples = config.samples.max(1);
-    let highest = config.highest.clamp(1, samples);
-    let percentile = config.percentile.min(100);
-    let start = std::sync::Barrier::new(cpus);
-    let per_cpu: Vec<CpuResults> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..cpus)
-            .map(|cpu| {
-                let (clock, start) = (&clock, &start);
-                s.spawn(move || {
-                    let _ = sched::pin_to_cpu(cpu);
-                    // Allocated before the barrier, so that a failure cannot
-                    // leave the other threads waiting; then wait regardless.
-                    let mut raw = Vec::new();
-                    let reserved = raw.try_reserve_exact(samples);
-                    start.wait();
-                    reserved.map_err(|_| PairsError::OutOfMemory {
-                        samples,
-                        bytes: samples.saturating_mul(8),
-                    })?;
-                    let overhead = timer_overhead(clock);
-                    let mut out = BTreeMap::new();
-                    for pair in Pair::ALL {
-                        for strategy in StrategyKind::ALL {
-                            sample_dyn(clock, strategy, config.irq, pair, samples, &mut raw);
-                            let cpu_stats = stats(&mut raw, overhead, highest, percentile);
-                            out.insert((pair, strategy), cpu_stats);
-                            progress();
-                        }
-                    }
-                    Ok((overhead, out))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h.join() {
-                Ok(result) => result,
-                Err(panic) => Err(PairsError::Worker(
-                    panic
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_owned())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panicked".into()),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })?;
-
-    let ns = |ticks: f64| conversion.ticks_to_ns_f64(ticks);
-    let mut pairs: BTreeMap<&'static str, BTreeMap<&'static str, Metrics>> = BTreeMap::new();
-    let mut distribution: BTreeMap<&'static str, BTreeMap<&'static str, Vec<[f64; 2]>>> =
-        BTreeMap::new();
-    for pair in Pair::ALL {
-        for strategy in StrategyKind::ALL {
-            let cpu_stats: Vec<&CpuStats> = per_cpu
-                .iter()
-                .filter_map(|(_, m)| m.get(&(pair, strategy)))
-                .collect();
-            let n = cpu_stats.len().max(1) as f64;
-            let average = cpu_stats.iter().map(|c| c.average).sum::<f64>() / n;
-            let mut medians: Vec<f64> = cpu_stats.iter().map(|c| c.median).collect();
-            medians.sort_by(f64::total_cmp);
-            let median = match medians.len() {
-                0 => 0.0,
-                m if m % 2 == 1 => medians[m / 2],
-                m => (medians[m / 2 - 1] + medians[m / 2]) / 2.0,
-            };
-            let pct = cpu_stats.iter().map(|c| c.percentile).max().unwrap_or(0);
-            let mut top: Vec<u64> = cpu_stats
-                .iter()
-                .flat_map(|c| c.top.iter().copied())
-                .collect();
-            top.sort_unstable();
-            let top = &top[top.len() - highest.min(top.len())..];
-            let max_avg = top.iter().map(|&t| t as f64).sum::<f64>() / top.len().max(1) as f64;
-            let mut counts = [0u64; BUCKETS];
-            for c in &cpu_stats {
-                for (k, n) in c.histogram.iter().enumerate() {
-                    counts[k] += n;
-                }
-            }
-            let all = counts.iter().sum::<u64>().max(1) as f64;
-            let shares: Vec<[f64; 2]> = counts
-                .iter()
-                .enumerate()
-                .filter(|(_, &n)| n > 0)
-                .map(|(k, &n)| [ns((1u64 << k) as f64), n as f64 / all])
-                .collect();
-            distribution
-                .entry(pair.key())
-                .or_default()
-                .insert(strategy.name(), shares);
-            pairs.entry(pair.key()).or_default().insert(
-                strategy.name(),
-                Metrics {
-                    average: ns(average),
-                    max_avg: ns(max_avg),
-                    median: ns(median),
-                    percentile: ns(pct as f64),
-                },
-            );
-        }
+    if config.percentile > 100 {
+        return Err(PairsError::Invalid(format!(
+            "--percentile {} is invalid: it must be from 0 to 100",
+            config.percentile
+        )));
     }
-    let overhead =
-        per_cpu.iter().map(|(o, _)| *o as f64).sum::<f64>() / per_cpu.len().max(1) as f64;
-    Ok(PairsResult {
-        pairs,
-        timer_overhead_ns: ns(overhead),
-        distribution,
-    })
-}
-
-impl PairsResult {
-    /// The seed's tables: one per pair, a row per strategy.
-    pub fn text(&self, config: &PairsConfig) -> String {
-        let mut out = format!(
-            "{} threads, {} samples each, {} irq mask; max_avg over the {} highest; percentile {}\n\
-             timer overhead {:.2} ns subtracted from every sample\n",
-            config.cpus,
-            config.samples,
-            config.irq,
-            config.highest.clamp(1, config.samples.max(1)),
-            config.percentile,
-            self.timer_overhead_ns
-        );
-        for pair in Pair::ALL {
-            out.push_str(&format!("\n{}\n\n", pair.title()));
-            out.push_str(&format!(
-                "{:<16} {:>10} {:>10} {:>10} {:>10}\n",
-                "Combined Metric", "average", "max_avg", "median", "percentile"
-            ));
-            out.push_str("Strategy\n");
-            for strategy in StrategyKind::ALL {
-                if let Some(m) = self
-                    .pairs
-                    .get(pair.key())
-                    .and_then(|p| p.get(strategy.name()))
-                {
-                    out.push_str(&format!(
-                        "{:<16} {:>10.2} {:>10.2} {:>10.2} {:>10.2}\n",
-                        strategy.name(),
-                        m.average,
-                        m.max_avg,
-                        m.median,
-                        m.percentile
-                    ));
-                }
-            }
+    // Asked before any measuring thread exists.
+    let keys = key_kind();
+    match method {
+        Method::Batched => {
+            let clock = Local::new()?;
+            let name = format!("local ({})", clock.backing());
+            measure(&clock, name, method, keys, config, progress)
         }
-        out
+        Method::Seed => measure(&Mono::new(), "mono".into(), method, keys, config, progress),
     }
 }

@@ -179,31 +179,50 @@ fn every_subcommand_has_help() {
 }
 
 #[test]
-fn clocks_json_has_a_row_per_available_clock_and_protection() {
-    let out = ringtrace(&["clocks", "--json", "--anomaly-ms", "10"]);
+fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_halves() {
+    let out = ringtrace(&["clocks", "--json", "--tick-ms", "10", "--rounds", "3"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = v.as_array().unwrap();
+    let rows = v["rows"].as_array().unwrap();
     let available = ringtrace::clock::ClockSpec::all()
         .iter()
         .filter(|s| s.build().is_ok())
         .count();
     assert_eq!(rows.len(), available);
-    for protection in ["raw", "preempt", "irq-soft", "irq-hard"] {
+    for protection in ["raw", "preempt", "irq-soft", "irq", "irq-hard"] {
         let row = rows
             .iter()
             .find(|r| r["clock"] == "mono" && r["protection"] == protection)
             .unwrap_or_else(|| panic!("no mono@{protection} row"));
-        for key in ["read_ns", "record_ns"] {
-            assert!(row[key].as_f64().unwrap() > 0.0, "{row}");
-        }
-        assert!(row["events"].as_u64().unwrap() > 0, "{row}");
-        assert!(row["inversions"].as_u64().unwrap() <= row["events"].as_u64().unwrap());
+        assert!(row["read_ns"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["record_ns"].as_f64().unwrap() > 0.0, "{row}");
+        let tick = &row["tick"]["Ok"];
+        assert!(tick["events"].as_u64().unwrap() > 0, "{row}");
+        // mono is a single read: nothing to check against the sched data.
+        assert!(tick["wrong_recorded"].is_null(), "{row}");
     }
+    let sched = rows
+        .iter()
+        .find(|r| r["clock"] == "sched" && r["protection"] == "irq")
+        .expect("a sched@irq row");
+    assert!(
+        sched["tick"]["Ok"]["wrong_recorded"]["ahead"].is_u64(),
+        "{sched}"
+    );
+    assert!(
+        sched["tick_write"]["Ok"]["handler"] == "tick-and-write",
+        "{sched}"
+    );
+    let seed = &v["seed004"];
+    assert!(
+        seed["cost"]["Ok"]["ratio"]["p50"].as_f64().unwrap() > 0.0,
+        "{seed}"
+    );
+    assert_eq!(seed["wrong"].as_array().unwrap().len(), 6, "{seed}");
     // A clock monotonic across CPUs shows no step back between CPUs.
     let global = rows
         .iter()
@@ -298,7 +317,8 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
         (&["hammer", "--seconds", "1e20"], "--seconds"),
         (&["hammer", "--consumer-fifo", "3"], "--consumer-fifo 3"),
         (&["hammer", "--producer-nice", "20"], "--producer-nice 20"),
-        (&["clocks", "--anomaly-ms", "0"], "--anomaly-ms 0"),
+        (&["clocks", "--tick-ms", "0"], "--tick-ms"),
+        (&["clocks", "--tick-us", "1"], "--tick-us"),
     ] {
         let out = ringtrace(args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -308,7 +328,7 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
 }
 
 #[test]
-fn quick_report_writes_markdown_json_and_a_plot() {
+fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
     let dir = std::env::temp_dir().join(format!("ringtrace-report-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = ringtrace(&["report", "--quick", "--out", dir.to_str().unwrap()]);
@@ -319,28 +339,87 @@ fn quick_report_writes_markdown_json_and_a_plot() {
     );
     let md = String::from_utf8(out.stdout).unwrap();
     for section in [
-        "## Ring buffer hammer",
-        "IRQ Metrics",
-        "Preempt Metrics",
-        "## Clocks under each protection",
+        "## The seeds",
+        "tracing: do not disable interrupts for trace_clock_local",
+        "## Every clock under every protection, under a tick",
+        "## ring_buffer_benchmark per clock, repeated",
+        "## Legend",
     ] {
         assert!(md.contains(section), "{section} missing:\n{md}");
     }
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
-    let hammer = json["hammer"].as_array().unwrap();
-    assert!(!hammer.is_empty());
-    for h in hammer {
-        assert_eq!(h["total"], h["hit"], "{h}");
+    let seeds = json["seeds"].as_array().unwrap();
+    assert_eq!(seeds.len(), 5, "{json}");
+    for seed in seeds {
+        let verdict = seed["verdict"]["verdict"].as_str().unwrap_or_default();
+        assert!(
+            ["reproduced", "not-reproduced", "not-measurable"].contains(&verdict),
+            "{seed}"
+        );
     }
-    assert!(json["pairs"]["irq"]["early-key"]["median"].is_f64());
+    for h in json["hammer"].as_array().unwrap() {
+        for run in h["runs"].as_array().unwrap() {
+            let run = &run["Ok"];
+            assert_eq!(run["total"], run["hit"], "{h}");
+        }
+    }
     assert!(!json["clocks"].as_array().unwrap().is_empty());
     let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();
     assert!(
-        svg.starts_with("<svg") && svg.contains("latency distribution"),
+        svg.starts_with("<svg") && svg.contains("trace_clock_local"),
         "not the plot"
     );
+    // Written through a temporary name: none is left behind.
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_report_stopped_by_sigint_prints_what_it_measured_and_exits_non_zero() {
+    let dir = std::env::temp_dir().join(format!("ringtrace-sigint-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["report", "--quick", "--out", dir.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: kill with a pid we spawned and a valid signal.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(md.contains("Stopped before the end"), "{md}");
+    assert!(
+        md.contains("## The seeds") && md.contains("not run"),
+        "{md}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_closed_pipe_on_stdout_ends_quietly_with_a_non_zero_exit() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["clocks", "--tick-ms", "1", "--rounds", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader goes away (`| true`)
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ringtrace::clock::ClockSpec;
-use ringtrace::hammer::{self, HammerConfig, ReadBy};
+use ringtrace::hammer::{self, ConsumerKind, HammerConfig, ReadBy};
 use ringtrace::ring::Mode;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -20,16 +20,49 @@ struct Cli {
 enum Command {
     /// The kernel's ring_buffer_benchmark: producers write 10-byte events,
     /// a consumer reads and checks them.
+    ///
+    /// The consumer sleeps and each producer wakes it every
+    /// --wakeup-interval batches, as the kernel module's; `--consumer spin`
+    /// polls instead. Besides the module's wall-clock "ns per entry", each
+    /// producer's own CPU time (CLOCK_THREAD_CPUTIME_ID) and the CPU ns per
+    /// entry are reported, which do not count the time a producer waited
+    /// for a CPU; a run with more producers and consumer than CPUs says so.
     Hammer(HammerArgs),
-    /// Seed 004's trade-off: every clock source under every protection, with
-    /// the cost of a read and of a recorded event, timestamp inversions
-    /// under a timer interrupt whose handler writes too, and cross-CPU skew.
+    /// "tracing: do not disable interrupts for trace_clock_local" (seed
+    /// 004), both halves: every clock source under every protection, with
+    /// the cost of a read and of a recorded event, wrong timestamps under a
+    /// timer tick (the `sched` sources tear unless irqs are masked or the
+    /// data is latched), cross-CPU skew, and the irq-over-preempt cost
+    /// ratio of `sched` paired per round.
     Clocks(ClocksArgs),
     /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
-    /// on every CPU under the three instrumentation strategies (seed 000).
+    /// on every CPU under the three instrumentation strategies of the kernel
+    /// patch that makes the preemptirq tracepoints check their static key
+    /// early (seed 000).
+    ///
+    /// `--method batched` (the default) times K pairs back to back per
+    /// sample and reports sample / K per pair, nothing subtracted; K is
+    /// chosen per pair so that a sample spans at least 50 steps of the timer
+    /// (the smallest nonzero difference of two consecutive reads), and is
+    /// printed with the step. `--method seed` times one pair per sample on
+    /// the ns clock, nothing subtracted, the percentile from a separate run
+    /// on CPU 0: the patch's own method, so absolute figures compare with
+    /// its tables. A median or percentile under two timer steps per pair
+    /// prints as `<bound`. Besides tracer-benchmark's average, max_avg,
+    /// median and percentile: a trimmed mean (1% dropped at each end), the
+    /// outliers (samples above 10x their CPU's median), each strategy minus
+    /// baseline beside the patch's differences, and a verdict. Built with
+    /// `--features static-keys`, early-key runs with patched keys, as in the
+    /// kernel; the output says which ran.
     Pairs(PairsArgs),
-    /// Everything: a short hammer per clock, then pairs, then clocks;
-    /// markdown tables on stdout, report.json and report.svg written.
+    /// Every seed's finding in one run: a seeds table (each kernel patch,
+    /// its claim and figure, ours with its spread, a verdict), then
+    /// trace_clock_local without irq disabling (cost and wrong timestamps),
+    /// the preemptirq pairs, the bh pair's irq save/restore, per-CPU lock
+    /// event counters, DEBUG_PREEMPT's check, every clock under a tick, and
+    /// ring_buffer_benchmark per clock, repeated. Markdown on stdout,
+    /// report.json and report.svg written (atomically). SIGINT or SIGTERM
+    /// prints what was measured so far and exits with 130.
     Report(ReportArgs),
 }
 
@@ -57,9 +90,14 @@ struct PairsArgs {
     /// Threads, one per CPU (default: every CPU).
     #[arg(long)]
     cpus: Option<usize>,
-    /// Samples of each pair per thread and strategy (1 to 10^8).
-    #[arg(long, default_value_t = 10_000_000)]
-    samples: usize,
+    /// How a sample is timed: batched (K pairs per sample on the local
+    /// timer) or seed (one pair per sample on the ns clock, as the patch).
+    #[arg(long, default_value = "batched", value_parser = method_parser())]
+    method: ringtrace::pairs::Method,
+    /// Samples of each pair per thread and strategy, 1 to 10^8 (default:
+    /// 100000 batches with --method batched, 10^7 with --method seed).
+    #[arg(long)]
+    samples: Option<usize>,
     /// How many of the largest samples make max_avg.
     #[arg(long, default_value_t = 1000)]
     highest: usize,
@@ -78,6 +116,14 @@ struct PairsArgs {
 enum ReadArg {
     Events,
     Pages,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ConsumerArg {
+    /// Sleeps until a producer wakes it (the kernel module's consumer).
+    Sleep,
+    /// Polls the buffers, yielding when they are empty.
+    Spin,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -100,6 +146,13 @@ struct HammerArgs {
     /// Read by events or by pages (default: switch between the two).
     #[arg(long, value_enum)]
     read: Option<ReadArg>,
+    /// How the consumer waits for events.
+    #[arg(long, value_enum, default_value = "sleep")]
+    consumer: ConsumerArg,
+    /// Batches of --write-iteration events between a producer's wake-ups of
+    /// the sleeping consumer (1 to 10^6; the kernel's wakeup_interval).
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
+    wakeup_interval: u32,
     /// The producers' nice level.
     #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
     producer_nice: i32,
@@ -131,9 +184,20 @@ struct HammerArgs {
 
 #[derive(clap::Args)]
 struct ClocksArgs {
-    /// How long the interrupted writer runs per clock and protection, in ms.
-    #[arg(long, default_value_t = 150)]
-    anomaly_ms: u64,
+    /// How long the writer runs under the tick per clock, protection and
+    /// handler mode, in ms (1 to 60000).
+    #[arg(long, alias = "anomaly-ms", default_value_t = 150,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    tick_ms: u64,
+    /// The tick's period in microseconds (10 to 1000000): a POSIX timer
+    /// aimed at the writer thread.
+    #[arg(long, default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+    tick_us: u64,
+    /// Rounds of the paired irq-over-preempt cost ratio (1 to 1000).
+    #[arg(long, default_value_t = 21,
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    rounds: u64,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -175,6 +239,11 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             Some(ReadArg::Events) => ReadBy::Events,
             None => ReadBy::Alternate,
         },
+        consumer: match args.consumer {
+            ConsumerArg::Sleep => ConsumerKind::Sleep,
+            ConsumerArg::Spin => ConsumerKind::Spin,
+        },
+        wakeup_interval: args.wakeup_interval,
         producer_nice: args.producer_nice,
         consumer_nice: args.consumer_nice,
         producer_fifo: args.producer_fifo,
@@ -189,12 +258,14 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     };
     let result = timed("hammer", config.duration, || hammer::run(&config))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-        for w in &result.warnings {
+        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
+        // The oversubscription is in the JSON (`oversubscribed`,
+        // `warnings`); refused scheduling requests are also said here.
+        for w in result.sched_warnings() {
             eprintln!("ringtrace: warning: {w}");
         }
     } else {
-        print!("{}", result.text(&config));
+        emit(&result.text(&config))?;
     }
     Ok(if result.bad_payloads > 0 {
         if args.json {
@@ -210,26 +281,35 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 }
 
 fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    if args.anomaly_ms == 0 {
-        return Err("--anomaly-ms 0 is invalid: it must be at least 1".into());
-    }
     let config = ringtrace::clocks::ClocksConfig {
-        anomaly_run: Duration::from_millis(args.anomaly_ms),
+        tick_run: Duration::from_millis(args.tick_ms),
+        tick_period: Duration::from_micros(args.tick_us),
         ..Default::default()
     };
-    let progress = bar(ClockSpec::all().len() as u64, "clocks");
-    let (rows, unavailable) = ringtrace::clocks::run(&config, &|name| {
-        progress.inc(1);
-        progress.set_message(name.to_owned());
-    });
+    let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
+    let (rows, unavailable) = ringtrace::clocks::run(
+        &config,
+        &|name| {
+            progress.inc(1);
+            progress.set_message(name.to_owned());
+        },
+        &|| false,
+    );
+    progress.set_message("sched: irq over preempt, paired");
+    let cost = ringtrace::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
     progress.finish_and_clear();
+    let seed004 = ringtrace::seed004::Seed004::new(cost, &rows);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        for u in &unavailable {
-            eprintln!("ringtrace: {}: unavailable: {}", u.clock, u.reason);
-        }
+        let out = serde_json::json!({
+            "tick_period_us": args.tick_us,
+            "rows": rows,
+            "unavailable": unavailable,
+            "seed004": seed004,
+        });
+        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
-        print!("{}", ringtrace::clocks::text(&rows, &unavailable));
+        emit(&ringtrace::clocks::text(&rows, &unavailable))?;
+        emit(&format!("\n{}", ringtrace::seed004::text(&seed004)))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -249,7 +329,9 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     let config = ringtrace::pairs::PairsConfig {
         cpus,
-        samples: args.samples,
+        samples: args
+            .samples
+            .unwrap_or_else(|| args.method.default_samples()),
         highest: args.highest.max(1),
         percentile: args.percentile,
         irq: match args.irq {
@@ -257,15 +339,23 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             IrqArg::Hard => ringtrace::clock::emulation::IrqBackend::Hard,
         },
     };
-    let progress = bar((cpus * 9) as u64, "pairs");
-    let result = ringtrace::pairs::run(&config, &|| progress.inc(1))?;
+    let progress = bar(ringtrace::pairs::progress_steps(cpus, args.method), "pairs");
+    let result = ringtrace::pairs::run_method(&config, args.method, &|| progress.inc(1))?;
     progress.finish_and_clear();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
     } else {
-        print!("{}", result.text(&config));
+        emit(&result.text())?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--method`: the names of [`ringtrace::pairs::Method`], listed in the
+/// help and in the error for any other.
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = ringtrace::pairs::Method> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(ringtrace::pairs::Method::ALL.map(|m| m.name()))
+        .try_map(|name| name.parse::<ringtrace::pairs::Method>())
 }
 
 /// A progress bar on stderr; indicatif draws nothing when stderr is not a
@@ -306,6 +396,50 @@ fn timed<T>(what: &str, duration: Duration, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Set by SIGINT or SIGTERM during a report.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop(_signal: libc::c_int) {
+    // Relaxed: a flag the run polls between steps; async-signal-safe.
+    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Routes SIGINT and SIGTERM to [`STOP`]. One-shot (SA_RESETHAND): a
+/// second Ctrl-C ends the process at once.
+fn catch_stop_signals() -> Result<(), String> {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is valid (empty mask, no flags); the
+        // handler only stores to an atomic, which is async-signal-safe.
+        let rc = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(format!(
+                "cannot catch signal {signal}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes `text` to stdout. A closed pipe (`| head`, `| true`) ends the
+/// run quietly with exit code 141 (128 + SIGPIPE, what a shell reports for
+/// a program killed by it); any other failure (a full disk) is an error.
+fn emit(text: &str) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => Err(format!("cannot write to stdout: {e}").into()),
+    }
+}
+
 fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if !args.out.is_dir() {
         return Err(format!("--out {} is not a directory", args.out.display()).into());
@@ -317,14 +451,17 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
-    // The steps: one hammer per clock source, pairs, and each clock.
-    let progress = bar((2 * ClockSpec::all().len()) as u64, "report");
+    catch_stop_signals()?;
+    let progress = bar(ringtrace::report::steps(), "report");
     let step = |s: &str| {
         progress.inc(1);
         progress.set_message(s.to_owned());
     };
-    let report =
-        ringtrace::report::run(ringtrace::report::ReportConfig { quick: args.quick }, &step)?;
+    let report = ringtrace::report::run(
+        ringtrace::report::ReportConfig { quick: args.quick },
+        &STOP,
+        &step,
+    );
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
@@ -333,15 +470,32 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .write_json(&json)
         .and_then(|()| report.write_svg(&svg));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.to_json())?
+        ))?;
     } else {
-        print!("{}", report.markdown());
+        emit(&report.markdown())?;
         if written.is_ok() {
-            println!("\nWrote {} and {}.", json.display(), svg.display());
+            emit(&format!(
+                "\nWrote {} and {}.\n",
+                json.display(),
+                svg.display()
+            ))?;
         }
     }
     written?;
-    let bad: u64 = report.hammer.iter().map(|h| h.bad_payloads).sum();
+    if report.interrupted {
+        eprintln!("ringtrace: stopped by a signal; the report above is partial");
+        return Ok(ExitCode::from(130));
+    }
+    let bad: u64 = report
+        .hammer
+        .iter()
+        .flatten()
+        .flat_map(|h| h.runs.iter().filter_map(|r| r.as_ref().ok()))
+        .map(|h| h.bad_payloads)
+        .sum();
     Ok(if bad > 0 {
         ExitCode::from(1)
     } else {

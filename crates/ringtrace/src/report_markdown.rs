@@ -1,0 +1,426 @@
+//! The report as markdown: the seeds table first, then each measurement,
+//! then a legend of every term.
+
+use crate::instrumentation::BhPair;
+use crate::pairs::PairsResult;
+use crate::report::Report;
+use crate::seed004::{self, Seed004};
+use crate::spread::{Paired, Spread};
+use serde::Serialize;
+
+/// What a seed's finding came to here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "why", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Our measurement shows what the patch claimed.
+    Reproduced,
+    /// Our measurement does not show it.
+    NotReproduced,
+    /// It cannot be measured here (or was not: a failure, a stop), and why.
+    NotMeasurable(String),
+}
+
+impl Verdict {
+    fn from_bool(ok: bool) -> Verdict {
+        if ok {
+            Verdict::Reproduced
+        } else {
+            Verdict::NotReproduced
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Verdict::Reproduced => "reproduced".to_owned(),
+            Verdict::NotReproduced => "not reproduced".to_owned(),
+            Verdict::NotMeasurable(why) => format!("not measurable here: {why}"),
+        }
+    }
+}
+
+/// One line of the seeds table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SeedRow {
+    /// `000` to `004`.
+    pub seed: &'static str,
+    /// The patch, by its subject line.
+    pub patch: &'static str,
+    /// What it claims.
+    pub claim: &'static str,
+    /// Its figure.
+    pub seed_figure: &'static str,
+    /// Ours, with its spread.
+    pub ours: String,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+fn ratio_text(r: &Spread) -> String {
+    format!("{:.2} (p10 {:.2}, p90 {:.2})", r.p50, r.p10, r.p90)
+}
+
+fn paired_text(p: &Paired, unit: &str) -> String {
+    format!(
+        "{:.2} vs {:.2} {unit}, ratio {} over {} rounds",
+        p.a.p50,
+        p.b.p50,
+        ratio_text(&p.ratio),
+        p.rounds
+    )
+}
+
+fn not_run() -> Verdict {
+    Verdict::NotMeasurable("not run (the report was stopped first)".to_owned())
+}
+
+fn seed000(pairs: Option<&Result<PairsResult, String>>) -> (String, Verdict) {
+    let Some(pairs) = pairs else {
+        return (String::new(), not_run());
+    };
+    let p = match pairs {
+        Ok(p) => p,
+        Err(e) => return (String::new(), Verdict::NotMeasurable(e.clone())),
+    };
+    let mut parts = Vec::new();
+    for (pair, v) in &p.verdict.pairs {
+        parts.push(format!(
+            "{pair}: baseline {:.2}, call-always {:.2} (+{:.2}), early-key {:.2} (x{:.2} baseline) ns per pair",
+            v.baseline_ns,
+            v.call_always_ns,
+            v.call_always_ns - v.baseline_ns,
+            v.early_key_ns,
+            v.early_over_baseline
+        ));
+    }
+    let ours = format!(
+        "batched medians, K per pair {:?}, {} keys: {}",
+        p.batch.values().collect::<Vec<_>>(),
+        p.keys.name(),
+        parts.join("; ")
+    );
+    let v = &p.verdict;
+    let verdict = if v.pairs.is_empty() {
+        Verdict::NotMeasurable("no pair was measured".into())
+    } else {
+        Verdict::from_bool(
+            v.call_always_clearly_above_early_key && v.early_key_within_5pct_of_baseline,
+        )
+    };
+    (ours, verdict)
+}
+
+fn seed004_row(s: Option<&Seed004>) -> (String, Verdict) {
+    let Some(s) = s else {
+        return (String::new(), not_run());
+    };
+    let cost = match &s.cost {
+        Ok(c) => format!(
+            "sched@irq/sched@preempt per recorded event {}",
+            ratio_text(&c.ratio)
+        ),
+        Err(e) => format!("cost: error: {e}"),
+    };
+    let wrong: Vec<String> = s
+        .wrong
+        .iter()
+        .map(|w| match &w.wrong_recorded {
+            Ok(n) => format!("{} {n}", w.clock),
+            Err(_) => format!("{} error", w.clock),
+        })
+        .collect();
+    let ours = format!(
+        "{cost}; wrong timestamps under a tick: {}",
+        wrong.join(", ")
+    );
+    let verdict = if s.cost.is_err() {
+        Verdict::NotMeasurable("the cost half failed".into())
+    } else {
+        Verdict::from_bool(s.cost_reproduced && s.wrong_reproduced)
+    };
+    (ours, verdict)
+}
+
+/// The seeds table's rows for a report.
+pub fn seeds_table(r: &Report) -> Vec<SeedRow> {
+    let (ours000, v000) = seed000(r.pairs.as_ref());
+    let (ours001, v001) = match &r.bh {
+        Some(BhPair { ns, reproduced }) => (
+            paired_text(ns, "ns per pair"),
+            Verdict::from_bool(*reproduced),
+        ),
+        None => (String::new(), not_run()),
+    };
+    let (ours002, v002) = match &r.counters {
+        Some(c) => (
+            format!(
+                "{} of {} rounds summed exactly over {} threads; per-CPU vs one shared atomic: {}",
+                c.exact_rounds,
+                c.ns.rounds,
+                c.threads,
+                paired_text(&c.ns, "ns per increment")
+            ),
+            Verdict::from_bool(c.reproduced),
+        ),
+        None => (String::new(), not_run()),
+    };
+    let (ours003, v003) = match &r.debug_preempt {
+        Some(d) => (
+            format!(
+                "the check takes {:.0}% of a counter-heavy loop ({})",
+                d.share * 100.0,
+                paired_text(&d.ns, "ns per iteration")
+            ),
+            Verdict::from_bool(d.reproduced),
+        ),
+        None => (String::new(), not_run()),
+    };
+    let (ours004, v004) = seed004_row(r.seed004.as_ref());
+    vec![
+        SeedRow {
+            seed: "000",
+            patch: "tracing/preemptirq: Optimize disabled tracepoint overhead",
+            claim: "compiled-in but disabled preemptirq tracepoints cost; checking the static key early brings them back to baseline",
+            seed_figure: "irq pair 28 ns base, 46 call-always, 30 early-key (x86-64 averages)",
+            ours: ours000,
+            verdict: v000,
+        },
+        SeedRow {
+            seed: "001",
+            patch: "Reducing local_bh_enable/disable overhead in irqtrace",
+            claim: "the irq save/restore irq tracing added to local_bh_* costs even with tracing off",
+            seed_figure: "3% of UDP throughput (IA-64)",
+            ours: ours001,
+            verdict: v001,
+        },
+        SeedRow {
+            seed: "002",
+            patch: "locking/lock_events: Add locking events for rtmutex slow paths",
+            claim: "per-CPU event counters count exactly and cheaply",
+            seed_figure: "lockdep_acquire 1,968,663,277 events counted in a kernel build",
+            ours: ours002,
+            verdict: v002,
+        },
+        SeedRow {
+            seed: "003",
+            patch: "lib/Kconfig.debug: do not enable DEBUG_PREEMPT by default",
+            claim: "DEBUG_PREEMPT's this_cpu check costs in counter-heavy code",
+            seed_figure: "about 10% of hackbench; 30% of a kmem microbenchmark",
+            ours: ours003,
+            verdict: v003,
+        },
+        SeedRow {
+            seed: "004",
+            patch: "tracing: do not disable interrupts for trace_clock_local",
+            claim: "reading the clock with only preemption disabled is faster, and now and then wrong when a tick lands mid-read",
+            seed_figure: "210 ns vs 179 ns per recorded event (1.17); \"sched_clock may report a wrong time\"",
+            ours: ours004,
+            verdict: v004,
+        },
+    ]
+}
+
+/// What the terms mean.
+pub const LEGEND: &str = "\
+## Legend
+
+- **p10 / p50 / p90**: the 10th, 50th and 90th percentiles over rounds. \
+Each round measures both sides back to back; a **ratio** is taken per round.
+- **average / max_avg / median / percentile** (pairs): as walac/tracer-benchmark \
+combines them: the average of the per-CPU averages, the mean of the highest samples \
+over all CPUs, the median of the per-CPU medians, the largest per-CPU percentile.
+- **wrong timestamps**: recorded timestamps outside what any consistent generation of \
+the sched clock data gives for the same cycle count (the exact reference).
+- **fixups**: timestamps the ring raised so that a CPU buffer's time never goes back.
+- **skew**: the largest step back seen between two CPUs taking turns.
+- **ns/entry** (hammer): the producer's wall time per event, as the kernel's \
+ring_buffer_benchmark reports it; with a consumer on 2 CPUs much of it is CPU sharing.
+";
+
+fn seed004_section(s: &Seed004) -> String {
+    let mut md =
+        String::from("## trace_clock_local without irq disabling (seed 004), both halves\n\n");
+    md.push_str("```\n");
+    md.push_str(&seed004::text(s));
+    md.push_str("```\n\n");
+    md
+}
+
+fn instrumentation_section(r: &Report) -> String {
+    let mut md = String::new();
+    if let Some(b) = &r.bh {
+        md.push_str(&format!(
+            "## The bh pair with and without irq tracing's save/restore (seed 001)\n\n\
+             ns per local_bh_disable/enable pair, tracing off: without {:.2}, with {:.2}; \
+             ratio {}.\n\n",
+            b.ns.a.p50,
+            b.ns.b.p50,
+            ratio_text(&b.ns.ratio)
+        ));
+    }
+    if let Some(c) = &r.counters {
+        md.push_str(&format!(
+            "## Per-CPU lock event counters (seed 002)\n\n\
+             {} threads, {} increments each per round: {} of {} rounds summed exactly. \
+             ns per increment, per-CPU {:.2}, one shared atomic {:.2}; shared/per-CPU {}.\n\n",
+            c.threads,
+            c.per_thread,
+            c.exact_rounds,
+            c.ns.rounds,
+            c.ns.a.p50,
+            c.ns.b.p50,
+            ratio_text(&c.ns.ratio)
+        ));
+    }
+    if let Some(d) = &r.debug_preempt {
+        md.push_str(&format!(
+            "## DEBUG_PREEMPT's this_cpu check (seed 003)\n\n\
+             ns per iteration of a counter-heavy loop: plain {:.2}, checked {:.2}; ratio {}; \
+             the check's share {:.0}% (the seed saw about {:.0}% of hackbench).\n\n",
+            d.ns.a.p50,
+            d.ns.b.p50,
+            ratio_text(&d.ns.ratio),
+            d.share * 100.0,
+            d.seed_share * 100.0
+        ));
+    }
+    md
+}
+
+fn clocks_section(
+    rows: &[crate::clocks::ClockRow],
+    unavailable: &[crate::clocks::Unavailable],
+) -> String {
+    let mut md = String::from("## Every clock under every protection, under a tick\n\n");
+    md.push_str("| clock | protection | read ns | record ns | handler | events | wrong readings (ahead/behind) | wrong recorded (ahead/behind) | fixups | ticks | ticks/s | skew ns |\n");
+    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let cell = |w: Option<crate::tick_run::Wrong>| {
+        w.map_or("-".to_owned(), |w| format!("{}/{}", w.ahead, w.behind))
+    };
+    for r in rows {
+        let record = r
+            .record_ns
+            .map_or("error".to_owned(), |v| format!("{v:.2}"));
+        for run in std::iter::once(&r.tick).chain(r.tick_write.iter()) {
+            match run {
+                Ok(t) => md.push_str(&format!(
+                    "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |\n",
+                    r.clock,
+                    r.protection,
+                    r.read_ns,
+                    record,
+                    t.handler.name(),
+                    t.events,
+                    cell(t.wrong_readings),
+                    cell(t.wrong_recorded),
+                    t.ts_fixups,
+                    t.ticks,
+                    t.tick_hz,
+                    r.skew_ns
+                )),
+                Err(e) => md.push_str(&format!(
+                    "| {} | {} | {:.2} | {} | error: {} |  |  |  |  |  |  |  |\n",
+                    r.clock,
+                    r.protection,
+                    r.read_ns,
+                    record,
+                    e.replace('|', "/")
+                )),
+            }
+        }
+    }
+    for u in unavailable {
+        md.push_str(&format!("\n- `{}` unavailable: {}", u.clock, u.reason));
+    }
+    md.push_str("\n\n");
+    md
+}
+
+fn hammer_section(runs: &[crate::report::HammerRepeats]) -> String {
+    let mut md = String::from(
+        "## ring_buffer_benchmark per clock, repeated\n\n\
+         ns/entry is the kernel's wall-clock figure; CPU ns/entry divides the producer's own \
+         CPU time instead, taking out the CPU it shared with the consumer.\n\n\
+         | clock | runs | ns/entry p10 | p50 | p90 | CPU ns/entry p10 | p50 | p90 | hit (last run) | overruns | read | errors |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for h in runs {
+        let ok: Vec<_> = h.runs.iter().filter_map(|r| r.as_ref().ok()).collect();
+        let errors: Vec<String> = h
+            .runs
+            .iter()
+            .filter_map(|r| r.as_ref().err().cloned())
+            .collect();
+        let last = ok.last();
+        md.push_str(&format!(
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {} |\n",
+            h.clock,
+            ok.len(),
+            h.ns_per_entry.p10,
+            h.ns_per_entry.p50,
+            h.ns_per_entry.p90,
+            h.ns_per_entry_cpu.p10,
+            h.ns_per_entry_cpu.p50,
+            h.ns_per_entry_cpu.p90,
+            last.map_or("-".into(), |l| l.hit.to_string()),
+            last.map_or("-".into(), |l| l.overruns.to_string()),
+            last.map_or("-".into(), |l| l.read.to_string()),
+            if errors.is_empty() {
+                "-".to_owned()
+            } else {
+                errors.join("; ").replace('|', "/")
+            }
+        ));
+    }
+    md.push('\n');
+    md
+}
+
+impl Report {
+    /// The whole report as markdown.
+    pub fn markdown(&self) -> String {
+        let mut md = format!("# ringtrace report\n\nMachine: {}\n\n", self.machine);
+        if self.interrupted {
+            md.push_str("**Stopped before the end: what follows is what was measured.**\n\n");
+        }
+        md.push_str("## The seeds\n\n| seed | patch | claim | seed's figure | ours | verdict |\n|---|---|---|---|---|---|\n");
+        for row in seeds_table(self) {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                row.seed,
+                row.patch,
+                row.claim,
+                row.seed_figure,
+                if row.ours.is_empty() { "-" } else { &row.ours },
+                row.verdict.text()
+            ));
+        }
+        md.push('\n');
+        if let Some(s) = &self.seed004 {
+            md.push_str(&seed004_section(s));
+        }
+        match &self.pairs {
+            Some(Ok(p)) => {
+                md.push_str(&p.markdown());
+                md.push('\n');
+            }
+            Some(Err(e)) => {
+                md.push_str(&format!("## Preemptirq pairs (seed 000)\n\nerror: {e}\n\n"))
+            }
+            None => {}
+        }
+        md.push_str(&instrumentation_section(self));
+        if let Some(rows) = &self.clocks {
+            md.push_str(&clocks_section(rows, &self.unavailable));
+        }
+        if let Some(h) = &self.hammer {
+            md.push_str(&hammer_section(h));
+        }
+        md.push_str(LEGEND);
+        md
+    }
+
+    /// The seeds table, for the JSON.
+    pub fn seeds(&self) -> Vec<SeedRow> {
+        seeds_table(self)
+    }
+}
