@@ -15,8 +15,9 @@
 //! - **003, "lib/Kconfig.debug: do not enable DEBUG_PREEMPT by default"**
 //!   (Hyeonggon Yoo, 2023): DEBUG_PREEMPT's check in every `__this_cpu_*`
 //!   operation cost about 10% of hackbench. Here: a counter-heavy loop
-//!   (a little arithmetic and four per-CPU increments an iteration, inside
-//!   a preempt-disabled section) with and without the check.
+//!   (eight dependent multiply-adds and one per-CPU increment an
+//!   iteration, inside a preempt-disabled section) with and without the
+//!   check, which is out of line as the kernel's is.
 
 use crate::sched as placement;
 use crate::spread::{ns_per, paired, Paired};
@@ -77,14 +78,18 @@ pub struct Counters {
     pub reproduced: bool,
 }
 
-/// `threads` threads, pinned one per CPU, each running `f(thread)`; the
-/// mean ns per increment over the threads.
+/// `threads` threads, pinned one per CPU, each running `f(thread)` from
+/// the same moment (a barrier, so that they really contend); the mean ns
+/// per increment over the threads.
 fn concurrently(threads: usize, per_thread: u64, f: &(dyn Fn(usize) + Sync)) -> f64 {
+    let start = std::sync::Barrier::new(threads);
     let total: f64 = std::thread::scope(|s| {
+        let start = &start;
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
                     let _ = placement::pin_to_cpu(t);
+                    start.wait();
                     ns_per(1, || f(t)) / per_thread as f64
                 })
             })
@@ -147,37 +152,43 @@ pub struct DebugPreempt {
     pub reproduced: bool,
 }
 
-/// One iteration of the counter-heavy loop: a little arithmetic, then four
-/// increments, checked or not.
-#[inline(always)]
-fn loop_body(counters: &EventCounters<4>, x: &mut u64, checked: bool) {
-    *x = x
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    for i in 0..4 {
-        if checked {
+/// The counter-heavy loop, `iters` iterations: a dependent chain of eight
+/// multiply-adds, then one increment, checked or not. One function per variant, not inlined,
+/// so the two loops differ by the check and nothing else the optimiser
+/// could do differently around them.
+#[inline(never)]
+fn counter_loop<const CHECKED: bool>(counters: &EventCounters<4>, iters: u64) -> f64 {
+    let t = std::time::Instant::now();
+    let mut x = 1u64;
+    for n in 0..iters {
+        // Work between increments (a dependent chain of multiply-adds),
+        // as the kernel's callers do more than count.
+        for _ in 0..8 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+        }
+        let i = (n & 3) as usize;
+        if CHECKED {
             counters.inc_checked(black_box(i));
         } else {
             counters.inc(black_box(i));
         }
     }
+    black_box(x);
+    t.elapsed().as_nanos() as f64 / iters.max(1) as f64
 }
 
 /// Measures seed 003 over `rounds` rounds of `iters` iterations a side.
 pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
     let counters = EventCounters::new(["a", "b", "c", "d"]);
-    let mut x = 1u64;
     preempt::preempt_disable_notrace();
     let ns = paired(
         rounds,
-        || ns_per(iters, || loop_body(&counters, &mut x, false)),
-        || {
-            let mut y = 1u64;
-            ns_per(iters, || loop_body(&counters, &mut y, true))
-        },
+        || counter_loop::<false>(&counters, iters),
+        || counter_loop::<true>(&counters, iters),
     );
     preempt::preempt_enable_notrace();
-    black_box(x);
     let share = if ns.ratio.p50 > 0.0 {
         1.0 - 1.0 / ns.ratio.p50
     } else {

@@ -153,7 +153,7 @@ pub fn run(config: ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) -> 
     progress("bh pair");
     report.bh = Some(instrumentation::bh_pair(rounds, 200_000));
     progress("per-CPU counters");
-    report.counters = Some(instrumentation::counters(rounds, 200_000));
+    report.counters = Some(instrumentation::counters(rounds, 2_000_000));
     progress("DEBUG_PREEMPT check");
     report.debug_preempt = Some(instrumentation::debug_preempt(rounds, 200_000));
     if stopped(&mut report) {
