@@ -72,7 +72,9 @@ where
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(190)
-        .build_cartesian_2d(0f64..xmax, (0..bars.len()).into_segmented())?;
+        // A segmented range a..b has a segment for every value from a to b
+        // inclusive: one per bar.
+        .build_cartesian_2d(0f64..xmax, (0..bars.len() - 1).into_segmented())?;
     chart
         .configure_mesh()
         .disable_y_mesh()
