@@ -11,42 +11,19 @@
 
 mod common;
 
+use common::{move_to_cpu, Shared};
+
 use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
-use ringtrace_clock::{AnyClock, ClockSpec};
+use ringtrace_clock::ClockSpec;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 const WRITERS: u32 = 4;
 const EVENTS_PER_WRITER: u64 = 20_000;
-const HANDLER_WRITER: u32 = 99;
-
-struct Shared {
-    ring: RingBuffer<AnyClock>,
-    handler_seq: AtomicU64,
-    handler_ok: AtomicU64,
-}
-
-fn on_tick(shared: &Shared) {
-    let seq = shared.handler_seq.fetch_add(1, Ordering::Relaxed);
-    let p = common::payload(HANDLER_WRITER, seq, 24);
-    if shared.ring.write(&p).is_ok() {
-        shared.handler_ok.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-fn move_to_cpu(cpu: usize) {
-    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask; a CPU the
-    // machine lacks only makes the call fail, which is fine for a hint.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
 
 /// How often a writer dies mid-event: every `n`th of its reservations is
 /// forgotten (never committed nor dropped), if set.
@@ -72,11 +49,7 @@ fn stress(
             ringtrace_ring::DEFAULT_FIXUP_AFTER
         }));
     let clock = "local".parse::<ClockSpec>().unwrap().build().unwrap();
-    let _ = shared.set(Shared {
-        ring: RingBuffer::new(config, clock).unwrap(),
-        handler_seq: AtomicU64::new(0),
-        handler_ok: AtomicU64::new(0),
-    });
+    let _ = shared.set(Shared::new(RingBuffer::new(config, clock).unwrap()));
     let s = shared.get().unwrap();
     interrupt::install_irq_handler(signal, handler).unwrap();
 
@@ -205,7 +178,7 @@ fn overwrite_mode_accounts_for_every_event_under_migration_and_signals() {
     stress(
         Mode::Overwrite,
         &OVERWRITE,
-        |_| on_tick(OVERWRITE.get().unwrap()),
+        |_| common::on_tick(OVERWRITE.get().unwrap(), 24),
         libc::SIGRTMIN() + 7,
         None,
     );
@@ -217,7 +190,7 @@ fn discard_mode_loses_nothing_accepted_under_migration_and_signals() {
     stress(
         Mode::Discard,
         &DISCARD,
-        |_| on_tick(DISCARD.get().unwrap()),
+        |_| common::on_tick(DISCARD.get().unwrap(), 24),
         libc::SIGRTMIN() + 8,
         None,
     );
@@ -229,7 +202,7 @@ fn writers_dying_mid_event_neither_wedge_the_ring_nor_break_its_accounting() {
     stress(
         Mode::Overwrite,
         &DEAD_WRITERS,
-        |_| on_tick(DEAD_WRITERS.get().unwrap()),
+        |_| common::on_tick(DEAD_WRITERS.get().unwrap(), 24),
         libc::SIGRTMIN() + 10,
         Some(2_500),
     );

@@ -1,7 +1,7 @@
 //! Helpers shared by the ring's integration tests.
 #![allow(dead_code)]
 
-use ringtrace_clock::{Clock, ClockInfo, Counter, Guarantee, TickConversion};
+use ringtrace_clock::{AnyClock, Clock, ClockInfo, Counter, Guarantee, TickConversion};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -83,4 +83,47 @@ pub fn counter_ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<Counter
         .mode(mode)
         .fixup_after(None);
     RingBuffer::new(config, Counter::new()).unwrap()
+}
+
+/// The writer id a timer signal's handler writes under.
+pub const HANDLER_WRITER: u32 = 99;
+
+/// A ring the stress tests' writers and their signal handler share, with
+/// the handler's own counts.
+pub struct Shared {
+    pub ring: RingBuffer<AnyClock>,
+    pub handler_seq: AtomicU64,
+    pub handler_ok: AtomicU64,
+}
+
+impl Shared {
+    pub fn new(ring: RingBuffer<AnyClock>) -> Shared {
+        Shared {
+            ring,
+            handler_seq: AtomicU64::new(0),
+            handler_ok: AtomicU64::new(0),
+        }
+    }
+}
+
+/// A timer signal's handler: one checksummed event of `len` bytes on the
+/// interrupted thread's CPU, nested inside whatever it interrupted.
+pub fn on_tick(shared: &Shared, len: usize) {
+    let seq = shared.handler_seq.fetch_add(1, Ordering::Relaxed);
+    let p = payload(HANDLER_WRITER, seq, len);
+    if shared.ring.write(&p).is_ok() {
+        shared.handler_ok.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Moves the calling thread to `cpu` (a hint: a CPU the machine lacks
+/// only makes the call fail).
+pub fn move_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask; a CPU the
+    // machine lacks only makes the call fail, which is fine for a hint.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
