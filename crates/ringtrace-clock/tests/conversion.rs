@@ -24,6 +24,9 @@ fn ticks_to_ns_agrees_with_clock_monotonic_for_every_timed_source() {
         let Some(conversion) = clock.info().conversion else {
             continue; // counter: ticks are not time
         };
+        // Warm up first: a first read may set up per-thread state (`sched`)
+        // and, under qemu, translate the read's code, both slow once.
+        let _ = (mono.read(), clock.read());
         let (m0, c0) = (mono.read(), clock.read());
         std::thread::sleep(Duration::from_millis(50));
         let (c1, m1) = (clock.read(), mono.read());
