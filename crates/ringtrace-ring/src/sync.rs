@@ -30,48 +30,50 @@ pub(crate) fn spin_wait(spins: u32) {
 
 /// A 128-bit atomic word, used as a (low, high) pair of u64 that must change
 /// together: the ring's (write offset, last timestamp).
+///
+/// Under `cfg(loom)` the pair is modelled with the orderings the code asks
+/// for, not behind a lock: the values live in an append-only arena loom does
+/// not see, and a loom `AtomicUsize` holds the index of the current one, so
+/// a load of the index with ordering O is a load of the pair with O, and a
+/// compare-and-swap of the index is a compare-and-swap of the pair. Values
+/// never repeat (the write offset only grows), so comparing indices is
+/// comparing values.
 #[derive(Debug)]
 pub(crate) struct AtomicPair {
     #[cfg(not(loom))]
     word: portable_atomic::AtomicU128,
     #[cfg(loom)]
-    word: loom::sync::Mutex<u128>,
+    index: loom::sync::atomic::AtomicUsize,
+    #[cfg(loom)]
+    arena: std::sync::Mutex<Vec<(u64, u64)>>,
 }
 
 /// Packs (low, high) into one u128.
+#[cfg(not(loom))]
 #[inline(always)]
 pub(crate) fn pair(low: u64, high: u64) -> u128 {
     u128::from(low) | (u128::from(high) << 64)
 }
 
 /// Splits a u128 into (low, high).
+#[cfg(not(loom))]
 #[inline(always)]
 pub(crate) fn unpair(word: u128) -> (u64, u64) {
     (word as u64, (word >> 64) as u64)
 }
 
+#[cfg(not(loom))]
 impl AtomicPair {
     pub(crate) fn new(low: u64, high: u64) -> Self {
         AtomicPair {
-            #[cfg(not(loom))]
             word: portable_atomic::AtomicU128::new(pair(low, high)),
-            #[cfg(loom)]
-            word: loom::sync::Mutex::new(pair(low, high)),
         }
     }
 
     /// The current (low, high).
     #[inline]
     pub(crate) fn load(&self, order: Ordering) -> (u64, u64) {
-        #[cfg(not(loom))]
-        {
-            unpair(self.word.load(order))
-        }
-        #[cfg(loom)]
-        {
-            let _ = order; // a mutex orders everything
-            unpair(*self.word.lock().unwrap())
-        }
+        unpair(self.word.load(order))
     }
 
     /// Replaces `current` with `new` if the word still holds `current`;
@@ -85,23 +87,70 @@ impl AtomicPair {
         failure: Ordering,
     ) -> Result<(), (u64, u64)> {
         let (current, new) = (pair(current.0, current.1), pair(new.0, new.1));
-        #[cfg(not(loom))]
-        {
-            self.word
-                .compare_exchange(current, new, success, failure)
-                .map(|_| ())
-                .map_err(unpair)
+        self.word
+            .compare_exchange(current, new, success, failure)
+            .map(|_| ())
+            .map_err(unpair)
+    }
+}
+
+#[cfg(loom)]
+impl AtomicPair {
+    pub(crate) fn new(low: u64, high: u64) -> Self {
+        AtomicPair {
+            index: loom::sync::atomic::AtomicUsize::new(0),
+            arena: std::sync::Mutex::new(vec![(low, high)]),
         }
-        #[cfg(loom)]
-        {
-            let _ = (success, failure);
-            let mut word = self.word.lock().unwrap();
-            if *word == current {
-                *word = new;
-                Ok(())
-            } else {
-                Err(unpair(*word))
+    }
+
+    /// The arena. (A std mutex: loom switches threads only at its own
+    /// operations, so this is never contended and adds no ordering loom
+    /// could see.)
+    fn arena(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+        self.arena.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn value(&self, index: usize) -> (u64, u64) {
+        self.arena()[index]
+    }
+
+    /// The index of `v`, added if new: one index per value, so an index
+    /// CAS compares values.
+    fn intern(&self, v: (u64, u64)) -> usize {
+        let mut arena = self.arena();
+        match arena.iter().position(|&x| x == v) {
+            Some(i) => i,
+            None => {
+                arena.push(v);
+                arena.len() - 1
             }
+        }
+    }
+
+    pub(crate) fn load(&self, order: Ordering) -> (u64, u64) {
+        self.value(self.index.load(order))
+    }
+
+    /// A value CAS as an index CAS with the caller's orderings. A value
+    /// never stored cannot be current: the CAS fails, reading the current
+    /// value as a failed CAS does (an RMW of nothing, so it reads the
+    /// latest, as cmpxchg16b and casp do).
+    pub(crate) fn compare_exchange(
+        &self,
+        current: (u64, u64),
+        new: (u64, u64),
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<(), (u64, u64)> {
+        let fresh = self.intern(new);
+        let want = self.arena().iter().position(|&x| x == current);
+        match want {
+            Some(want) => self
+                .index
+                .compare_exchange(want, fresh, success, failure)
+                .map(|_| ())
+                .map_err(|actual| self.value(actual)),
+            None => Err(self.value(self.index.fetch_add(0, failure))),
         }
     }
 }
