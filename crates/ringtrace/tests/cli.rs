@@ -1,14 +1,9 @@
 //! The `ringtrace` command's behaviour: exit codes, the kernel's output
 //! lines, the JSON keys and the totals invariant, on short runs.
 
-use std::process::{Command, Output};
+mod common;
 
-fn ringtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(args)
-        .output()
-        .expect("the ringtrace binary runs")
-}
+use common::ringtrace;
 
 fn field(text: &str, label: &str) -> u64 {
     let line = text
@@ -24,15 +19,7 @@ fn field(text: &str, label: &str) -> u64 {
 
 #[test]
 fn hammer_prints_the_kernel_lines_in_order_and_total_equals_hit() {
-    let out = ringtrace(&[
-        "hammer",
-        "--seconds",
-        "0.3",
-        "--producer-nice",
-        "0",
-        "--consumer-nice",
-        "0",
-    ]);
+    let out = ringtrace(&common::short_hammer("0.3"));
     assert!(
         out.status.success(),
         "{}",

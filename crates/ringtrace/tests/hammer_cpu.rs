@@ -4,28 +4,15 @@
 //! accounting adds up and the messages say what they should.
 
 use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
 
-fn ringtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(args)
-        .output()
-        .expect("the ringtrace binary runs")
-}
+use common::ringtrace;
 
 /// A short hammer at nice 0 (so that other work on the machine does not
 /// starve it), printing JSON, with `extra` arguments.
 fn hammer_json(extra: &[&str]) -> Value {
-    let mut args = vec![
-        "hammer",
-        "--seconds",
-        "0.3",
-        "--producer-nice",
-        "0",
-        "--consumer-nice",
-        "0",
-        "--json",
-    ];
+    let mut args = common::short_hammer("0.3");
+    args.push("--json");
     args.extend_from_slice(extra);
     let out = ringtrace(&args);
     assert!(
@@ -114,15 +101,7 @@ fn spinning_consumer_reads_and_the_accounting_holds() {
 
 #[test]
 fn text_output_has_the_cpu_time_and_consumer_lines() {
-    let out = ringtrace(&[
-        "hammer",
-        "--seconds",
-        "0.2",
-        "--producer-nice",
-        "0",
-        "--consumer-nice",
-        "0",
-    ]);
+    let out = ringtrace(&common::short_hammer("0.2"));
     assert!(
         out.status.success(),
         "{}",

@@ -6,17 +6,12 @@
 use ringtrace::clock::emulation::IrqBackend;
 use ringtrace::pairs::{self, Method, PairsConfig};
 use serde_json::Value;
-use std::process::{Command, Output};
+mod common;
+
+use common::ringtrace;
 
 const PAIRS: [&str; 3] = ["irq", "irq_save", "preempt"];
 const STRATEGIES: [&str; 3] = ["baseline", "call-always", "early-key"];
-
-fn ringtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(args)
-        .output()
-        .expect("the ringtrace binary runs")
-}
 
 fn json(args: &[&str]) -> Value {
     let out = ringtrace(args);

@@ -191,7 +191,7 @@ impl ThreadTimer {
         }
         let interval = libc::timespec {
             tv_sec: period.as_secs() as libc::time_t,
-            tv_nsec: libc::c_long::from(period.subsec_nanos() as i32),
+            tv_nsec: period.subsec_nanos() as libc::c_long,
         };
         let spec = libc::itimerspec {
             it_interval: interval,
