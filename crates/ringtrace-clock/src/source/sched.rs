@@ -159,6 +159,12 @@ impl Words {
 /// A thread's clock data: live words for [`Sched`], a latched pair of
 /// copies for [`SchedLatch`], the history [`check`] uses, and the last
 /// reading.
+///
+/// Every access is Relaxed, ordered by compiler fences where order
+/// matters: only the owning thread and the signal handlers that interrupt
+/// it touch the data, and a handler runs to completion between two of the
+/// thread's instructions, so program order is the only order there is (the
+/// emulation's rule, see `crate::emulation`).
 struct ThreadData {
     /// 0 until the thread's data is set up (`mult` is never 0 after).
     ready: AtomicU64,
