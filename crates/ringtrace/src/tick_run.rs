@@ -57,6 +57,9 @@ pub struct Wrong {
     pub behind: u64,
     /// The largest error, in ns.
     pub max_error_ns: u64,
+    /// Not checked: the generation the reading used had left the history
+    /// (more than 63 ticks between the write and its check).
+    pub unchecked: u64,
 }
 
 impl Wrong {
@@ -72,6 +75,7 @@ impl From<WrongReadings> for Wrong {
             ahead: w.ahead,
             behind: w.behind,
             max_error_ns: w.max_error_ns,
+            unchecked: w.unchecked,
         }
     }
 }
@@ -190,16 +194,18 @@ fn writer(
     let until = Instant::now() + run;
     while Instant::now() < until {
         for _ in 0..64 {
+            let first = sched::ticks();
             let Ok(ts) = ring.write_on(0, &[0xA5; 16]) else {
                 continue;
             };
             events += 1;
             if checks {
                 // The reading the ring recorded is the thread's last one:
-                // a retried swap read the clock again.
+                // a retried swap read the clock again. It used one of the
+                // generations since `first`.
                 let (cycles, value) = sched::last_read();
-                readings.count(sched::check(cycles, value));
-                recorded.count(sched::check(cycles, ts));
+                readings.count_checked(sched::check_since(first, cycles, value));
+                recorded.count_checked(sched::check_since(first, cycles, ts));
             }
         }
     }

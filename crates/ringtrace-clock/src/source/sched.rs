@@ -52,8 +52,10 @@ use std::sync::OnceLock;
 
 /// Fixed-point shift of `mult`.
 const SHIFT: u32 = 32;
-/// Generations of the data kept for [`check`].
-const HISTORY: usize = 4;
+/// Generations of the data kept for [`check`] and [`check_since`]: enough
+/// that a reading checked a few hundred microseconds late under a 20 µs
+/// tick still finds the generation it used.
+const HISTORY: usize = 64;
 
 /// What every thread's data starts from: the counter, its conversion, and
 /// the cycle count at which the clock reads 0.
@@ -186,7 +188,7 @@ thread_local! {
             latch_seq: AtomicU64::new(0),
             latch: [Words::zero(), Words::zero()],
             generation: AtomicU64::new(0),
-            history: [Words::zero(), Words::zero(), Words::zero(), Words::zero()],
+            history: [const { Words::zero() }; HISTORY],
             last_cycles: AtomicU64::new(0),
             last_value: AtomicU64::new(0),
         }
@@ -305,30 +307,56 @@ impl Verdict {
 }
 
 /// Checks `value`, read at `cycles` on the calling thread, against the
-/// exact reference: what each of the last generations of the thread's data
-/// gives for `cycles`, read with irqs masked so no tick interleaves. Any
-/// consistent generation is right (they differ by a few ns of nudge near a
-/// tick); a torn reading is off by about a tick period.
+/// exact reference: what each generation of the thread's data still kept
+/// (the last 64) gives for `cycles`, read with irqs masked so no tick
+/// interleaves. Any consistent generation is right; a torn reading is off
+/// by about a tick period. When more than a few ticks may have passed
+/// since the read, prefer [`check_since`], which leaves out generations
+/// older than the read (their extrapolation drifts by the mult nudge).
 pub fn check(cycles: u64, value: u64) -> Verdict {
+    let first = ticks().saturating_sub(HISTORY as u64 - 1);
+    check_since(first, cycles, value).unwrap_or(Verdict::Right)
+}
+
+/// Checks `value`, read at `cycles` on the calling thread when the data's
+/// generation was `first` (what [`ticks`] said just before the read),
+/// against generations `first` to now: exactly the data the read could
+/// have used. `None` when generation `first` has left the history (more
+/// than 63 ticks since), so the reading cannot be checked.
+///
+/// ```
+/// use ringtrace_clock::{sched, Clock, Sched};
+/// let clock = Sched::new().unwrap();
+/// let first = sched::ticks();
+/// let value = clock.read();
+/// let (cycles, _) = sched::last_read();
+/// assert_eq!(sched::check_since(first, cycles, value), Some(sched::Verdict::Right));
+/// ```
+pub fn check_since(first: u64, cycles: u64, value: u64) -> Option<Verdict> {
     let Ok(b) = base("sched") else {
-        return Verdict::Right;
+        return Some(Verdict::Right);
     };
     let flags = soft_irq::save();
-    let (lo, hi) = with_data(b, |t| {
+    let range = with_data(b, |t| {
         let newest = t.generation.load(Ordering::Relaxed);
-        let oldest = newest.saturating_sub(HISTORY as u64 - 1);
-        (oldest..=newest)
-            .map(|g| t.history[(g % HISTORY as u64) as usize].load().ns(cycles))
-            .fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v)))
+        if first > newest || newest - first >= HISTORY as u64 {
+            return None;
+        }
+        Some(
+            (first..=newest)
+                .map(|g| t.history[(g % HISTORY as u64) as usize].load().ns(cycles))
+                .fold((u64::MAX, 0), |(lo, hi), v| (lo.min(v), hi.max(v))),
+        )
     });
     soft_irq::restore(flags);
-    if value > hi {
+    let (lo, hi) = range?;
+    Some(if value > hi {
         Verdict::Ahead(value - hi)
     } else if value < lo {
         Verdict::Behind(lo - value)
     } else {
         Verdict::Right
-    }
+    })
 }
 
 fn info(name: &str, guarantee: Guarantee) -> ClockInfo {
@@ -424,6 +452,9 @@ pub struct WrongReadings {
     pub reads: u64,
     /// Readings later than the exact reference.
     pub ahead: u64,
+    /// Readings not checked: so many ticks passed between the read and its
+    /// check that the generation it used had left the history.
+    pub unchecked: u64,
     /// Readings earlier than the exact reference.
     pub behind: u64,
     /// The largest error seen, in ns.
@@ -436,6 +467,14 @@ impl WrongReadings {
     /// Wrong readings in either direction.
     pub fn wrong(&self) -> u64 {
         self.ahead + self.behind
+    }
+
+    /// Counts one verdict of [`check_since`] (`None`: unchecked).
+    pub fn count_checked(&mut self, verdict: Option<Verdict>) {
+        match verdict {
+            Some(v) => self.count(v),
+            None => self.unchecked += 1,
+        }
     }
 
     /// Counts one verdict.
@@ -457,22 +496,26 @@ impl WrongReadings {
 
 /// Reads `clock` (a `sched` or `sched-latch` source, under any protection)
 /// on the calling thread for `run`, and checks every reading against the
-/// exact reference. Reads go in batches of 64 with nothing in between;
-/// each batch is then checked with irqs masked (so ticks land during the
-/// reads, not the checks), well within the history [`check`] keeps for
-/// tick periods down to a few microseconds.
+/// exact reference. Reads go in batches of 64, each between two loads of
+/// the generation; each batch is then checked ([`check_since`]) against
+/// the generations its reading could have used. Ticks also land during
+/// the checks (each masks irqs alone), which the generation bounds allow
+/// for; a reading whose generation left the history is counted unchecked,
+/// never wrong.
 pub fn measure_wrong(clock: &dyn Clock, run: std::time::Duration) -> WrongReadings {
     let mut found = WrongReadings::default();
     let ticks_before = ticks();
     let until = std::time::Instant::now() + run;
-    let mut batch = [(0u64, 0u64); 64];
+    let mut batch = [(0u64, 0u64, 0u64); 64];
     while std::time::Instant::now() < until {
         for slot in batch.iter_mut() {
+            let first = ticks();
             std::hint::black_box(clock.read());
-            *slot = last_read();
+            let (cycles, value) = last_read();
+            *slot = (first, cycles, value);
         }
-        for &(cycles, value) in &batch {
-            found.count(check(cycles, value));
+        for &(first, cycles, value) in &batch {
+            found.count_checked(check_since(first, cycles, value));
         }
     }
     found.ticks = ticks() - ticks_before;
