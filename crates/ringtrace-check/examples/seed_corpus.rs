@@ -1,0 +1,115 @@
+//! Writes seed inputs for the fuzz targets into a directory (default
+//! `fuzz/corpus`): for `decode`, real pages a ring wrote (short and long
+//! events, discards, time extends and stamps, padding), framed as
+//! `decode::check` reads them; for `ring_ops` and `clock_monotonic`,
+//! pseudo-random scripts long enough to reach page switches, overwrites
+//! and fixups. The committed corpus was made with it, then fuzzed and
+//! minimised (`cargo fuzz cmin`).
+//!
+//! `cargo run -p ringtrace-check --example seed_corpus [-- DIR]`
+
+use ringtrace_check::script_clock::ScriptClock;
+use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use std::path::Path;
+
+fn write(dir: &Path, target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = dir.join(target);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), bytes)
+}
+
+/// Pages of a ring of `page_size` bytes written through a clock that jumps.
+fn pages(page_size: usize) -> Vec<Vec<u8>> {
+    let config = RingConfig::default()
+        .cpus(1)
+        .page_size(page_size)
+        .per_cpu_bytes(page_size * 8)
+        .mode(Mode::Overwrite);
+    let clock = ScriptClock::at(1_000);
+    let Ok(ring) = RingBuffer::new(config, clock.clone()) else {
+        return Vec::new();
+    };
+    for (i, jump) in [1u64, 3, 1 << 28, 7, 1 << 60, 2, 5]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+    {
+        clock.set(ringtrace_clock::Clock::read(&clock).wrapping_add(*jump));
+        let len = [4usize, 8, 13, 30, 104][i % 5];
+        if let Ok(mut r) = ring.reserve_on(0, len.min(page_size / 4)) {
+            r.write(&vec![i as u8; len]);
+            if i % 7 != 3 {
+                r.commit();
+            } // else dropped: a discard record
+        }
+    }
+    ring.flush();
+    let buffer = &ring.cpu_buffers()[0];
+    std::iter::from_fn(|| buffer.read_page())
+        .map(|p| p.bytes)
+        .collect()
+}
+
+fn pseudo_random(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn main() -> std::io::Result<()> {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fuzz/corpus".into());
+    let dir = Path::new(&dir);
+    for (n, page_size) in [64usize, 256, 4096].into_iter().enumerate() {
+        for (i, page) in pages(page_size).into_iter().take(4).enumerate() {
+            // Byte 0: the page size as 64 << n; byte 1: keep the header.
+            let mut input = vec![[0u8, 2, 6][n], 0];
+            input.extend_from_slice(&page);
+            write(dir, "decode", &format!("page-{page_size}-{i}"), &input)?;
+        }
+    }
+    for seed in 1..=6u64 {
+        let len = 200 * seed as usize;
+        write(
+            dir,
+            "ring_ops",
+            &format!("script-{seed}"),
+            &pseudo_random(seed, len),
+        )?;
+        write(
+            dir,
+            "clock_monotonic",
+            &format!("script-{seed}"),
+            &pseudo_random(seed + 100, len),
+        )?;
+    }
+    for name in [
+        "global:tsc@irq-soft",
+        "sched-latch@preempt",
+        "mono@irq-hard",
+    ] {
+        // A clock script whose name field is a valid name (setup 4 bytes,
+        // start 8, conversion 24, then the name's length and bytes).
+        let mut input = vec![0u8; 36];
+        input[4] = 1;
+        input[15] = 0x10; // 2^28 Hz, if read little-endian
+        input.push(name.len() as u8);
+        input.extend_from_slice(name.as_bytes());
+        input.extend(pseudo_random(name.len() as u64, 600));
+        write(
+            dir,
+            "clock_monotonic",
+            &format!("named-{}", name.replace([':', '@'], "_")),
+            &input,
+        )?;
+    }
+    Ok(())
+}

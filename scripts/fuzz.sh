@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs each cargo-fuzz target for a bounded time under AddressSanitizer
+# (cargo-fuzz's default), starting from the committed seed corpus:
+#   bash scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
+# SECONDS defaults to 60; the targets to ring_ops, clock_monotonic, decode.
+# New inputs go to target/fuzz-corpus/TARGET (the committed corpus is only
+# read). A failing input is left in fuzz/artifacts/TARGET/; copy it to
+# fuzz/regressions/TARGET/ once fixed, and `cargo test -p ringtrace-check
+# --test corpus` runs it from then on. Needs nightly and cargo-fuzz
+# (`bash .ci/run` installs both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(ring_ops clock_monotonic decode)
+
+cd fuzz
+cargo +nightly fuzz build --sanitizer address
+for t in "${targets[@]}"; do
+  out="../target/fuzz-corpus/$t"
+  mkdir -p "$out"
+  dict=()
+  [ -f "dict/$t.dict" ] && dict=("-dict=dict/$t.dict")
+  echo "== fuzz $t for ${seconds}s (AddressSanitizer)"
+  log="../target/fuzz-corpus/$t.log"
+  status=0
+  cargo +nightly fuzz run --sanitizer address "$t" "$out" "corpus/$t" -- \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "${dict[@]}" \
+    >"$log" 2>&1 || status=$?
+  grep -E "^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)" "$log" || true
+  if [ "$status" -ne 0 ]; then
+    # The property that failed, the sanitizer's report, and where the input is.
+    grep -E -A3 "panicked at|==[0-9]+==ERROR|SUMMARY|Test unit written|Reproduce with" "$log" | head -40 >&2
+    echo "fuzz $t failed (exit $status); full log: target/fuzz-corpus/$t.log" >&2
+    exit 1
+  fi
+done
