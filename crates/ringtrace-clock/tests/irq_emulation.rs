@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn soft_masking_defers_a_real_signal_and_delivers_it_at_restore() {
     static HITS: AtomicU64 = AtomicU64::new(0);
     let signal = libc::SIGUSR1;
@@ -45,6 +46,7 @@ fn soft_masking_defers_a_real_signal_and_delivers_it_at_restore() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn hard_masking_blocks_a_real_signal_until_restore() {
     static HITS: AtomicU64 = AtomicU64::new(0);
     let signal = libc::SIGUSR2;
@@ -116,6 +118,7 @@ fn interrupts_inside_sections(
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn no_interrupt_lands_inside_a_soft_masked_section() {
     let (inside, handled) = interrupts_inside_sections(
         Protection::IrqSoft,
@@ -130,6 +133,7 @@ fn no_interrupt_lands_inside_a_soft_masked_section() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn no_interrupt_lands_inside_a_hard_masked_section() {
     let (inside, handled) = interrupts_inside_sections(
         Protection::IrqHard,
@@ -144,6 +148,7 @@ fn no_interrupt_lands_inside_a_hard_masked_section() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn interrupts_do_land_inside_unprotected_sections() {
     // The control for the two tests above: without masking, the same
     // harness sees interrupts inside the section, so it can fail.
@@ -159,6 +164,7 @@ fn interrupts_do_land_inside_unprotected_sections() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn timer_reschedule_inside_preempt_section_waits_for_outermost_enable() {
     static REQUESTS: AtomicU64 = AtomicU64::new(0);
     let signal = libc::SIGRTMIN() + 5;
@@ -204,6 +210,7 @@ fn timer_reschedule_inside_preempt_section_waits_for_outermost_enable() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn timer_refuses_uncatchable_and_reserved_signals_and_dead_threads() {
     let me = current_thread_id();
     for signal in [0, libc::SIGKILL, libc::SIGSTOP, 32, 33, 65] {
@@ -221,6 +228,7 @@ fn timer_refuses_uncatchable_and_reserved_signals_and_dead_threads() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
 fn stopping_a_slow_timer_returns_at_once() {
     // The sender waits a whole period between signals; stop must not wait
     // for it. The signal is ignored by a routed no-op handler.
