@@ -1,16 +1,54 @@
 #!/usr/bin/env bash
 # Runs every check ringtrace has: format, lints, the tests natively, the
 # clock and ring crates' tests on aarch64 under qemu-user (where CNTVCT is
-# real), the ring's loom models, and the ring's tests under Miri.
+# real), the ring's loom models, the tests that make no system call under
+# Miri, and each fuzz target for a bounded time under AddressSanitizer.
+# Prints how long each part took at the end.
+#
+#   bash scripts/test.sh           # everything, as CI runs it
+#   bash scripts/test.sh --quick   # everything, briefly (local use)
+#
+# --quick fuzzes 10 s a target instead of 60, bounds loom at one preemption
+# instead of two, and runs under Miri only the unit tests and the shared
+# properties (the ring's integration tests are the slow part).
 # It installs nothing: on a fresh machine run `bash .ci/run`, which installs
 # what these checks need and then runs this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+quick=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/test.sh: unknown argument '$arg' (valid: --quick, --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$quick" = 1 ]; then
+  fuzz_seconds=10; loom_preemptions=1
+else
+  fuzz_seconds=60; loom_preemptions=2
+fi
+
+timings=()
+current=""
+started=0
+step() {
+  finish_step
+  current="$*"
+  started=$SECONDS
+  printf '\n== %s\n' "$current"
+}
+finish_step() {
+  if [ -n "$current" ]; then
+    timings+=("$(printf '%4d s  %s' $((SECONDS - started)) "$current")")
+  fi
+  current=""
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+(cd fuzz && cargo fmt -- --check)
 
 step "cargo clippy (x86_64)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -24,7 +62,7 @@ cargo clippy -p ringtrace --all-targets --locked --features static-keys -- -D wa
 step "cargo clippy (aarch64)"
 cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
 
-step "cargo test (x86_64)"
+step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
 cargo test --workspace --locked
 
 step "cargo test ringtrace-clock (aarch64 under qemu-user)"
@@ -40,11 +78,23 @@ step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
 cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys
 cargo test -p ringtrace-tracepoint --locked --features debug-preempt --test counters
 
-step "loom models of the ring (reserve, commit, read)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}" \
+step "loom models of the ring (reserve, commit, read; LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-$loom_preemptions})"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" \
   cargo test -p ringtrace-ring --locked --release --test loom
 
-step "miri: the ring's tests that make no system calls"
-cargo +nightly miri test -p ringtrace-ring --locked
+if [ "$quick" = 1 ]; then
+  step "miri (quick): the clock's and ring's unit tests, and the fuzz properties"
+  cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock --locked --lib
+  cargo +nightly miri test -p ringtrace-check --locked --test properties
+else
+  step "miri: the ring's, the clock's and the fuzz properties' tests that make no system calls"
+  cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock -p ringtrace-check --locked --lib --tests
+fi
 
-step "all checks passed"
+step "fuzz: ring_ops, clock_monotonic, decode, ${fuzz_seconds} s each under AddressSanitizer"
+bash scripts/fuzz.sh "$fuzz_seconds"
+
+finish_step
+printf '\n== all checks passed; time per part:\n'
+printf '%s\n' "${timings[@]}"
+printf '%4d s  total\n' "$SECONDS"

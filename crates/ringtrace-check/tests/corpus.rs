@@ -37,6 +37,7 @@ fn run_all(target: &str, check: Check) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads the inputs from disk")]
 fn ring_ops_corpus_and_regressions_pass() {
     run_all("ring_ops", |b| {
         ringtrace_check::ring_ops::check(b).map(drop)
@@ -44,6 +45,7 @@ fn ring_ops_corpus_and_regressions_pass() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads the inputs from disk")]
 fn clock_monotonic_corpus_and_regressions_pass() {
     run_all("clock_monotonic", |b| {
         ringtrace_check::clock_monotonic::check(b).map(drop)
@@ -51,6 +53,7 @@ fn clock_monotonic_corpus_and_regressions_pass() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "reads the inputs from disk")]
 fn decode_corpus_and_regressions_pass() {
     run_all("decode", |b| ringtrace_check::decode::check(b).map(drop));
 }

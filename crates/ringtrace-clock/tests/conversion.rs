@@ -11,7 +11,10 @@ const RELATIVE_TOLERANCE: f64 = 0.005;
 const ABSOLUTE_TOLERANCE_NS: f64 = 300_000.0;
 
 #[test]
-#[cfg_attr(miri, ignore = "reads the clocks: system calls and counter instructions")]
+#[cfg_attr(
+    miri,
+    ignore = "reads the clocks: system calls and counter instructions"
+)]
 fn ticks_to_ns_agrees_with_clock_monotonic_for_every_timed_source() {
     let mono = Mono::new();
     let mut checked = Vec::new();
@@ -47,7 +50,10 @@ fn ticks_to_ns_agrees_with_clock_monotonic_for_every_timed_source() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "reads the clocks: system calls and counter instructions")]
+#[cfg_attr(
+    miri,
+    ignore = "reads the clocks: system calls and counter instructions"
+)]
 fn the_architecture_counter_exists_and_the_foreign_one_is_a_clear_error() {
     let build = |s: SourceName| s.build().map(|_| ());
     let foreign_says = |e: ClockError, arch: &str| {
@@ -73,7 +79,10 @@ fn the_architecture_counter_exists_and_the_foreign_one_is_a_clear_error() {
 
 #[cfg(target_arch = "aarch64")]
 #[test]
-#[cfg_attr(miri, ignore = "reads the clocks: system calls and counter instructions")]
+#[cfg_attr(
+    miri,
+    ignore = "reads the clocks: system calls and counter instructions"
+)]
 fn cntvct_is_what_local_reads_on_aarch64() {
     let local = ringtrace_clock::Local::new().unwrap();
     assert_eq!(local.backing(), "cntvct");

@@ -169,7 +169,10 @@ fn global_is_monotonic_across_threads_over_a_skewed_source() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "the named global clock reads CLOCK_MONOTONIC: a system call")]
+#[cfg_attr(
+    miri,
+    ignore = "the named global clock reads CLOCK_MONOTONIC: a system call"
+)]
 fn named_global_is_monotonic_across_threads() {
     let clock = "global".parse::<ClockSpec>().unwrap().build().unwrap();
     assert_eq!(backward_steps_across_threads(clock), 0);
