@@ -108,3 +108,28 @@ pub fn is_masked() -> bool {
 pub fn pending() -> u64 {
     SOFT_IRQ.with(|s| s.pending.load(Ordering::Relaxed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_save_restore_unmasks_only_at_the_outermost() {
+        let outer = save();
+        let inner = save();
+        assert!(!outer.was_masked() && inner.was_masked());
+        restore(inner);
+        assert!(is_masked(), "an inner restore must keep irqs masked");
+        restore(outer);
+        assert!(!is_masked());
+        assert_eq!(pending(), 0);
+    }
+
+    #[test]
+    fn each_thread_has_its_own_mask() {
+        let flags = save();
+        let other = std::thread::spawn(is_masked).join().unwrap();
+        assert!(!other, "masking on one thread masked another");
+        restore(flags);
+    }
+}
