@@ -413,10 +413,16 @@ impl<'r> Run<'r> {
         // A full quarantine refuses further fixups: the reader then waits at
         // the stuck page for good (RingConfig::quarantine_pages), and the
         // events behind it stay in the buffer, counted as entries.
-        ensure(s.entries == 0 || s.fixups_refused > 0, "events stayed behind after the drain", || {
-            format!("{s:?}")
-        })?;
-        ensure(fixed_up || s.lost == 0, "events were lost with no fixup", || format!("{s:?}"))?;
+        ensure(
+            s.entries == 0 || s.fixups_refused > 0,
+            "events stayed behind after the drain",
+            || format!("{s:?}"),
+        )?;
+        ensure(
+            fixed_up || s.lost == 0,
+            "events were lost with no fixup",
+            || format!("{s:?}"),
+        )?;
         ensure(s.read == read, "the read count is off", || {
             format!("{} read, stats say {}", read, s.read)
         })?;
@@ -426,7 +432,9 @@ impl<'r> Run<'r> {
             || format!("{committed} committed; {s:?}"),
         )?;
         if self.ring.geometry().mode == Mode::Discard {
-            ensure(s.overrun == 0, "discard mode overwrote", || format!("{s:?}"))?;
+            ensure(s.overrun == 0, "discard mode overwrote", || {
+                format!("{s:?}")
+            })?;
             for (cpu, c) in self.cpus.iter().enumerate() {
                 if c.fixed_up || self.buffer(cpu).stats().fixups_refused > 0 {
                     continue;
