@@ -14,7 +14,18 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ring_ops clock_monotonic decode)
+all=(ring_ops clock_monotonic decode)
+[ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "scripts/fuzz.sh: seconds per target must be a whole number of at least 1, not '$seconds'" >&2
+  exit 2
+fi
+for t in "${targets[@]}"; do
+  if ! [[ " ${all[*]} " == *" $t "* ]]; then
+    echo "scripts/fuzz.sh: no fuzz target '$t' (valid: ${all[*]})" >&2
+    exit 2
+  fi
+done
 
 cd fuzz
 cargo +nightly fuzz build --sanitizer address
