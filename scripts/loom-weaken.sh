@@ -44,7 +44,7 @@ for w in "${W[@]}"; do
   if ! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p ringtrace-ring --release --test loom --no-run >/dev/null 2>&1; then
     echo "$id | $what | BUILD FAILED"; git checkout -q -- "$file"; continue; fi
   out=$(LOOM_MAX_PREEMPTIONS=2 timeout 300 "$LOOM_BIN" --skip two_writers 2>&1)
-  failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
+  failed=$(echo "$out" | grep -E "^test .* \.\.\. FAILED$" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
   [ -z "$failed" ] && failed="(none)"
   echo "$id | $what | $failed"
   git checkout -q -- "$file"

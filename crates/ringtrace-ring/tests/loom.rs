@@ -65,7 +65,7 @@ fn drain(ring: &RingBuffer<Counter>) -> Vec<(u64, u32)> {
     ring.flush();
     let b = ring.cpu_buffer(0).unwrap();
     std::iter::from_fn(|| b.read_event())
-        .map(|e| (e.ts, u32::from_le_bytes(e.payload[..4].try_into().unwrap())))
+        .map(|e| (e.ts, id_of(&e.payload)))
         .collect()
 }
 
