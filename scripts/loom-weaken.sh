@@ -5,6 +5,7 @@
 # when the table was made: check that each still lands on the ordering it
 # names (a row that no longer applies prints "PATTERN DID NOT APPLY") and
 # renumber after editing those files. It restores each file with git.
+# (Until 2026-12-01 the W8 and W9 rows edited each other's lines.)
 set -u
 cd "$(dirname "$0")/.."
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p ringtrace-ring --release --test loom --no-run >/dev/null 2>&1
@@ -18,8 +19,8 @@ declare -a W=(
 "W5|slot_phys slot load Acquire->Relaxed|$R/cpu_buffer.rs|566s/Ordering::Acquire/Ordering::Relaxed/"
 "W6|prepare_page slot and commit loads Acquire->Relaxed|$R/cpu_buffer.rs|594s/Ordering::Acquire/Ordering::Relaxed/;597s/Ordering::Acquire/Ordering::Relaxed/;601s/Ordering::Acquire/Ordering::Relaxed/"
 "W7|claim step 3 (fresh count) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|617s/Ordering::AcqRel/Ordering::Relaxed/;618s/Ordering::Acquire/Ordering::Relaxed/"
-"W8|claim step 2 slot CAS (nothing unread) AcqRel->Relaxed|$R/cpu_buffer.rs|652s/Ordering::AcqRel/Ordering::Relaxed/;653s/Ordering::Acquire/Ordering::Relaxed/"
-"W9|claim step 1 (OPENING) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|682s/Ordering::AcqRel/Ordering::Relaxed/;683s/Ordering::Acquire/Ordering::Relaxed/"
+"W8|claim step 2 slot CAS (nothing unread) AcqRel->Relaxed|$R/cpu_buffer.rs|682s/Ordering::AcqRel/Ordering::Relaxed/;683s/Ordering::Acquire/Ordering::Relaxed/"
+"W9|claim step 1 (OPENING) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|652s/Ordering::AcqRel/Ordering::Relaxed/;653s/Ordering::Acquire/Ordering::Relaxed/"
 "W10|claim step 2 slot CAS (overrun) AcqRel->Relaxed|$R/cpu_buffer.rs|707s/Ordering::AcqRel, Ordering::Acquire/Ordering::Relaxed, Ordering::Relaxed/"
 "W11|overrun_claims_done Release->Relaxed|$R/cpu_buffer.rs|712s/Ordering::Release/Ordering::Relaxed/"
 "W12|step E Release fences removed|$R/cpu_buffer.rs|343s/fence(Ordering::Release);/{}/;524s/fence(Ordering::Release);/{}/"
@@ -43,8 +44,9 @@ for w in "${W[@]}"; do
   if ! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p ringtrace-ring --release --test loom --no-run >/dev/null 2>&1; then
     echo "$id | $what | BUILD FAILED"; git checkout -q -- "$file"; continue; fi
   out=$(LOOM_MAX_PREEMPTIONS=2 timeout 300 "$LOOM_BIN" --skip two_writers 2>&1)
-  failed=$(echo "$out" | grep -E "^test .* FAILED" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
+  failed=$(echo "$out" | grep -E "^test .* \.\.\. FAILED$" | sed 's/^test //; s/ \.\.\. FAILED//' | tr '\n' ' ')
   [ -z "$failed" ] && failed="(none)"
   echo "$id | $what | $failed"
   git checkout -q -- "$file"
 done
+echo "took ${SECONDS} s"

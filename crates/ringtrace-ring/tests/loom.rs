@@ -4,11 +4,28 @@
 //! --release` (scripts/test.sh does). Pages are tiny (64 bytes: the header
 //! and four 8-byte events) so that page switches, wrap-around and
 //! overwrite happen within a handful of operations.
+//!
+//! Most models have one thread store and another observe. loom's search
+//! remembers only the last access to each atomic, so it does not try the
+//! observer's loads after a store if the storing thread itself read that
+//! atomic in between (a reader copies a page before it recycles it, a
+//! writer loads a slot before it claims it). The observer therefore runs in
+//! a spawned thread, which loom schedules after the main thread blocks in
+//! `join`: its loads then come after every store, and loom tries each value
+//! that the orderings allow them to return. Where a model needs its steps
+//! in a fixed order without the threads synchronizing, a `Relaxed` step
+//! counter orders them: it publishes nothing, so the only happens-before
+//! edges are the ring's own.
+//!
+//! docs/verification.md lists, for each ordering on the reserve, commit,
+//! claim and read paths, which model fails when it is weakened.
 #![cfg(loom)]
 
+use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 use ringtrace_clock::Counter;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 fn ring(mode: Mode, pages: usize) -> Arc<RingBuffer<Counter>> {
@@ -23,11 +40,32 @@ fn ring(mode: Mode, pages: usize) -> Arc<RingBuffer<Counter>> {
     Arc::new(RingBuffer::new(config, Counter::new()).unwrap())
 }
 
+/// A ring that threads can borrow for good (leaked: a few hundred bytes a
+/// model iteration), so that a reservation or an iterator can move into a
+/// spawned thread.
+fn leaked_ring(mode: Mode, pages: usize) -> &'static RingBuffer<Counter> {
+    let ring = Arc::into_inner(ring(mode, pages)).expect("no other handle yet");
+    Box::leak(Box::new(ring))
+}
+
+/// Waits until `step` reaches `n`. Relaxed: the counter only orders the
+/// model's steps; it publishes nothing (a writer's path has no Acquire fence
+/// that could make it).
+fn wait_for_step(step: &AtomicUsize, n: usize) {
+    while step.load(Relaxed) != n {
+        thread::yield_now();
+    }
+}
+
+fn id_of(payload: &[u8]) -> u32 {
+    u32::from_le_bytes(payload[..4].try_into().unwrap())
+}
+
 fn drain(ring: &RingBuffer<Counter>) -> Vec<(u64, u32)> {
     ring.flush();
     let b = ring.cpu_buffer(0).unwrap();
     std::iter::from_fn(|| b.read_event())
-        .map(|e| (e.ts, u32::from_le_bytes(e.payload[..4].try_into().unwrap())))
+        .map(|e| (e.ts, id_of(&e.payload)))
         .collect()
 }
 
@@ -95,6 +133,124 @@ fn nested_write_with_non_lifo_commit_against_a_second_writer() {
         let pos = |id| ids.iter().position(|&x| x == id).unwrap();
         assert!(pos(1) < pos(2), "reservation order lost: {ids:?}");
         check_order_and_accounting(&ring, &read);
+    });
+}
+
+/// A 24-byte payload whose first word is `id` and whose other words are
+/// 0xEE bytes, so that a record read over them decodes as garbage.
+fn long_payload(id: u32) -> [u8; 24] {
+    let mut payload = [0xEE; 24];
+    payload[..4].copy_from_slice(&id.to_le_bytes());
+    payload
+}
+
+/// A writer on the fast path writes over the previous lap's bytes, and
+/// every reader sees its record, not what was there: its CAS on the state
+/// acquires the page's claim, which acquired the previous lap's commits, so
+/// its stores come after those bytes. Pins the fast path's AcqRel CAS
+/// (docs/verification.md, W1).
+#[test]
+fn a_fast_path_write_over_the_previous_lap_reads_as_written() {
+    loom::model(|| {
+        // Page 0 holds id 0 with 0xEE bytes up to byte 60; the other
+        // thread fills page 1 with id 1; id 2 opens page 2 in page 0's
+        // memory at byte 32; then the other thread writes id 100 on the
+        // fast path (its hints are fresh) at byte 40, over id 0's bytes.
+        // The other thread has seen the state as it was when id 0 was
+        // reserved, not id 0's bytes: only the fast path's CAS orders its
+        // record after them.
+        let ring = leaked_ring(Mode::Overwrite, 2);
+        let step: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        let other = thread::spawn(move || {
+            wait_for_step(step, 1);
+            let one = ring.write_on(0, &long_payload(1));
+            step.store(2, Relaxed);
+            wait_for_step(step, 3);
+            (one, ring.write_on(0, &100u32.to_le_bytes()))
+        });
+        let zero = ring.write_on(0, &long_payload(0));
+        step.store(1, Relaxed);
+        wait_for_step(step, 2);
+        let two = ring.write_on(0, &2u32.to_le_bytes());
+        step.store(3, Relaxed);
+        let (one, late) = other.join().unwrap();
+        assert!(zero.is_ok(), "{zero:?}");
+        let expected: Vec<(u64, u32)> = [(one, 1), (two, 2), (late, 100)]
+            .into_iter()
+            .map(|(ts, id)| (ts.expect("one writer at a time never fails"), id))
+            .collect();
+        assert_eq!(
+            drain(ring),
+            expected,
+            "an event read back is not as written"
+        );
+    });
+}
+
+/// A reservation dropped last, completing its page, reads as a discard
+/// record: the drop's commit publishes the discard header it wrote, so a
+/// reader that finds the page complete skips the record and reads the
+/// events after it, rather than stop at a header never written and count
+/// them lost. Pins the Release of the drop's commit (W24).
+#[test]
+fn a_reservation_dropped_last_reads_as_a_discard() {
+    loom::model(|| {
+        let ring = ring(Mode::Discard, 2);
+        // The first record of page 0 is held; ids 1..=3 fill the page.
+        let held = ring.reserve_on(0, 4).unwrap();
+        for i in 1..=3u32 {
+            ring.write_on(0, &i.to_le_bytes()).unwrap();
+        }
+        let reader = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                let b = ring.cpu_buffer(0).unwrap();
+                std::iter::from_fn(|| b.read_event())
+                    .map(|e| id_of(&e.payload))
+                    .collect::<Vec<u32>>()
+            })
+        };
+        drop(held);
+        let mut ids = reader.join().unwrap();
+        ids.extend(drain(&ring).iter().map(|r| r.1));
+        assert_eq!(ids, vec![1, 2, 3], "{:?}", ring.stats());
+        assert_eq!(ring.stats().lost, 0);
+    });
+}
+
+/// A page closed by a flush is read whole up to its padding record: the
+/// padding's commit publishes the padding header, so a reader that finds
+/// the page complete never decodes what an earlier lap left after the last
+/// event. Pins the Release of `commit_bytes` (W4), which the padding needs;
+/// the page header's and a time prefix's commits are followed by the same
+/// writer's event commit, whose Release covers them too.
+#[test]
+fn a_flushed_page_read_whole_ends_at_its_padding() {
+    loom::model(|| {
+        // Ids 0..=7 fill pages 0 and 1; id 8 opens page 2 in page 0's
+        // memory, where lap 1's ids 1..=3 still follow it.
+        let ring = ring(Mode::Overwrite, 2);
+        for i in 0..=8u32 {
+            ring.write_on(0, &i.to_le_bytes()).unwrap();
+        }
+        let reader = {
+            let ring = Arc::clone(&ring);
+            thread::spawn(move || {
+                let b = ring.cpu_buffer(0).unwrap();
+                (0..2)
+                    .filter_map(|_| b.read_page())
+                    .map(|page| page.events().map(|(_, p)| id_of(p)).collect::<Vec<u32>>())
+                    .collect::<Vec<_>>()
+            })
+        };
+        ring.flush();
+        let pages = reader.join().unwrap();
+        for ids in &pages {
+            assert!(
+                ids == &[4, 5, 6, 7] || ids == &[8],
+                "a page read whole shows a record that is not its own: {pages:?}"
+            );
+        }
     });
 }
 
@@ -198,8 +354,7 @@ fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
         // and the claim interleave, no physical page may end up where
         // neither the ring nor the reader's free list can reach it.
         // Leaked, so that the held reservation can move to the writer.
-        let ring: &'static RingBuffer<Counter> =
-            Box::leak(Box::new(Arc::into_inner(ring(Mode::Overwrite, 2)).unwrap()));
+        let ring = leaked_ring(Mode::Overwrite, 2);
         let held = ring.reserve_on(0, 4).unwrap();
         for i in 1..5u32 {
             ring.write_on(0, &i.to_le_bytes()).unwrap(); // 1..3 fill page 0
@@ -231,10 +386,6 @@ fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
     });
 }
 
-fn id_of(payload: &[u8]) -> u32 {
-    u32::from_le_bytes(payload[..4].try_into().unwrap())
-}
-
 #[test]
 fn iterator_never_reads_an_open_reservation_as_committed() {
     loom::model(|| {
@@ -264,41 +415,72 @@ fn iterator_never_reads_an_open_reservation_as_committed() {
     });
 }
 
+/// An iterator copying a page while a writer laps onto it keeps the old
+/// page only if it copied none of the new lap's bytes: a writer fences with
+/// Release after the CAS that follows its claim (step E), the iterator with
+/// Acquire after its copy, so a copy holding any new byte sees the slot
+/// claimed and is thrown away. Pins the step E fences (W12) and the
+/// iterator's fence (W23).
+#[test]
+fn iterator_racing_a_writer_that_laps_onto_its_page_yields_nothing_torn() {
+    loom::model(|| {
+        // Ids 0..=7 fill pages 0 and 1. The iterator starts at page 0;
+        // then id 8 claims page 0's slot for page 2 and rewrites the
+        // page's header (base time, sequence) and first record. A torn
+        // copy gives lap 1's events the new base time, or id 8 a place
+        // among them. The iterator stops after four events: page 0's, or
+        // page 1's if it threw page 0 away.
+        let ring = leaked_ring(Mode::Overwrite, 2);
+        let mut stamps: Vec<u64> = (0..8u32)
+            .map(|i| ring.write_on(0, &i.to_le_bytes()).unwrap())
+            .collect();
+        let iter = ring.iter(0).unwrap();
+        let iterator = thread::spawn(move || {
+            iter.take(4)
+                .map(|e| (e.ts, id_of(&e.payload)))
+                .collect::<Vec<_>>()
+        });
+        stamps.push(ring.write_on(0, &8u32.to_le_bytes()).unwrap());
+        let seen = iterator.join().unwrap();
+        assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
+        for (ts, id) in &seen {
+            assert_eq!(*ts, stamps[*id as usize], "event {id} torn: {seen:?}");
+        }
+    });
+}
+
+/// An iterator copying a page while the reader recycles its memory keeps
+/// the copy only if it holds none of the rewrite: the reader fences with
+/// Release before rewriting a page it took out of a slot earlier, so a copy
+/// that holds any rewritten byte sees, after the iterator's Acquire fence,
+/// that slot changed. Pins the fence in `swap_in_spare` (W16), which the
+/// swap's own Release cannot give (it orders only what comes before it),
+/// and the iterator's fence (W23).
 #[test]
 fn iterator_racing_a_reader_that_recycles_its_page_yields_nothing_torn() {
     loom::model(|| {
-        // Pages 0 and 1 are complete. The reader takes page 0, gives its
-        // memory back, and takes page 1 by swapping that same memory, now
-        // rewritten as an empty page, into slot 1. An iterator copying
-        // page 0 meanwhile must either see the slot change and throw the
-        // copy away, or have copied page 0 whole: never page 0's events
-        // under the rewritten header (base time 0), which would give them
-        // wrong timestamps. That needs the Release fence before the
-        // rewrite; the swap's own Release does not order later stores.
-        let ring = ring(Mode::Discard, 2);
+        // Pages 0 and 1 are complete and the iterator starts at page 0.
+        // The reader takes page 0, gives its memory back, and takes page 1
+        // by swapping that same memory, rewritten as an empty page, into
+        // slot 1. A torn copy gives page 0's events the rewritten header's
+        // base time (0).
+        let ring = leaked_ring(Mode::Discard, 2);
         let stamps: Vec<u64> = (0..8u32)
             .map(|i| ring.write_on(0, &i.to_le_bytes()).unwrap())
             .collect();
-        let reader = {
-            let ring = Arc::clone(&ring);
-            thread::spawn(move || {
-                let b = ring.cpu_buffer(0).unwrap();
-                let first = b.read_page().unwrap();
-                let second = b.read_page().unwrap();
-                (first.events().count(), second.events().count())
-            })
-        };
-        let seen: Vec<(u64, u32)> = ring
-            .iter(0)
-            .unwrap()
-            .map(|e| (e.ts, id_of(&e.payload)))
+        let iter = ring.iter(0).unwrap();
+        let iterator =
+            thread::spawn(move || iter.map(|e| (e.ts, id_of(&e.payload))).collect::<Vec<_>>());
+        let b = ring.cpu_buffer(0).unwrap();
+        let taken: Vec<usize> = (0..2)
+            .filter_map(|_| b.read_page())
+            .map(|page| page.events().count())
             .collect();
-        assert_eq!(reader.join().unwrap(), (4, 4));
+        assert_eq!(taken, vec![4, 4]);
+        let seen = iterator.join().unwrap();
+        assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
         for (ts, id) in &seen {
-            assert_eq!(
-                *ts, stamps[*id as usize],
-                "event {id} yielded with a torn page's time: {seen:?}"
-            );
+            assert_eq!(*ts, stamps[*id as usize], "event {id} torn: {seen:?}");
         }
     });
 }
