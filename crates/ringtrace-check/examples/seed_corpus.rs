@@ -51,18 +51,6 @@ fn pages(page_size: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn pseudo_random(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
 fn main() -> std::io::Result<()> {
     let dir = std::env::args()
         .nth(1)
@@ -82,13 +70,13 @@ fn main() -> std::io::Result<()> {
             dir,
             "ring_ops",
             &format!("script-{seed}"),
-            &pseudo_random(seed, len),
+            &ringtrace_check::pseudo_random_bytes(seed, len),
         )?;
         write(
             dir,
             "clock_monotonic",
             &format!("script-{seed}"),
-            &pseudo_random(seed + 100, len),
+            &ringtrace_check::pseudo_random_bytes(seed + 100, len),
         )?;
     }
     for name in [
@@ -103,7 +91,7 @@ fn main() -> std::io::Result<()> {
         input[15] = 0x10; // 2^28 Hz, if read little-endian
         input.push(name.len() as u8);
         input.extend_from_slice(name.as_bytes());
-        input.extend(pseudo_random(name.len() as u64, 600));
+        input.extend(ringtrace_check::pseudo_random_bytes(name.len() as u64, 600));
         write(
             dir,
             "clock_monotonic",

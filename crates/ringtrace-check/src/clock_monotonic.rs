@@ -47,12 +47,7 @@ pub struct ClockScript {
 /// script (missing bytes read as zeros).
 pub fn check(bytes: &[u8]) -> Result<Outcome, Violation> {
     let mut u = Unstructured::new(bytes);
-    let setup = Setup::arbitrary(&mut u).unwrap_or(Setup {
-        overwrite: false,
-        page_shift: 0,
-        pages: 0,
-        cpus: 0,
-    });
+    let setup = Setup::arbitrary(&mut u).unwrap_or(Setup::SMALLEST);
     let start = u64::arbitrary(&mut u).unwrap_or(1);
     let conversion = <(u64, u64, u64)>::arbitrary(&mut u).unwrap_or((1, 0, 0));
     // A short name: its length, then its bytes.

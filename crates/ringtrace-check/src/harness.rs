@@ -87,6 +87,14 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// Discard mode, one CPU buffer of two 64-byte pages.
+    pub const SMALLEST: Setup = Setup {
+        overwrite: false,
+        page_shift: 0,
+        pages: 0,
+        cpus: 0,
+    };
+
     /// The ring's configuration: small pages, no timed fixup (fixups happen
     /// only when the script asks, so a run is deterministic).
     pub fn config(&self) -> RingConfig {

@@ -71,6 +71,20 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+/// `len` pseudo-random bytes from `seed` (xorshift): inputs for tests
+/// and seed corpora that are the same on every run.
+pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
 /// Decodes items until the bytes run out (or `most` of them): unlike
 /// `arbitrary`'s own `Vec`, which stops at the first "no more" byte, every
 /// byte of a long input becomes part of a long script.

@@ -35,12 +35,7 @@ pub struct RingScript {
 /// script (missing bytes read as zeros).
 pub fn check(bytes: &[u8]) -> Result<Outcome, Violation> {
     let mut u = Unstructured::new(bytes);
-    let setup = Setup::arbitrary(&mut u).unwrap_or(Setup {
-        overwrite: false,
-        page_shift: 0,
-        pages: 0,
-        cpus: 0,
-    });
+    let setup = Setup::arbitrary(&mut u).unwrap_or(Setup::SMALLEST);
     let ops = crate::take_ops(&mut u, crate::MAX_OPS / 2);
     run_script(&RingScript { setup, ops })
 }

@@ -5,17 +5,7 @@
 //! "no more" byte) the properties would pass while checking nothing.
 
 fn inputs(n: usize, len: usize) -> impl Iterator<Item = Vec<u8>> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    (0..n).map(move |_| {
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect()
-    })
+    (0..n as u64).map(move |i| ringtrace_check::pseudo_random_bytes(0x9E37_79B9_7F4A_7C15 ^ i, len))
 }
 
 #[test]
