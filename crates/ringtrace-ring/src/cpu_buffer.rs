@@ -561,8 +561,8 @@ impl CpuBuffer {
 
     #[cold]
     fn slot_phys(&self, seq: u64) -> Option<usize> {
-        // Acquire: pairs with the Release of the claim, so the claim's reset
-        // of the commit word is seen before we commit to it.
+        // Acquire: more than enough. The state CAS that must succeed before
+        // `phys` is used already orders the claim first (verification.md, W5).
         let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
         (slot.gen == gen_of(seq, self.pages())).then_some(slot.phys)
     }
@@ -638,7 +638,7 @@ impl CpuBuffer {
             if self.geometry.mode == Mode::Discard && commit.events > slot.consumed {
                 return Err(PrepareError::Refused(ReserveError::Full));
             }
-            // Step 1.
+            // Step 1. AcqRel, as every step; implied here (verification.md, W9).
             let opening = Commit {
                 bytes: 0,
                 events: commit.events,

@@ -569,7 +569,7 @@ impl CpuBuffer {
             PAGE_HEADER,
             format::record_header(format::TYPE_PADDING, 0),
         );
-        // Release: the claimer's Acquire load of this word sees the reset.
+        // Release; the slot CAS below publishes it too (verification.md, W17).
         self.commits[spare].store(
             Commit::complete(slot.gen, self.page_size(), 0).pack(),
             Ordering::Release,
