@@ -42,6 +42,10 @@ pub enum ClockStep {
     },
 }
 
+/// Every access is Relaxed: one thread drives the script, reads the clock
+/// (through the ring it stamps) and checks the results, so program order is
+/// all the order there is; the atomics only make the clock `Sync`, as
+/// `Clock` requires.
 #[derive(Debug, Default)]
 struct State {
     now: AtomicU64,
@@ -63,7 +67,7 @@ impl ScriptClock {
 
     /// Sets the reading.
     pub fn set(&self, t: u64) {
-        // Relaxed: one thread drives and reads the clock.
+        // Relaxed: see State.
         self.0.now.store(t, Ordering::Relaxed);
     }
 
@@ -77,6 +81,7 @@ impl ScriptClock {
             ClockStep::Jump(n) => self.set(now.wrapping_add(1u64 << (20 + u32::from(n) % 44))),
             ClockStep::NearMax(n) => self.set(u64::MAX - u64::from(n)),
             ClockStep::TornTick { period } => {
+                // Relaxed: see State.
                 self.0
                     .after_torn
                     .store(now.wrapping_add(1).max(1), Ordering::Relaxed);
@@ -88,6 +93,7 @@ impl ScriptClock {
     /// Called after each reservation attempt: a torn reading is over, and
     /// the clock goes back to true time.
     pub fn after_reserve(&self) {
+        // Relaxed: see State.
         let t = self.0.after_torn.swap(0, Ordering::Relaxed);
         if t != 0 {
             self.set(t);
@@ -97,6 +103,7 @@ impl ScriptClock {
 
 impl Clock for ScriptClock {
     fn read(&self) -> u64 {
+        // Relaxed: see State.
         self.0.now.load(Ordering::Relaxed)
     }
 
