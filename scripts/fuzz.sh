@@ -27,6 +27,10 @@ for t in "${targets[@]}"; do
   fi
 done
 
+if ! command -v cargo-fuzz >/dev/null || ! rustup toolchain list | grep -q '^nightly'; then
+  echo "scripts/fuzz.sh: needs a nightly toolchain and cargo-fuzz (rustup toolchain install nightly; cargo install cargo-fuzz), or run bash .ci/run, which installs both" >&2
+  exit 2
+fi
 cd fuzz
 cargo +nightly fuzz build --sanitizer address
 for t in "${targets[@]}"; do
