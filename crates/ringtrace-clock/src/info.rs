@@ -55,7 +55,8 @@ pub struct TickConversion {
 }
 
 impl TickConversion {
-    const SHIFT: u32 = 32;
+    /// The fixed-point shift: `ns = (ticks * mult + 2^(SHIFT-1)) >> SHIFT`.
+    pub const SHIFT: u32 = 32;
 
     /// The identity: the ticks are nanoseconds already.
     pub const NANOSECONDS: TickConversion = TickConversion {
@@ -81,6 +82,12 @@ impl TickConversion {
             mult: mult as u64,
             frequency_hz,
         })
+    }
+
+    /// The fixed-point multiplier (see [`TickConversion::SHIFT`]), as a
+    /// file header records it.
+    pub fn mult(&self) -> u64 {
+        self.mult
     }
 
     /// The counter frequency this conversion was made for.

@@ -98,6 +98,12 @@ pub enum ConfigError {
         /// What the system said.
         reason: String,
     },
+    /// The ring's file could not be created, opened or mapped.
+    #[error(transparent)]
+    File(#[from] crate::file::FileError),
+    /// `append` or `metadata` without `file`.
+    #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
+    NeedsFile(&'static str),
     /// The ring's pages would not fit in this machine's memory.
     #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
     TooLarge {
@@ -172,6 +178,13 @@ pub struct RingConfig {
     /// are mapped with the ring but cost memory only once a dead writer
     /// holds them: `page_size` bytes each, for good. 1024 by default.
     pub quarantine_pages: usize,
+    /// Lay the ring out in this file (the flight recorder; see
+    /// [`crate::file`]) rather than in anonymous memory. `None` by default.
+    pub file: Option<crate::file::FileTarget>,
+    /// Set by [`RingConfig::append`] before a file is named.
+    pub(crate) pending_append: bool,
+    /// Set by [`RingConfig::metadata`] before a file is named.
+    pub(crate) pending_metadata: Option<Vec<u8>>,
 }
 
 impl Default for RingConfig {
@@ -183,6 +196,9 @@ impl Default for RingConfig {
             cpus: None,
             fixup_after: Some(crate::reader::DEFAULT_FIXUP_AFTER),
             quarantine_pages: DEFAULT_QUARANTINE_PAGES,
+            file: None,
+            pending_append: false,
+            pending_metadata: None,
         }
     }
 }
@@ -279,8 +295,60 @@ impl RingConfig {
         self
     }
 
+    /// Lays the ring out in the file at `path`: a flight recorder, whose
+    /// events survive the process ([`crate::file`]). The file is created
+    /// with mode 0600; an existing file, or a symbolic link at `path`, is an
+    /// error unless [`append`](RingConfig::append) is set (a link is
+    /// refused even then).
+    ///
+    /// ```
+    /// use ringtrace_ring::RingConfig;
+    /// let config = RingConfig::default().file("/tmp/app.ring").append(true);
+    /// assert!(config.file.unwrap().append);
+    /// ```
+    pub fn file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let mut target = self.file.take().unwrap_or_default();
+        target.path = path.into();
+        target.append |= std::mem::take(&mut self.pending_append);
+        if let Some(m) = self.pending_metadata.take() {
+            target.metadata = m;
+        }
+        self.file = Some(target);
+        self
+    }
+
+    /// Writes into an existing file rather than refusing it: its ring must
+    /// have this shape and clock, and its writer must be gone. The ring
+    /// goes on from where the file left off.
+    pub fn append(mut self, append: bool) -> Self {
+        match self.file.as_mut() {
+            Some(target) => target.append = append,
+            None => self.pending_append = append,
+        }
+        self
+    }
+
+    /// Bytes the file's header keeps for readers (ringtrace's facade puts
+    /// the tracepoint descriptions here, so that a dump decodes events
+    /// without the program).
+    pub fn metadata(mut self, bytes: Vec<u8>) -> Self {
+        match self.file.as_mut() {
+            Some(target) => target.metadata = bytes,
+            None => self.pending_metadata = Some(bytes),
+        }
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        if self.file.is_none() {
+            if self.pending_append {
+                return Err(ConfigError::NeedsFile("append"));
+            }
+            if self.pending_metadata.is_some() {
+                return Err(ConfigError::NeedsFile("metadata"));
+            }
+        }
         let page_size = self.page_size;
         if !page_size.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) {
             return Err(ConfigError::PageSize {

@@ -20,12 +20,13 @@
 
 use crate::config::{ConfigError, Geometry, Mode};
 use crate::format::{self, TimePrefix, PAGE_HEADER};
+use crate::memory::CpuMemory;
 use crate::meta::{gen_of, tag_of, Commit, Slot};
 use crate::reservation::Reservation;
 use crate::stats::RareCounters;
 use crate::sync::{fence, AtomicPair, AtomicU32, AtomicU64, Ordering};
 use crate::words::PageWords;
-use crate::zeroed::{ZeroedError, ZeroedSlice};
+use crate::zeroed::{ZeroedBox, ZeroedError, ZeroedSlice};
 use crossbeam_utils::CachePadded;
 use ringtrace_clock::Clock;
 use thiserror::Error;
@@ -50,8 +51,10 @@ pub enum ReserveError {
 }
 
 /// The writers' hot cache line: one per CPU buffer, so writers on different
-/// CPUs share no line on the fast path.
+/// CPUs share no line on the fast path. In a file ring it lives in the
+/// file (its order is the file format's: see `file::layout`).
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct WriterHot {
     /// (write offset, last timestamp), changed together by CAS.
     pub state: AtomicPair,
@@ -70,21 +73,39 @@ pub(crate) struct WriterHot {
     pub open_page: AtomicU64,
 }
 
+// SAFETY: every field is an integer atomic (the pair a 128-bit one), valid
+// for any bits, zero for `new(0)`, without Drop; repr(C) fixes the layout.
+// (Under loom the pair is a model built only by `zero()`, for the boxed
+// backing.)
+unsafe impl crate::zeroed::Zeroable for WriterHot {
+    fn zero() -> Self {
+        WriterHot {
+            state: AtomicPair::new(0, 0),
+            write_hint: AtomicU64::new(0),
+            ts_hint: AtomicU64::new(0),
+            hit: AtomicU64::new(0),
+            open_page: AtomicU64::new(0),
+        }
+    }
+}
+
 /// One CPU's ring of pages.
 #[derive(Debug)]
 pub struct CpuBuffer {
     pub(crate) cpu: usize,
     pub(crate) geometry: Geometry,
-    pub(crate) hot: CachePadded<WriterHot>,
+    pub(crate) hot: ZeroedBox<CachePadded<WriterHot>>,
     /// One word per ring slot; see [`crate::meta`].
-    pub(crate) slots: Box<[AtomicU64]>,
+    pub(crate) slots: ZeroedSlice<AtomicU64>,
     /// One commit word per physical page, each on its own cache line.
     /// Zeroed and mapped like the pages: a spare's is set when it enters a
     /// slot (`swap_in_spare`), so the quarantine's cost nothing unused.
     pub(crate) commits: ZeroedSlice<CachePadded<AtomicU64>>,
     pub(crate) words: PageWords,
-    pub(crate) rare: CachePadded<RareCounters>,
+    pub(crate) rare: ZeroedBox<CachePadded<RareCounters>>,
     pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
+    /// A file ring: claims zero their page (see `prepare_page`).
+    pub(crate) zero_on_claim: bool,
 }
 
 /// Where the general reserve loop put an event and what its commit will
@@ -161,55 +182,62 @@ fn event_header(len: usize, delta: u64) -> u32 {
 }
 
 impl CpuBuffer {
-    pub(crate) fn new(cpu: usize, geometry: Geometry) -> Result<Self, ConfigError> {
+    /// A buffer in `memory`, which is all zero: sets up its slots and
+    /// commit words.
+    pub(crate) fn new(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Self {
         let n = geometry.pages_per_cpu;
         let phys_pages = geometry.physical_pages();
+        let CpuMemory {
+            hot,
+            rare,
+            slots,
+            commits,
+            words,
+            zero_on_claim,
+        } = memory;
+        // Relaxed, here and below: the buffer is not shared yet.
         // Every slot starts at generation 0 ("never used") on its own page,
         // complete and empty, so the first writer claims it like any other.
-        let slots = (0..n)
-            .map(|s| {
-                AtomicU64::new(
-                    Slot {
-                        consumed: 0,
-                        phys: s,
-                        gen: 0,
-                    }
-                    .pack(),
-                )
-            })
-            .collect();
-        let no_memory = |e: ZeroedError| ConfigError::Memory {
-            bytes: e.bytes,
-            reason: e.reason,
-        };
-        let commits = ZeroedSlice::<CachePadded<AtomicU64>>::new(phys_pages).map_err(no_memory)?;
+        for (s, slot) in slots.iter().enumerate() {
+            let word = Slot {
+                consumed: 0,
+                phys: s,
+                gen: 0,
+            };
+            slot.store(word.pack(), Ordering::Relaxed);
+        }
         for commit in commits.iter().take(n + 1) {
-            // Relaxed: the buffer is not shared yet.
             commit.store(
-                Commit::complete(0, geometry.page_size, 0).pack(),
+                Commit::complete(0, geometry.page_size, 0, false).pack(),
                 Ordering::Relaxed,
             );
         }
-        Ok(CpuBuffer {
+        hot.open_page.store(u64::MAX, Ordering::Relaxed);
+        CpuBuffer {
             cpu,
             geometry,
-            hot: CachePadded::new(WriterHot {
-                state: AtomicPair::new(0, 0),
-                write_hint: AtomicU64::new(0),
-                ts_hint: AtomicU64::new(0),
-                hit: AtomicU64::new(0),
-                open_page: AtomicU64::new(u64::MAX),
-            }),
+            hot,
             slots,
             commits,
-            words: PageWords::new(phys_pages, geometry.page_size).map_err(no_memory)?,
-            rare: CachePadded::new(RareCounters::default()),
+            words,
+            rare,
             // Lowest first off the stack: the quarantine's pages further
             // down are touched only when dead writers need them.
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(
                 (n..phys_pages).rev().collect(),
             )),
-        })
+            zero_on_claim,
+        }
+    }
+
+    /// A buffer in anonymous memory.
+    pub(crate) fn anonymous(cpu: usize, geometry: Geometry) -> Result<Self, ConfigError> {
+        let memory =
+            CpuMemory::anonymous(&geometry).map_err(|e: ZeroedError| ConfigError::Memory {
+                bytes: e.bytes,
+                reason: e.reason,
+            })?;
+        Ok(Self::new(cpu, geometry, memory))
     }
 
     /// The CPU this buffer belongs to.
@@ -344,12 +372,22 @@ impl CpuBuffer {
                         self.hot.write_hint.store(new.0, Ordering::Relaxed);
                         self.hot.ts_hint.store(now, Ordering::Relaxed);
                         // F: a long event's length word is written now, the
-                        // space being ours since D.
+                        // space being ours since D, then the PENDING header.
                         if let (false, Some(length)) = (format::is_short(len), record.get(1)) {
                             // Relaxed: published by the commit's Release add.
                             length.store(len as u32, Ordering::Relaxed);
                         }
-                        break 'fast (record, commit_word, event_header(len, delta), now);
+                        let header = event_header(len, delta);
+                        if let Some(first) = record.first() {
+                            // Release, for a crash rather than for readers
+                            // (who see only committed bytes): the length is
+                            // stored first in program order and for the
+                            // compiler, so a recovered file can step over
+                            // the record (format::PENDING). A plain store on
+                            // x86_64.
+                            first.store(header | format::PENDING, Ordering::Release);
+                        }
+                        break 'fast (record, commit_word, header, now);
                     }
                 }
             }
@@ -400,7 +438,12 @@ impl CpuBuffer {
         if !format::is_short(len) {
             self.words.store(phys, event_at + 4, len as u32);
         }
-        Placement::new(phys, event_at, event_header(len, delta), ts)
+        let header = event_header(len, delta);
+        // Release: for a crash, after the length word (as on the fast path).
+        self.words
+            .word(phys, event_at)
+            .store(header | format::PENDING, Ordering::Release);
+        Placement::new(phys, event_at, header, ts)
     }
 
     /// The general reserve loop: every case of steps A to F.
@@ -603,17 +646,16 @@ impl CpuBuffer {
             }
             if slot.gen == want {
                 if commit.opening && commit.tag == tag_of(want) {
+                    if self.zero_on_claim && !commit.zeroed {
+                        // A file ring's claimer is zeroing the page (see
+                        // `zero_claimed`). Only it may: a helper could
+                        // still be storing zeros after writers came in.
+                        return Err(PrepareError::Refused(ReserveError::Busy));
+                    }
                     // Step 3, ours or someone else's.
-                    let fresh = Commit {
-                        bytes: 0,
-                        events: 0,
-                        opening: false,
-                        reclaimed: false,
-                        tag: tag_of(want),
-                    };
                     let _ = commit_word.compare_exchange(
                         commit.pack(),
-                        fresh.pack(),
+                        Commit::fresh(want).pack(),
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     );
@@ -639,20 +681,85 @@ impl CpuBuffer {
                 return Err(PrepareError::Refused(ReserveError::Full));
             }
             // Step 1. AcqRel, as every step; implied here (verification.md, W9).
-            let opening = Commit {
-                bytes: 0,
-                events: commit.events,
-                opening: true,
-                reclaimed: false,
-                tag: tag_of(want),
-            };
-            let _ = commit_word.compare_exchange(
-                commit.pack(),
-                opening.pack(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            );
+            let opening = Commit::opening(want, commit.events);
+            let won = commit_word
+                .compare_exchange(
+                    commit.pack(),
+                    opening.pack(),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok();
+            if won && self.zero_on_claim {
+                self.zero_claimed(slot_word, want, opening, slot.phys);
+            }
         }
+    }
+
+    /// A file ring's claim of physical page `phys`, between its steps 1 and
+    /// 3 (see `prepare_page`), by the writer that won step 1: the page is
+    /// zeroed, so that a file recovered after a crash never shows an older
+    /// lap's bytes where a reservation had not yet written its header.
+    ///
+    /// - Step 2 first (ours, or a helper's): until the slot has moved on,
+    ///   an iterator may copy the page under the old generation and trust
+    ///   the copy, so its bytes must not change before.
+    /// - Release fence, then the zeros: an iterator that copies any zero and
+    ///   then fences with Acquire sees the slot moved, and drops its copy
+    ///   (the seqlock argument, as at step E of `reserve`).
+    /// - The commit word goes from OPENING to OPENING | ZEROED, AcqRel:
+    ///   whoever does step 3 Acquire-loads it, and every writer enters the
+    ///   page after step 3, so all of them see the zeros.
+    ///
+    /// Until ZEROED, step 3 is refused to everyone else (Busy): a helper
+    /// zeroing too could still be storing zeros after writers came in.
+    #[cold]
+    pub(crate) fn zero_claimed(
+        &self,
+        slot_word: &AtomicU64,
+        want: u32,
+        opening: Commit,
+        phys: usize,
+    ) {
+        loop {
+            // Acquire: see whoever moved the slot.
+            let word = slot_word.load(Ordering::Acquire);
+            let slot = Slot::unpack(word);
+            if slot.phys != phys {
+                // A fixup swapped the page out before step 2 (see
+                // `reclaim`): the claim failed, and the page is the
+                // reader's now. Not ours to zero.
+                return;
+            }
+            if slot.gen == want {
+                break;
+            }
+            if slot.gen != want.wrapping_sub(1) {
+                debug_assert!(false, "an OPENING page's slot moved on");
+                return;
+            }
+            // Still the old generation (its `consumed` may change under a
+            // reader): step 2. Nothing else can move it: the page is
+            // OPENING, so no reader takes it, no fixup touches it and no
+            // writer opens it.
+            self.claim_slot(slot_word, word, opening);
+        }
+        fence(Ordering::Release);
+        self.words.zero_page(phys);
+        let zeroed = Commit {
+            zeroed: true,
+            ..opening
+        };
+        let set = self.commit_word(phys).compare_exchange(
+            opening.pack(),
+            zeroed.pack(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        debug_assert!(
+            set.is_ok(),
+            "only the claimer changes an OPENING word before ZEROED"
+        );
     }
 
     /// Step 2 of a claim (see `prepare_page`): moves the slot whose word
@@ -736,7 +843,9 @@ impl CpuBuffer {
             .open_page
             .store((seq << 16) | phys as u64, Ordering::Relaxed);
         self.words.store_page_header(phys, seq, base_ts);
-        self.commit_bytes(phys, PAGE_HEADER as u64);
+        // With the HEADER flag: a recovered file trusts the page's base time
+        // only when its header's own commit landed.
+        self.commit_bytes(phys, PAGE_HEADER as u64 | crate::meta::HEADER);
     }
 
     /// Adds `value` to a commit word. Release: everything this writer wrote
@@ -763,21 +872,21 @@ impl CpuBuffer {
     /// Writes and commits the TIME_EXTEND or TIME_STAMP record at `at`.
     #[cold]
     fn write_prefix(&self, phys: usize, at: usize, prefix: TimePrefix) {
-        match prefix {
+        // The header word last, Release: for a crash, so that a recovered
+        // file never finds the header without the words it announces.
+        let header = match prefix {
             TimePrefix::None => return,
             TimePrefix::Extend(delta) => {
-                let header =
-                    format::record_header(format::TYPE_TIME_EXTEND, delta & format::MAX_DELTA);
-                self.words.store(phys, at, header);
                 self.words
                     .store(phys, at + 4, (delta >> format::DELTA_BITS) as u32);
+                format::record_header(format::TYPE_TIME_EXTEND, delta & format::MAX_DELTA)
             }
             TimePrefix::Stamp(ts) => {
-                self.words
-                    .store(phys, at, format::record_header(format::TYPE_TIME_STAMP, 0));
                 self.words.store_u64(phys, at + 4, ts);
+                format::record_header(format::TYPE_TIME_STAMP, 0)
             }
-        }
+        };
+        self.words.word(phys, at).store(header, Ordering::Release);
         self.commit_bytes(phys, prefix.size() as u64);
     }
 

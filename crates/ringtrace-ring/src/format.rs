@@ -13,7 +13,8 @@
 //!  | 32 records ...                                               |
 //!  +------------------------------------------------------------+
 //!
-//!  record header (u32): bits 0..5 type_len, bits 5..32 time_delta
+//!  record header (u32): bits 0..5 type_len, bits 5..31 time_delta,
+//!                       bit 31 PENDING (reserved, not yet committed)
 //!    type_len 0        never written: a corrupt or unfinished page
 //!    type_len 1..=26   data, payload of type_len * 4 bytes follows
 //!    type_len 27       DISCARD: abandoned reservation; u32 total length
@@ -22,23 +23,34 @@
 //!                      payload padded to 4 bytes
 //!    type_len 29       PADDING: the rest of the page is empty
 //!    type_len 30       TIME_EXTEND: u32 follows; delta = time_delta |
-//!                      (u32 << 27), 59 bits; the next record has delta 0
+//!                      (u32 << 26), 58 bits; the next record has delta 0
 //!    type_len 31       TIME_STAMP: two u32 follow, the low and high
-//!                      halves of an absolute time (a delta of 2^59 or more)
+//!                      halves of an absolute time (a delta of 2^58 or more)
 //! ```
 //!
 //! Timestamps: a record's time is the previous record's time plus its
 //! time_delta; the first record's predecessor is `base_ts`.
+//!
+//! PENDING: a data event's header is stored twice. Right after the space
+//! is reserved it is stored with bit 31 set, so that a file ring recovered
+//! after a crash can step over a reservation that never committed (its
+//! size is in the header, and in the length word a long event writes
+//! first); the commit stores it again without the bit, after the payload.
+//! Readers of a live ring only ever walk committed bytes, so for them a
+//! PENDING header is corruption.
 
 use thiserror::Error;
 
 /// Bytes of page header before the first record.
 pub const PAGE_HEADER: usize = 32;
-/// Bits of time delta in a record header.
-pub const DELTA_BITS: u32 = 27;
+/// Bits of time delta in a record header (the kernel has 27; one went to
+/// PENDING).
+pub const DELTA_BITS: u32 = 26;
+/// A data event's header as stored between its reservation and its commit.
+pub const PENDING: u32 = 1 << 31;
 /// Largest delta a record header holds.
 pub const MAX_DELTA: u64 = (1 << DELTA_BITS) - 1;
-/// Largest delta a TIME_EXTEND holds (59 bits).
+/// Largest delta a TIME_EXTEND holds (58 bits).
 pub const MAX_EXTENDED_DELTA: u64 = (1 << (DELTA_BITS + 32)) - 1;
 
 /// Largest `type_len` of a short data record.
@@ -322,6 +334,9 @@ impl<'a> Iterator for RecordCursor<'a> {
                 return None;
             };
             let type_len = head & 31;
+            if head & PENDING != 0 {
+                return self.corrupt("record was reserved but never committed");
+            }
             let delta = u64::from(head >> 5);
             match type_len {
                 0 => return self.corrupt("record header is zero (never written)"),
@@ -444,12 +459,12 @@ mod tests {
     }
 
     #[test]
-    fn time_extend_carries_59_bits() {
-        let delta = (3u64 << 27) | 9;
+    fn time_extend_carries_58_bits() {
+        let delta = (3u64 << DELTA_BITS) | 9;
         let page = page_with(
             &[
                 record_header(TYPE_TIME_EXTEND, delta & MAX_DELTA),
-                (delta >> 27) as u32,
+                (delta >> DELTA_BITS) as u32,
                 record_header(1, 0),
                 1,
             ],

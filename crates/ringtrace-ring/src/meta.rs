@@ -20,7 +20,9 @@
 //!
 //! | bits   | field     | meaning                                         |
 //! |--------|-----------|-------------------------------------------------|
-//! | 0..24  | bytes     | bytes committed: header, events, discards, padding |
+//! | 0..20  | bytes     | bytes committed: header, events, discards, padding |
+//! | 20     | HEADER    | the page header is written (added with its bytes by the writer that opens the page) |
+//! | 21     | ZEROED    | a file ring's claim has zeroed the page (see `CpuBuffer::prepare_page`) |
 //! | 24..40 | events    | data events committed                           |
 //! | 40     | OPENING   | claimed for generation `tag`, slot not yet moved; `events` still holds the old generation's count |
 //! | 41     | RECLAIMED | taken out of its slot by a fixup; commits that find it count their event as lost |
@@ -60,7 +62,11 @@ pub(crate) fn gen_of(seq: u64, pages: usize) -> u32 {
     (seq / pages as u64 + 1) as u32
 }
 
-pub(crate) const BYTES_MASK: u64 = (1 << 24) - 1;
+pub(crate) const BYTES_MASK: u64 = (1 << 20) - 1;
+/// Added, with the header's bytes, by the commit of the writer that opens a
+/// page: bytes never reach bit 20 (a page is at most 2^16 bytes).
+pub(crate) const HEADER: u64 = 1 << 20;
+pub(crate) const ZEROED: u64 = 1 << 21;
 pub(crate) const EVENTS_SHIFT: u32 = 24;
 pub(crate) const EVENTS_MASK: u64 = 0xFFFF;
 pub(crate) const OPENING: u64 = 1 << 40;
@@ -77,6 +83,11 @@ pub(crate) struct Commit {
     pub events: u32,
     pub opening: bool,
     pub reclaimed: bool,
+    /// The page header is written: a recovered file trusts its base time
+    /// and sequence number only then.
+    pub header: bool,
+    /// The claim zeroed the page (file rings only).
+    pub zeroed: bool,
     pub tag: u32,
 }
 
@@ -88,6 +99,8 @@ impl Commit {
             events: ((word >> EVENTS_SHIFT) & EVENTS_MASK) as u32,
             opening: word & OPENING != 0,
             reclaimed: word & RECLAIMED != 0,
+            header: word & HEADER != 0,
+            zeroed: word & ZEROED != 0,
             tag: ((word >> TAG_SHIFT) & TAG_MASK) as u32,
         }
     }
@@ -98,17 +111,48 @@ impl Commit {
             | (u64::from(self.events) << EVENTS_SHIFT)
             | if self.opening { OPENING } else { 0 }
             | if self.reclaimed { RECLAIMED } else { 0 }
+            | if self.header { HEADER } else { 0 }
+            | if self.zeroed { ZEROED } else { 0 }
             | ((u64::from(self.tag) & TAG_MASK) << TAG_SHIFT)
     }
 
     /// A page of generation `gen` with everything committed and `events`
-    /// events in it.
-    pub(crate) fn complete(gen: u32, page_size: usize, events: u32) -> Commit {
+    /// events in it; `header`: whether its page header is written.
+    pub(crate) fn complete(gen: u32, page_size: usize, events: u32, header: bool) -> Commit {
         Commit {
             bytes: page_size,
             events,
             opening: false,
             reclaimed: false,
+            header,
+            zeroed: false,
+            tag: tag_of(gen),
+        }
+    }
+
+    /// A page being claimed for generation `gen`, still holding the old
+    /// generation's `events` count.
+    pub(crate) fn opening(gen: u32, events: u32) -> Commit {
+        Commit {
+            bytes: 0,
+            events,
+            opening: true,
+            reclaimed: false,
+            header: false,
+            zeroed: false,
+            tag: tag_of(gen),
+        }
+    }
+
+    /// A page claimed for generation `gen`, counting from zero.
+    pub(crate) fn fresh(gen: u32) -> Commit {
+        Commit {
+            bytes: 0,
+            events: 0,
+            opening: false,
+            reclaimed: false,
+            header: false,
+            zeroed: false,
             tag: tag_of(gen),
         }
     }
@@ -141,6 +185,8 @@ mod tests {
             events: 100,
             opening: true,
             reclaimed: false,
+            header: true,
+            zeroed: true,
             tag: TAG_MASK as u32,
         };
         assert_eq!(Commit::unpack(c.pack()), c);
@@ -148,6 +194,11 @@ mod tests {
         assert_eq!(
             (added.bytes, added.events, added.opening, added.tag),
             (4120, 101, true, c.tag)
+        );
+        let full = Commit::unpack(Commit::fresh(3).pack() + HEADER + 65_536);
+        assert_eq!(
+            (full.bytes, full.header, full.zeroed),
+            (65_536, true, false)
         );
     }
 }

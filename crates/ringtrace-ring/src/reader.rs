@@ -37,6 +37,8 @@ struct Taken {
     skip: u32,
     /// Events not yet handed out.
     remaining: u32,
+    /// Events the page holds (its commit word's count).
+    events: u32,
     /// The buffer's losses as counted just before the page was taken (see
     /// `loss_mark`): what its first event reports.
     loss_mark: u64,
@@ -224,6 +226,7 @@ impl CpuBuffer {
             self.take_complete_page(&mut st);
         }
         let taken = st.taken.take()?;
+        self.note_reader_page(None);
         RareCounters::bump(&self.rare.read, u64::from(taken.remaining));
         // The rest of a page already read by event reports nothing: its
         // losses came with its first event, and those since lie after it.
@@ -500,6 +503,7 @@ impl CpuBuffer {
                         taken.ts = cursor.timestamp();
                         taken.remaining = taken.remaining.saturating_sub(1);
                         RareCounters::bump(&self.rare.read, 1);
+                        self.note_reader_page(Some(taken));
                     }
                     return Some(Found::Event(
                         ts,
@@ -517,6 +521,7 @@ impl CpuBuffer {
                     }
                     let (phys, seq) = (taken.phys, taken.seq);
                     st.taken = None;
+                    self.note_reader_page(None);
                     st.free.push(phys);
                     // Never back: a fixup may have moved past meanwhile.
                     st.seq = st.seq.max(seq + 1);
@@ -571,7 +576,7 @@ impl CpuBuffer {
         );
         // Release; the slot CAS below publishes it too (verification.md, W17).
         self.commits[spare].store(
-            Commit::complete(slot.gen, self.page_size(), 0).pack(),
+            Commit::complete(slot.gen, self.page_size(), 0, true).pack(),
             Ordering::Release,
         );
         let swapped = Slot {
@@ -621,9 +626,22 @@ impl CpuBuffer {
             ts: base,
             skip: slot.consumed,
             remaining: commit.events.saturating_sub(slot.consumed),
+            events: commit.events,
             loss_mark,
         });
+        self.note_reader_page(st.taken.as_ref());
         true
+    }
+
+    /// Records the page the reader holds out of the ring, and how far it
+    /// has got, where a recovered file finds it (`RareCounters::
+    /// reader_page`). Relaxed: only read after the process is gone, or by
+    /// a live dump that checks it did not change while it read the page.
+    fn note_reader_page(&self, taken: Option<&Taken>) {
+        let word = taken.map_or(0, |t| {
+            (t.phys as u64 + 1) | (u64::from(t.events.saturating_sub(t.remaining)) << 32)
+        });
+        self.rare.reader_page.store(word, Ordering::Relaxed);
     }
 
     /// Reads the next event of the open page `seq` in place.

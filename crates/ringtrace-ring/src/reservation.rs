@@ -177,8 +177,12 @@ impl<'a> Reservation<'a> {
             this.zero_from(0);
         }
         if let Some(header) = this.record.first() {
-            // Relaxed: published by the Release add below.
-            header.store(this.header, Ordering::Relaxed);
+            // Readers see it through the Release add below. Release here is
+            // for a crash: the payload is stored first in program order and
+            // for the compiler, so a file recovered after a kill never finds
+            // this header (PENDING cleared) without its payload. A plain
+            // store on x86_64.
+            header.store(this.header, Ordering::Release);
         }
         // Release: see CpuBuffer::commit_bytes.
         let before = this.commit_word.fetch_add(this.add, Ordering::Release);
@@ -205,12 +209,14 @@ impl Drop for Reservation<'_> {
         let size = self.add - meta::ONE_EVENT;
         // Every record has at least two words (header and one more).
         if let [header, second, ..] = self.record {
-            // Relaxed: published by the Release add below.
+            // Published by the Release add below. The length first and the
+            // header Release after it, for a crash (as at commit): until
+            // then the PENDING header still says how to step over it.
+            second.store(size as u32, Ordering::Relaxed);
             header.store(
                 format::TYPE_DISCARD | (self.header & !31),
-                Ordering::Relaxed,
+                Ordering::Release,
             );
-            second.store(size as u32, Ordering::Relaxed);
         }
         self.commit_word.fetch_add(size, Ordering::Release);
         // Relaxed: statistics, as at commit.

@@ -29,21 +29,97 @@ pub struct RingBuffer<C: Clock> {
     clock: C,
     buffers: Box<[CpuBuffer]>,
     geometry: Geometry,
+    /// The mapped file of a file ring.
+    #[cfg(not(loom))]
+    file: Option<crate::file::RingFile>,
 }
 
 impl<C: Clock> RingBuffer<C> {
     /// Builds a ring; a bad configuration is an error naming what is valid.
+    ///
+    /// With [`RingConfig::file`], the ring is laid out in that file (see
+    /// [`crate::file`]); a file that cannot be created is an error naming
+    /// it.
     pub fn new(config: RingConfig, clock: C) -> Result<Self, ConfigError> {
         let geometry = config.validate()?;
         crate::cpu::init();
+        #[cfg(not(loom))]
+        if let Some(target) = &config.file {
+            return Self::in_file(target, geometry, clock);
+        }
         let buffers = (0..geometry.cpus)
-            .map(|cpu| CpuBuffer::new(cpu, geometry))
+            .map(|cpu| CpuBuffer::anonymous(cpu, geometry))
             .collect::<Result<_, _>>()?;
         Ok(RingBuffer {
             clock,
             buffers,
             geometry,
+            #[cfg(not(loom))]
+            file: None,
         })
+    }
+
+    #[cfg(not(loom))]
+    fn in_file(
+        target: &crate::file::FileTarget,
+        geometry: Geometry,
+        clock: C,
+    ) -> Result<Self, ConfigError> {
+        // The wall-clock anchor: CLOCK_REALTIME read on both sides of the
+        // clock's reading, and their midpoint taken.
+        let wall = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        };
+        let before = wall();
+        let anchor_ticks = clock.read();
+        let after = wall();
+        let info = clock.info();
+        let opened = crate::file::RingFile::open(
+            target,
+            &geometry,
+            crate::file::Writer {
+                clock: &info,
+                wall_ns: before / 2 + after / 2,
+                anchor_ticks,
+            },
+        )?;
+        let adopt = opened.adopt;
+        let buffers = opened
+            .memory
+            .into_iter()
+            .enumerate()
+            .map(|(cpu, memory)| {
+                if adopt {
+                    CpuBuffer::adopt(cpu, geometry, memory)
+                } else {
+                    CpuBuffer::new(cpu, geometry, memory)
+                }
+            })
+            .collect();
+        opened.file.set_open();
+        Ok(RingBuffer {
+            clock,
+            buffers,
+            geometry,
+            file: Some(opened.file),
+        })
+    }
+
+    /// The file of a file ring.
+    #[cfg(not(loom))]
+    pub fn file_path(&self) -> Option<&std::path::Path> {
+        self.file.as_ref().map(|f| f.path.as_path())
+    }
+
+    /// Writes a file ring's dirty pages to disk and waits: what a crash of
+    /// the process keeps anyway (the page cache outlives it), a crash of
+    /// the machine keeps only after this. Does nothing for an anonymous
+    /// ring.
+    #[cfg(not(loom))]
+    pub fn sync_file(&self) -> std::io::Result<()> {
+        self.file.as_ref().map_or(Ok(()), |f| f.sync())
     }
 
     /// The validated shape of the ring.

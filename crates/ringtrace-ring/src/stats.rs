@@ -67,8 +67,11 @@ impl Stats {
     }
 }
 
-/// Counters bumped off the fast path, kept on their own cache line.
-#[derive(Debug, Default)]
+/// Counters bumped off the fast path, kept on their own cache line. In a
+/// file ring they live in the file (their order is the file format's: see
+/// `file::layout`), so that a recovered file gives real counts.
+#[derive(Debug)]
+#[repr(C)]
 pub(crate) struct RareCounters {
     pub missed: AtomicU64,
     pub overrun: AtomicU64,
@@ -83,6 +86,31 @@ pub(crate) struct RareCounters {
     /// `overrun` yet. See `CpuBuffer::loss_mark`.
     pub overrun_claims_started: AtomicU64,
     pub overrun_claims_done: AtomicU64,
+    /// The page the reader holds out of the ring, for recovery: 0 for none,
+    /// else `(phys + 1) | consumed << 32`, where `consumed` counts its
+    /// events consumed so far (in place before it was taken, and handed
+    /// out since). Written by the reader, under its lock.
+    pub reader_page: AtomicU64,
+}
+
+// SAFETY: every field is an integer atomic, valid for any bits, zero for
+// `new(0)`, and without Drop; repr(C) fixes the layout.
+unsafe impl crate::zeroed::Zeroable for RareCounters {
+    fn zero() -> Self {
+        RareCounters {
+            missed: AtomicU64::new(0),
+            overrun: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            ts_fixups: AtomicU64::new(0),
+            pages_reclaimed: AtomicU64::new(0),
+            read: AtomicU64::new(0),
+            fixups_refused: AtomicU64::new(0),
+            overrun_claims_started: AtomicU64::new(0),
+            overrun_claims_done: AtomicU64::new(0),
+            reader_page: AtomicU64::new(0),
+        }
+    }
 }
 
 impl RareCounters {

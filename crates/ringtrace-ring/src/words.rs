@@ -10,7 +10,7 @@
 //! so a word never holds bytes of two reservations.
 
 use crate::sync::{AtomicU32, Ordering};
-use crate::zeroed::{ZeroedError, ZeroedSlice};
+use crate::zeroed::ZeroedSlice;
 
 /// The pages of one CPU buffer.
 #[derive(Debug)]
@@ -20,15 +20,28 @@ pub(crate) struct PageWords {
 }
 
 impl PageWords {
-    /// Zeroed pages, mapped rather than written: a page the ring never
-    /// reaches (most of the quarantine's, see `RingConfig::quarantine_pages`)
-    /// costs address space, not memory.
-    pub(crate) fn new(pages: usize, page_size: usize) -> Result<Self, ZeroedError> {
-        let page_words = page_size / 4;
-        Ok(PageWords {
-            words: ZeroedSlice::new(pages * page_words)?,
-            page_words,
-        })
+    /// Pages of `page_size` bytes over `words`: zeroed and mapped rather
+    /// than written, so that a page the ring never reaches (most of the
+    /// quarantine's, see `RingConfig::quarantine_pages`) costs address
+    /// space, not memory.
+    pub(crate) fn new(words: ZeroedSlice<AtomicU32>, page_size: usize) -> Self {
+        PageWords {
+            words,
+            page_words: page_size / 4,
+        }
+    }
+
+    /// Zeroes page `phys`, word by word (a concurrent iterator may be
+    /// copying it, and detects the reuse afterwards).
+    pub(crate) fn zero_page(&self, phys: usize) {
+        let start = phys * self.page_words;
+        if let Some(page) = self.words.get(start..start + self.page_words) {
+            for word in page {
+                // Relaxed: ordered for readers by the caller's fences and
+                // the commit word's Release.
+                word.store(0, Ordering::Relaxed);
+            }
+        }
     }
 
     #[inline(always)]

@@ -4,8 +4,10 @@
 //!
 //! Normally they are anonymous private maps (memmap2), which the kernel
 //! backs with the shared zero page until written, whatever the allocator's
-//! state. Under Miri (which cannot map memory) and loom (whose atomics are
-//! not plain integers) they are boxed slices built value by value.
+//! state. A file ring's are views into one shared map of its file (a new
+//! file is sparse, so zero too). Under Miri (which cannot map memory) and
+//! loom (whose atomics are not plain integers) they are boxed slices built
+//! value by value.
 
 use std::ptr::NonNull;
 
@@ -14,9 +16,11 @@ use std::ptr::NonNull;
 /// # Safety
 ///
 /// `zero()` must return a value whose bytes are all zero (outside
-/// padding), and the type must be valid when every byte of it is zero and
-/// need no drop. (loom's atomics are implemented too, for the boxed
-/// backing only, which builds every value with `zero()`.)
+/// padding), the type must be valid for *every* bit pattern (a file ring
+/// reopened with `append` views whatever bytes the file holds), and it must
+/// need no drop. Integer atomics, and structs of them, are. (loom's atomics
+/// are implemented too, for the boxed backing only, which builds every value
+/// with `zero()`.)
 pub(crate) unsafe trait Zeroable: Sized {
     /// The zero value.
     fn zero() -> Self;
@@ -57,6 +61,9 @@ enum Backing {
     /// The map; unmapped when dropped. Only held, for its drop.
     #[cfg(not(any(miri, loom)))]
     Map(#[allow(dead_code)] memmap2::MmapMut),
+    /// A view into a shared map of a file, which lives while any view does.
+    #[cfg(not(loom))]
+    File(#[allow(dead_code)] std::sync::Arc<memmap2::MmapMut>),
     /// A boxed slice turned into `ptr` and `len` by `Box::into_raw`, and
     /// back into a box by `Drop`. (Kept raw: a box moved after a pointer
     /// was taken from it would invalidate the pointer.)
@@ -128,13 +135,61 @@ impl<T: Zeroable> ZeroedSlice<T> {
         Ok(Self::boxed(len))
     }
 
+    /// `len` values of `T` at byte `offset` of a shared file map, which the
+    /// view keeps alive. The values are whatever the file holds (zero in a
+    /// new, sparse file); any bytes are a valid `T` (see [`Zeroable`]).
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(
+        map: &std::sync::Arc<memmap2::MmapMut>,
+        offset: usize,
+        len: usize,
+    ) -> Result<Self, ZeroedError> {
+        let failed = |reason: String| ZeroedError {
+            bytes: len.saturating_mul(std::mem::size_of::<T>()),
+            reason,
+        };
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| failed("the size overflows".into()))?;
+        let end = offset
+            .checked_add(bytes)
+            .filter(|&end| end <= map.len())
+            .ok_or_else(|| {
+                failed(format!(
+                    "bytes {offset}+{bytes} are past the map's {}",
+                    map.len()
+                ))
+            })?;
+        let base = map.as_ptr() as usize;
+        if (base + offset) % std::mem::align_of::<T>() != 0 {
+            return Err(failed(format!(
+                "offset {offset} is not aligned to {}",
+                std::mem::align_of::<T>()
+            )));
+        }
+        debug_assert!(end <= map.len());
+        // The map is only ever accessed through atomics (shared references
+        // to `T`), never through the `MmapMut`'s own slice, so deriving a
+        // pointer from its base is sound; `as_ptr` on a shared reference
+        // gives one valid for the whole map.
+        let ptr = NonNull::new(map.as_ptr().wrapping_add(offset) as *mut T)
+            .ok_or_else(|| failed("the map has a null address".into()))?;
+        Ok(ZeroedSlice {
+            ptr,
+            len,
+            _backing: Backing::File(std::sync::Arc::clone(map)),
+        })
+    }
+
     /// The values.
     #[inline(always)]
     pub(crate) fn as_slice(&self) -> &[T] {
         // SAFETY: `ptr` points to `len` initialised values (a fresh map is
-        // all zero bytes, valid for T: Zeroable; a box holds values built
-        // by `zero()`), aligned, owned by `_backing` for as long as `self`
-        // lives, and only ever accessed through shared references.
+        // all zero bytes, and a file view holds file bytes, both valid for
+        // T: Zeroable; a box holds values built by `zero()`), aligned
+        // (checked for a file view; maps are page aligned), owned by
+        // `_backing` for as long as `self` lives, and only ever accessed
+        // through shared references.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
@@ -158,6 +213,43 @@ impl<T: Zeroable> std::ops::Deref for ZeroedSlice<T> {
     #[inline(always)]
     fn deref(&self) -> &[T] {
         self.as_slice()
+    }
+}
+
+/// One zeroed `T`: a [`ZeroedSlice`] of length one that derefs to it.
+pub(crate) struct ZeroedBox<T: Zeroable>(ZeroedSlice<T>);
+
+impl<T: Zeroable> ZeroedBox<T> {
+    /// A zero `T`, anonymous.
+    pub(crate) fn new() -> Result<Self, ZeroedError> {
+        Self::from_slice(ZeroedSlice::new(1)?)
+    }
+
+    /// The first value of `slice`, which must hold one.
+    pub(crate) fn from_slice(slice: ZeroedSlice<T>) -> Result<Self, ZeroedError> {
+        if slice.len != 1 {
+            return Err(ZeroedError {
+                bytes: std::mem::size_of::<T>(),
+                reason: format!("a box needs one value, not {}", slice.len),
+            });
+        }
+        Ok(ZeroedBox(slice))
+    }
+}
+
+impl<T: Zeroable> std::ops::Deref for ZeroedBox<T> {
+    type Target = T;
+
+    #[inline(always)]
+    fn deref(&self) -> &T {
+        // SAFETY: the slice holds exactly one value (checked when built).
+        unsafe { self.0.as_slice().get_unchecked(0) }
+    }
+}
+
+impl<T: Zeroable + std::fmt::Debug> std::fmt::Debug for ZeroedBox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
     }
 }
 

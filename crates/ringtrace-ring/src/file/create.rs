@@ -1,0 +1,269 @@
+//! Creating a ring file, or opening one to append to, and mapping it.
+
+use super::error::FileError;
+use super::header::{fnv1a64, FileClock, FileHeader, VERSION};
+use super::layout::{FileLayout, STATUS_OFFSET};
+use super::read::Source;
+use super::FileTarget;
+use crate::config::Geometry;
+use crate::memory::CpuMemory;
+use crate::sync::{AtomicU64, Ordering};
+use crate::zeroed::{ZeroedBox, ZeroedSlice};
+use ringtrace_clock::ClockInfo;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{STATUS_CLOSED, STATUS_OPEN, STATUS_SETTING_UP};
+
+/// A mapped ring file, held by its ring.
+#[derive(Debug)]
+pub(crate) struct RingFile {
+    pub path: PathBuf,
+    map: Arc<memmap2::MmapMut>,
+    status: ZeroedBox<AtomicU64>,
+}
+
+/// What the ring needs to build its buffers over a file.
+pub(crate) struct Opened {
+    pub file: RingFile,
+    pub memory: Vec<CpuMemory>,
+    /// The file held a ring already (append): take it over as it is.
+    pub adopt: bool,
+}
+
+/// What the header records about the writer, gathered by the ring.
+pub(crate) struct Writer<'a> {
+    pub clock: &'a ClockInfo,
+    pub wall_ns: u64,
+    pub anchor_ticks: u64,
+}
+
+fn comm() -> String {
+    std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim_end().to_owned())
+        .unwrap_or_default()
+}
+
+impl RingFile {
+    /// Creates (or, with `append`, opens) the file of `target` for a ring of
+    /// `geometry`, and maps it.
+    pub(crate) fn open(
+        target: &FileTarget,
+        geometry: &Geometry,
+        writer: Writer<'_>,
+    ) -> Result<Opened, FileError> {
+        let path = target.path.as_path();
+        let layout =
+            FileLayout::for_geometry(geometry, target.metadata.len()).ok_or_else(|| {
+                FileError::Header {
+                    path: path.to_owned(),
+                    field: "layout",
+                    why: "the ring's size overflows a file offset".into(),
+                }
+            })?;
+        let header = FileHeader {
+            version: VERSION,
+            page_size: geometry.page_size,
+            pages_per_cpu: geometry.pages_per_cpu,
+            cpus: geometry.cpus,
+            quarantine_pages: geometry.quarantine_pages,
+            mode: geometry.mode,
+            layout,
+            clock: FileClock::from_info(writer.clock),
+            wall_ns: writer.wall_ns,
+            anchor_ticks: writer.anchor_ticks,
+            pid: std::process::id(),
+            comm: comm(),
+            metadata_checksum: fnv1a64(&target.metadata),
+        };
+        let created = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path);
+        let (file, adopt) = match created {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let is_link =
+                    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+                if is_link {
+                    return Err(FileError::Symlink {
+                        path: path.to_owned(),
+                    });
+                }
+                if !target.append {
+                    return Err(FileError::Exists {
+                        path: path.to_owned(),
+                    });
+                }
+                (Self::open_existing(path, &header)?, true)
+            }
+            Err(e) => return Err(FileError::io(path, "created", e)),
+        };
+        let len = usize::try_from(layout.file_len).map_err(|_| FileError::Header {
+            path: path.to_owned(),
+            field: "layout",
+            why: format!(
+                "{} bytes do not fit in memory's address space",
+                layout.file_len
+            ),
+        })?;
+        if !adopt {
+            // Sparse: the pages cost disk only once written.
+            file.set_len(layout.file_len)
+                .map_err(|e| FileError::io(path, "sized", e))?;
+        }
+        // SAFETY: the file is ours, opened read-write; other processes may
+        // map it too (a reader, or a dump), which is the point of a shared
+        // map. Every access to the ring's part goes through atomics; the
+        // header is written below while we hold the only reference.
+        let mut map = unsafe { memmap2::MmapOptions::new().len(len).map_mut(&file) }
+            .map_err(|e| FileError::io(path, "mapped", e))?;
+        let encoded = header.encode();
+        let meta_at = layout.metadata_offset as usize;
+        if !adopt {
+            map[..encoded.len()].copy_from_slice(&encoded);
+            map[meta_at..meta_at + target.metadata.len()].copy_from_slice(&target.metadata);
+        } else {
+            // The new writer's pid and command; the layout and clock were
+            // checked equal, and the anchor stays, so old events keep
+            // their wall-clock times.
+            let mut kept = header.clone();
+            let old = Source::checked(
+                file.try_clone()
+                    .map_err(|e| FileError::io(path, "opened", e))?,
+                path,
+            )?
+            .header(path)?
+            .0;
+            kept.wall_ns = old.wall_ns;
+            kept.anchor_ticks = old.anchor_ticks;
+            kept.metadata_checksum = old.metadata_checksum;
+            let encoded = kept.encode();
+            map[..encoded.len()].copy_from_slice(&encoded);
+        }
+        let map = Arc::new(map);
+        let failed = |e: crate::zeroed::ZeroedError| FileError::Io {
+            path: path.to_owned(),
+            action: "mapped",
+            reason: e.reason,
+        };
+        let status: ZeroedBox<AtomicU64> =
+            ZeroedBox::from_slice(ZeroedSlice::in_file(&map, STATUS_OFFSET, 1).map_err(failed)?)
+                .map_err(failed)?;
+        // Relaxed: nothing is shared yet; `set_open` publishes.
+        status.store(STATUS_SETTING_UP, Ordering::Relaxed);
+        let memory = (0..geometry.cpus)
+            .map(|cpu| CpuMemory::in_file(&map, layout.cpu_offsets(cpu), geometry))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(failed)?;
+        Ok(Opened {
+            file: RingFile {
+                path: path.to_owned(),
+                map,
+                status,
+            },
+            memory,
+            adopt,
+        })
+    }
+
+    /// Opens an existing file to append to: a regular file holding a ring
+    /// of the same shape and clock, whose writer is gone.
+    fn open_existing(path: &Path, want: &FileHeader) -> Result<std::fs::File, FileError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => FileError::Symlink {
+                    path: path.to_owned(),
+                },
+                _ => FileError::io(path, "opened", e),
+            })?;
+        let source = Source::checked(file, path)?;
+        let (have, _) = source.header(path)?;
+        let mismatch = |what: String| FileError::Mismatch {
+            path: path.to_owned(),
+            what,
+        };
+        let shape = |h: &FileHeader| {
+            format!(
+                "{} CPUs x {} pages of {} bytes, {} quarantine pages, {} mode",
+                h.cpus, h.pages_per_cpu, h.page_size, h.quarantine_pages, h.mode
+            )
+        };
+        if (
+            have.cpus,
+            have.pages_per_cpu,
+            have.page_size,
+            have.quarantine_pages,
+            have.mode,
+        ) != (
+            want.cpus,
+            want.pages_per_cpu,
+            want.page_size,
+            want.quarantine_pages,
+            want.mode,
+        ) {
+            return Err(mismatch(format!(
+                "its ring is {}; this one would be {}",
+                shape(&have),
+                shape(want)
+            )));
+        }
+        if have.layout != want.layout {
+            return Err(mismatch(
+                "its layout differs from this build's (written by another build or machine)".into(),
+            ));
+        }
+        if have.clock.name != want.clock.name {
+            return Err(mismatch(format!(
+                "its events are stamped by clock `{}`, this ring's by `{}`",
+                have.clock.name, want.clock.name
+            )));
+        }
+        if source.len != have.layout.file_len {
+            return Err(mismatch(format!(
+                "it is {} bytes long, its header says {}",
+                source.len, have.layout.file_len
+            )));
+        }
+        if source.status(path)? == Some(STATUS_OPEN)
+            && super::process_alive(have.pid)
+            && have.pid != std::process::id()
+        {
+            return Err(mismatch(format!(
+                "process {} ({}) may still be writing it",
+                have.pid, have.comm
+            )));
+        }
+        Ok(source.file)
+    }
+
+    /// Marks the file open for writers: from now on a crash leaves a ring.
+    pub(crate) fn set_open(&self) {
+        // Release: the buffers' setup is in the file before the mark.
+        self.status.store(STATUS_OPEN, Ordering::Release);
+    }
+
+    /// Asks the system to write the file's dirty pages to disk and waits.
+    pub(crate) fn sync(&self) -> std::io::Result<()> {
+        self.map.flush()
+    }
+}
+
+impl Drop for RingFile {
+    fn drop(&mut self) {
+        // Release: every commit made before the ring was dropped is in the
+        // file before the mark. (The ring's buffers are dropped after this,
+        // but nothing writes them any more: dropping takes `&mut`.)
+        self.status.store(STATUS_CLOSED, Ordering::Release);
+        // Unmapping leaves the dirty pages to the page cache, which writes
+        // them back on its own.
+    }
+}

@@ -1,0 +1,119 @@
+//! What can be wrong with a ring file, each naming the file.
+
+use std::path::PathBuf;
+use thiserror::Error;
+
+/// A ring file that cannot be created, opened or read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FileError {
+    /// The path exists and appending was not asked for.
+    #[error("{} already exists; pass --append (RingConfig::append) to write into it, or choose another path", path.display())]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The final component of the path is a symbolic link.
+    #[error("{} is a symbolic link; ringtrace does not follow a link at the last component of a trace file's path", path.display())]
+    Symlink {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Not a regular file: a directory, FIFO, socket or device.
+    #[error("{} is a {kind}, not a regular file", path.display())]
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// The file has no bytes at all.
+    #[error("{} is empty (0 bytes): it is not a ringtrace file, or its writer died before writing the header", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file does not start with the ringtrace magic.
+    #[error("{} is not a ringtrace file: it starts with {found}, not \"RINGTRC\\0\"", path.display())]
+    NotRingtrace {
+        /// The file.
+        path: PathBuf,
+        /// Its first bytes, escaped.
+        found: String,
+    },
+    /// A format version this build does not read.
+    #[error("{} is a ringtrace file of format version {found}; this build reads version {supported}", path.display())]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+    /// The file ends inside its header.
+    #[error("{} is cut off at {len} bytes, inside its header", path.display())]
+    TruncatedHeader {
+        /// The file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// A header field is impossible.
+    #[error("{}: bad header: {field}: {why}", path.display())]
+    Header {
+        /// The file.
+        path: PathBuf,
+        /// The field.
+        field: &'static str,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Appending to a file whose ring has another shape or clock.
+    #[error("cannot append to {}: {what}", path.display())]
+    Mismatch {
+        /// The file.
+        path: PathBuf,
+        /// What differs, with both values.
+        what: String,
+    },
+    /// The system refused an operation.
+    #[error("{} could not be {action}: {reason}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What was being done ("created", "read", "mapped").
+        action: &'static str,
+        /// What the system said.
+        reason: String,
+    },
+}
+
+impl FileError {
+    pub(crate) fn io(path: &std::path::Path, action: &'static str, e: std::io::Error) -> FileError {
+        FileError::Io {
+            path: path.to_owned(),
+            action,
+            reason: e.to_string(),
+        }
+    }
+}
+
+/// What a file's type is, in words, for [`FileError::NotRegular`].
+pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_dir() {
+        "directory"
+    } else if file_type.is_fifo() {
+        "FIFO"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_block_device() {
+        "block device"
+    } else if file_type.is_char_device() {
+        "character device"
+    } else if file_type.is_symlink() {
+        "symbolic link"
+    } else {
+        "regular file"
+    }
+}

@@ -1,0 +1,76 @@
+//! The flight recorder: a ring laid out in a memory-mapped file, so that
+//! what it recorded survives the process (a crash, SIGKILL, `abort()`),
+//! and [`recover`] reads it back.
+//!
+//! The writers' path is the anonymous ring's, over the same words: the
+//! file is mapped shared, and its pages are the page cache's, which outlive
+//! the process. What a file ring adds:
+//!
+//! - a versioned header ([`FileHeader`]): geometry, clock, a wall-clock
+//!   anchor, the writer's pid and command, and the metadata a higher layer
+//!   hands in ([`RingConfig::metadata`](crate::RingConfig::metadata)) to
+//!   decode events;
+//! - the control words (the state, the accounting counters, the slot and
+//!   commit words) in the file, so recovered counts are real;
+//! - each page zeroed when a writer claims it, and each event's header
+//!   stored PENDING at reservation and again at commit
+//!   ([`format::PENDING`](crate::format::PENDING)), so a reservation that
+//!   never committed is recognised and stepped over, and nothing half
+//!   written is ever returned.
+//!
+//! docs/format.md describes the file byte by byte.
+
+#[cfg(not(loom))]
+mod adopt;
+#[cfg(not(loom))]
+mod create;
+mod error;
+mod header;
+pub mod layout;
+mod read;
+mod recover;
+mod walk;
+
+#[cfg(not(loom))]
+pub(crate) use create::{RingFile, Writer};
+pub use error::FileError;
+pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, VERSION};
+pub use layout::FileLayout;
+pub use recover::{recover, CpuRecovery, Recovery, RecoveryCounts, WriterState};
+
+use std::path::PathBuf;
+
+/// The status word: the file is being set up (a crash now leaves no ring).
+pub const STATUS_SETTING_UP: u64 = 0x5345_5455_5000_0001;
+/// The status word: writers may be active.
+pub const STATUS_OPEN: u64 = 0x4F50_454E_0000_0002;
+/// The status word: the ring was dropped, no writer was active at the end.
+pub const STATUS_CLOSED: u64 = 0x434C_4F53_4544_0003;
+
+/// Where a file ring goes, as [`RingConfig::file`](crate::RingConfig::file)
+/// sets it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileTarget {
+    /// The file.
+    pub path: PathBuf,
+    /// Write into an existing file (its ring must have the same shape and
+    /// clock, and its writer must be gone) rather than refuse it.
+    pub append: bool,
+    /// Bytes stored with the header for readers: ringtrace's facade puts
+    /// the tracepoint descriptions here.
+    pub metadata: Vec<u8>,
+}
+
+/// Whether process `pid` exists (signal 0 reaches it, or it is another
+/// user's).
+pub(crate) fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}

@@ -1,0 +1,146 @@
+//! Opening a ring file for reading and reading its header, whatever the
+//! file holds: every length is checked before it is used.
+
+use super::error::{kind_of, FileError};
+use super::header::{FileHeader, MAGIC, VERSION};
+use super::layout::STATUS_OFFSET;
+use std::fs::File;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+/// A ring file open for reading, with its length.
+#[derive(Debug)]
+pub(crate) struct Source {
+    pub file: File,
+    pub len: u64,
+}
+
+impl Source {
+    /// Opens `path` read-only. Non-blocking, so a FIFO is refused rather
+    /// than waited on; anything but a regular file is refused.
+    pub(crate) fn open(path: &Path) -> Result<Source, FileError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| FileError::io(path, "opened", e))?;
+        Self::checked(file, path)
+    }
+
+    /// `file`, once it is known to be a regular, non-empty file.
+    pub(crate) fn checked(file: File, path: &Path) -> Result<Source, FileError> {
+        let meta = file
+            .metadata()
+            .map_err(|e| FileError::io(path, "examined", e))?;
+        if !meta.file_type().is_file() {
+            return Err(FileError::NotRegular {
+                path: path.to_owned(),
+                kind: kind_of(meta.file_type()),
+            });
+        }
+        if meta.len() == 0 {
+            return Err(FileError::Empty {
+                path: path.to_owned(),
+            });
+        }
+        Ok(Source {
+            file,
+            len: meta.len(),
+        })
+    }
+
+    /// Up to `len` bytes at `offset`: fewer where the file ends (or was
+    /// cut while being read).
+    pub(crate) fn read_at(
+        &self,
+        offset: u64,
+        len: usize,
+        path: &Path,
+    ) -> Result<Vec<u8>, FileError> {
+        let available = self.len.saturating_sub(offset).min(len as u64) as usize;
+        let mut out = vec![0u8; available];
+        let mut done = 0;
+        while done < available {
+            match self.file.read_at(&mut out[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(FileError::io(path, "read", e)),
+            }
+        }
+        out.truncate(done);
+        Ok(out)
+    }
+
+    /// The header, checked, and the metadata (or what is wrong with it).
+    pub(crate) fn header(
+        &self,
+        path: &Path,
+    ) -> Result<(FileHeader, Result<Vec<u8>, String>), FileError> {
+        let head = self.read_at(0, STATUS_OFFSET, path)?;
+        let shown = head.len().min(MAGIC.len());
+        if head[..shown] != MAGIC[..shown] {
+            return Err(FileError::NotRingtrace {
+                path: path.to_owned(),
+                found: format!("\"{}\"", head[..shown].escape_ascii()),
+            });
+        }
+        let truncated = || FileError::TruncatedHeader {
+            path: path.to_owned(),
+            len: self.len,
+        };
+        let version = head
+            .get(8..12)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(truncated)?;
+        if version != VERSION {
+            return Err(FileError::Version {
+                path: path.to_owned(),
+                found: version,
+                supported: VERSION,
+            });
+        }
+        let header = FileHeader::decode(&head).map_err(|p| {
+            if p.why.contains("ends before") && (head.len() as u64) < STATUS_OFFSET as u64 {
+                truncated()
+            } else {
+                FileError::Header {
+                    path: path.to_owned(),
+                    field: p.field,
+                    why: p.why,
+                }
+            }
+        })?;
+        header.check().map_err(|p| FileError::Header {
+            path: path.to_owned(),
+            field: p.field,
+            why: p.why,
+        })?;
+        let l = &header.layout;
+        let metadata = match usize::try_from(l.metadata_len) {
+            Err(_) => Err(format!("{} bytes of metadata is too many", l.metadata_len)),
+            Ok(len) => {
+                let bytes = self.read_at(l.metadata_offset, len, path)?;
+                if bytes.len() < len {
+                    Err(format!(
+                        "the file ends inside the metadata ({} of {len} bytes)",
+                        bytes.len()
+                    ))
+                } else if super::header::fnv1a64(&bytes) != header.metadata_checksum {
+                    Err("the metadata's checksum does not match: it is corrupt".to_owned())
+                } else {
+                    Ok(bytes)
+                }
+            }
+        };
+        Ok((header, metadata))
+    }
+
+    /// The status word (see `layout::STATUS_OFFSET`), if the file reaches it.
+    pub(crate) fn status(&self, path: &Path) -> Result<Option<u64>, FileError> {
+        let b = self.read_at(STATUS_OFFSET as u64, 8, path)?;
+        Ok(<[u8; 8]>::try_from(b.as_slice())
+            .ok()
+            .map(u64::from_le_bytes))
+    }
+}

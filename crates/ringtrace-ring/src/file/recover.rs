@@ -1,0 +1,431 @@
+//! Recovery: every committed event a ring file holds, read back without
+//! the program that wrote it, with counts that say what could not be.
+//!
+//! Each CPU buffer's control words (the state, the counters, the slot and
+//! commit words) are read, then the pages they name, then the control
+//! words again: a page whose slot or commit word changed in between was
+//! being written while it was read (a live ring), and is left out and
+//! counted. A file whose writer is dead reads the same twice.
+
+use super::error::FileError;
+use super::header::FileHeader;
+use super::layout::{self as lay};
+use super::read::Source;
+use super::walk::{walk, Walked};
+use crate::event::Event;
+use crate::format::PageHeader;
+use crate::meta::{gen_of, tag_of, Commit, Slot};
+use crate::stats::Stats;
+use std::path::{Path, PathBuf};
+
+/// What recovery made of one CPU buffer's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecoveryCounts {
+    /// Events read back.
+    pub recovered: u64,
+    /// Reservations still open when the writer stopped: never committed,
+    /// stepped over, never returned.
+    pub skipped_pending: u64,
+    /// Committed events (by the commit words' count) that could not be read
+    /// back: a page whose header was never written, a record that is
+    /// corrupt, a page cut off by the file's end.
+    pub skipped_unreadable: u64,
+    /// Events on pages that changed while they were read (a live ring).
+    pub changed_while_read: u64,
+}
+
+impl RecoveryCounts {
+    fn add(&mut self, o: &RecoveryCounts) {
+        self.recovered += o.recovered;
+        self.skipped_pending += o.skipped_pending;
+        self.skipped_unreadable += o.skipped_unreadable;
+        self.changed_while_read += o.changed_while_read;
+    }
+}
+
+/// One CPU buffer, recovered.
+#[derive(Debug, Clone)]
+pub struct CpuRecovery {
+    /// The buffer.
+    pub cpu: usize,
+    /// Its events, oldest first.
+    pub events: Vec<Event>,
+    /// What was read and what was skipped.
+    pub counts: RecoveryCounts,
+    /// The accounting words as the file holds them (`entries`: what they
+    /// leave unread, `hit - read - overrun - lost - discarded`; the
+    /// quarantine's size is not in the file and reads 0).
+    pub file_stats: Stats,
+    /// What is wrong or does not add up, in words.
+    pub problems: Vec<String>,
+}
+
+/// Whether the writer was still at work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterState {
+    /// The file was still being set up: it holds no ring.
+    SettingUp,
+    /// The ring was open and its process is gone: it crashed, or was
+    /// killed.
+    Died,
+    /// The ring is open and its process is alive: the recovery is a
+    /// snapshot of a live ring.
+    Live,
+    /// The ring was dropped by its program.
+    Closed,
+    /// The status word holds something else (corrupt).
+    Unknown(u64),
+}
+
+/// Everything recovered from a ring file.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// The file.
+    pub path: PathBuf,
+    /// Its header.
+    pub header: FileHeader,
+    /// Its metadata (the tracepoint descriptions), or what is wrong with it.
+    pub metadata: Result<Vec<u8>, String>,
+    /// The writer's state when the file was read.
+    pub writer: WriterState,
+    /// One entry per CPU buffer.
+    pub cpus: Vec<CpuRecovery>,
+}
+
+impl Recovery {
+    /// Every CPU's events in time order (ties: by CPU).
+    pub fn merged(&self) -> Vec<&Event> {
+        let mut all: Vec<&Event> = self.cpus.iter().flat_map(|c| c.events.iter()).collect();
+        all.sort_by_key(|e| (e.ts, e.cpu));
+        all
+    }
+
+    /// The counts summed over every CPU.
+    pub fn totals(&self) -> RecoveryCounts {
+        let mut t = RecoveryCounts::default();
+        for c in &self.cpus {
+            t.add(&c.counts);
+        }
+        t
+    }
+
+    /// The accounting words summed over every CPU.
+    pub fn file_stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for c in &self.cpus {
+            s.add(&c.file_stats);
+        }
+        s
+    }
+
+    /// Whether anything is wrong or does not add up.
+    pub fn has_problems(&self) -> bool {
+        self.metadata.is_err() || self.cpus.iter().any(|c| !c.problems.is_empty())
+    }
+}
+
+/// Reads back every committed event of the ring file at `path`.
+///
+/// Bad files get an error that names the file and the problem: not a
+/// regular file, empty, not a ringtrace file, another format version, a
+/// header cut off or corrupt. A file whose header is sound but whose body
+/// is cut off or damaged is recovered in part, and the events that could
+/// not be read are counted. Never panics and never reads outside the file,
+/// whatever its bytes.
+///
+/// ```
+/// use ringtrace_clock::Counter;
+/// use ringtrace_ring::{file, RingBuffer, RingConfig};
+/// let dir = std::env::temp_dir().join(format!("ringtrace-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("recover.ring");
+/// # let _ = std::fs::remove_file(&path);
+/// let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024).file(&path), Counter::new())?;
+/// ring.write(b"kept")?;
+/// std::mem::forget(ring); // as if the process died here
+/// let recovered = file::recover(&path)?;
+/// assert_eq!(recovered.merged()[0].payload, b"kept");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn recover(path: impl AsRef<Path>) -> Result<Recovery, FileError> {
+    let path = path.as_ref();
+    let source = Source::open(path)?;
+    let (header, metadata) = source.header(path)?;
+    let status = source.status(path)?;
+    let writer = match status {
+        Some(super::STATUS_SETTING_UP) | None => WriterState::SettingUp,
+        Some(super::STATUS_OPEN) if super::process_alive(header.pid) => WriterState::Live,
+        Some(super::STATUS_OPEN) => WriterState::Died,
+        Some(super::STATUS_CLOSED) => WriterState::Closed,
+        Some(other) => WriterState::Unknown(other),
+    };
+    let mut cpus = Vec::with_capacity(header.cpus);
+    for cpu in 0..header.cpus {
+        cpus.push(recover_cpu(&source, path, &header, cpu)?);
+    }
+    if source.len < header.layout.file_len {
+        if let Some(first) = cpus.first_mut() {
+            first.problems.push(format!(
+                "the file is {} bytes, cut off before the {} its header says",
+                source.len, header.layout.file_len
+            ));
+        }
+    }
+    Ok(Recovery {
+        path: path.to_owned(),
+        header,
+        metadata,
+        writer,
+        cpus,
+    })
+}
+
+/// A little-endian u64 at `at` of `bytes`, 0 past its end.
+fn u64_at(bytes: &[u8], at: u64) -> u64 {
+    usize::try_from(at)
+        .ok()
+        .and_then(|at| bytes.get(at..at.checked_add(8)?))
+        .map_or(0, |b| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(b);
+            u64::from_le_bytes(a)
+        })
+}
+
+/// The control words of one CPU buffer, as read once.
+struct Control {
+    bytes: Vec<u8>,
+}
+
+impl Control {
+    fn hot(&self, h: &FileHeader, field: usize) -> u64 {
+        u64_at(&self.bytes, h.layout.hot + field as u64)
+    }
+    fn rare(&self, h: &FileHeader, field: usize) -> u64 {
+        u64_at(&self.bytes, h.layout.rare + field as u64)
+    }
+    fn slot(&self, h: &FileHeader, index: usize) -> u64 {
+        u64_at(&self.bytes, h.layout.slots + 8 * index as u64)
+    }
+    fn commit(&self, h: &FileHeader, phys: usize) -> u64 {
+        u64_at(
+            &self.bytes,
+            h.layout.commits + h.layout.commit_stride * phys as u64,
+        )
+    }
+}
+
+/// A page to decode: where, which lap, how many events to skip.
+struct PageTask {
+    seq: Option<u64>,
+    phys: usize,
+    slot_index: Option<usize>,
+    consumed: u32,
+    commit: Commit,
+}
+
+fn recover_cpu(
+    source: &Source,
+    path: &Path,
+    h: &FileHeader,
+    cpu: usize,
+) -> Result<CpuRecovery, FileError> {
+    let base = h.layout.cpu_base(cpu);
+    let control_len = h.layout.pages as usize;
+    let first = Control {
+        bytes: source.read_at(base, control_len, path)?,
+    };
+    let mut out = CpuRecovery {
+        cpu,
+        events: Vec::new(),
+        counts: RecoveryCounts::default(),
+        file_stats: Stats::default(),
+        problems: Vec::new(),
+    };
+    if first.bytes.len() < control_len {
+        out.problems.push(format!(
+            "the file ends inside this CPU buffer's control words: nothing of it can be read"
+        ));
+        return Ok(out);
+    }
+    let stats = Stats {
+        hit: first.hot(h, lay::HOT_HIT),
+        missed: first.rare(h, lay::RARE_MISSED),
+        overrun: first.rare(h, lay::RARE_OVERRUN),
+        read: first.rare(h, lay::RARE_READ),
+        entries: 0,
+        discarded: first.rare(h, lay::RARE_DISCARDED),
+        lost: first.rare(h, lay::RARE_LOST),
+        ts_fixups: first.rare(h, lay::RARE_TS_FIXUPS),
+        pages_reclaimed: first.rare(h, lay::RARE_PAGES_RECLAIMED),
+        pages_quarantined: 0,
+        fixups_refused: first.rare(h, lay::RARE_FIXUPS_REFUSED),
+    };
+    let n = h.pages_per_cpu;
+    let physical = h.physical_pages();
+    let shift = h.page_size.trailing_zeros();
+    let write = first.hot(h, lay::HOT_WRITE);
+    let tail = {
+        let seq = write >> shift;
+        if write & (h.page_size as u64 - 1) == 0 {
+            seq.saturating_sub(1)
+        } else {
+            seq
+        }
+    };
+    let mut tasks = Vec::new();
+    let reader_page = first.rare(h, lay::RARE_READER_PAGE);
+    if reader_page != 0 {
+        let phys = (reader_page & 0xFFFF_FFFF).wrapping_sub(1) as usize;
+        if phys < physical {
+            tasks.push(PageTask {
+                seq: None,
+                phys,
+                slot_index: None,
+                consumed: (reader_page >> 32) as u32,
+                commit: Commit::unpack(first.commit(h, phys)),
+            });
+        } else {
+            out.problems.push(format!(
+                "the reader's page word names page {phys}, of {physical}"
+            ));
+        }
+    }
+    for seq in tail.saturating_sub(n as u64 - 1)..=tail {
+        let index = (seq % n as u64) as usize;
+        let slot = Slot::unpack(first.slot(h, index));
+        if slot.gen != gen_of(seq, n) {
+            continue; // overwritten (counted in overrun) or never opened
+        }
+        if slot.phys >= physical {
+            out.problems.push(format!(
+                "slot {index} names page {}, of {physical}",
+                slot.phys
+            ));
+            continue;
+        }
+        tasks.push(PageTask {
+            seq: Some(seq),
+            phys: slot.phys,
+            slot_index: Some(index),
+            consumed: slot.consumed,
+            commit: Commit::unpack(first.commit(h, slot.phys)),
+        });
+    }
+    let pages_at = base + h.layout.pages;
+    let mut pages = Vec::with_capacity(tasks.len());
+    for t in &tasks {
+        pages.push(source.read_at(pages_at + (t.phys * h.page_size) as u64, h.page_size, path)?);
+    }
+    let second = Control {
+        bytes: source.read_at(base, control_len, path)?,
+    };
+    for (t, page) in tasks.iter().zip(&pages) {
+        let unchanged = second.commit(h, t.phys) == first.commit(h, t.phys)
+            && t.slot_index
+                .is_none_or(|i| second.slot(h, i) == first.slot(h, i))
+            && (t.slot_index.is_some() || second.rare(h, lay::RARE_READER_PAGE) == reader_page);
+        let committed = u64::from(t.commit.events.saturating_sub(t.consumed));
+        if !unchanged {
+            out.counts.changed_while_read += committed;
+            continue;
+        }
+        decode_page(h, t, page, committed, &mut out);
+    }
+    let entries = i128::from(stats.hit)
+        - i128::from(stats.read)
+        - i128::from(stats.overrun)
+        - i128::from(stats.lost)
+        - i128::from(stats.discarded);
+    out.file_stats = Stats {
+        entries: u64::try_from(entries.max(0)).unwrap_or(u64::MAX),
+        ..stats
+    };
+    let c = &out.counts;
+    let found = i128::from(c.recovered + c.skipped_unreadable + c.changed_while_read);
+    if found != entries && out.problems.is_empty() {
+        out.problems.push(format!(
+            "the accounting words leave {entries} events unread (hit {} - read {} - overrun {} - lost {} - discarded {}), but the pages hold {found} (recovered {}, unreadable {}, changed while read {}): off by {}; a writer stopped between its commit and its count, or a claim cut short between its two counts, is off by one each",
+            stats.hit, stats.read, stats.overrun, stats.lost, stats.discarded,
+            c.recovered, c.skipped_unreadable, c.changed_while_read, found - entries
+        ));
+    }
+    Ok(out)
+}
+
+fn decode_page(h: &FileHeader, t: &PageTask, page: &[u8], committed: u64, out: &mut CpuRecovery) {
+    let what = match t.seq {
+        Some(seq) => format!("page {seq}"),
+        None => "the reader's page".to_owned(),
+    };
+    if page.len() < h.page_size {
+        out.counts.skipped_unreadable += committed;
+        out.problems
+            .push(format!("{what} is cut off by the file's end"));
+        return;
+    }
+    if let Some(seq) = t.seq {
+        // The commit word must be this lap's, or the next lap's claim
+        // (step 1 done, so the page is complete and still this lap's).
+        let gen = gen_of(seq, h.pages_per_cpu);
+        let ours = !t.commit.opening && t.commit.tag == tag_of(gen);
+        let claimed = t.commit.opening && t.commit.tag == tag_of(gen.wrapping_add(1));
+        if !ours && !claimed {
+            out.problems
+                .push(format!("{what}'s commit word is for another lap"));
+            return;
+        }
+    }
+    if !t.commit.header {
+        if committed > 0 {
+            out.counts.skipped_unreadable += committed;
+            out.problems.push(format!(
+                "{what}'s header was never written (its writer stopped first): {committed} committed events in it cannot be timed"
+            ));
+        }
+        return;
+    }
+    let Ok(ph) = PageHeader::parse(page) else {
+        out.counts.skipped_unreadable += committed;
+        out.problems.push(format!("{what}'s header cannot be read"));
+        return;
+    };
+    if t.seq.is_some_and(|seq| seq != ph.seq) {
+        out.counts.skipped_unreadable += committed;
+        out.problems
+            .push(format!("{what}'s header says page {}", ph.seq));
+        return;
+    }
+    let Walked {
+        events,
+        pending,
+        stopped,
+        ..
+    } = walk(page, ph.base_ts);
+    out.counts.skipped_pending += pending;
+    if let Some(why) = stopped {
+        out.problems
+            .push(format!("{what}: the walk stopped at {why}"));
+    }
+    let total = events.len() as u64;
+    let kept = events.into_iter().skip(t.consumed as usize);
+    let mut recovered = 0;
+    for (ts, payload) in kept {
+        recovered += 1;
+        out.events.push(Event {
+            cpu: out.cpu,
+            ts,
+            payload,
+            lost_before: 0,
+        });
+    }
+    out.counts.recovered += recovered;
+    // Committed events the walk could not reach: after a header never
+    // written (a writer stopped between its reservation and its first
+    // store), or after a corrupt record.
+    let expected = u64::from(t.commit.events);
+    if total < expected {
+        out.counts.skipped_unreadable += expected - total.max(u64::from(t.consumed));
+    }
+}
