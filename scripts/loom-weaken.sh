@@ -4,7 +4,8 @@
 # the table this printed. The edits are by line number, as the source was
 # when the table was made: check that each still lands on the ordering it
 # names (a row that no longer applies prints "PATTERN DID NOT APPLY") and
-# renumber after editing those files. It restores each file with git.
+# renumber after editing those files (scripts/loom-weaken-renumber.py COMMIT
+# does it). It restores each file with git.
 # (Until 2026-12-01 the W8 and W9 rows edited each other's lines.)
 set -u
 cd "$(dirname "$0")/.."
@@ -12,30 +13,30 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -q -p ringtrace-r
 LOOM_BIN=$(ls -t target/loom/release/deps/loom-* | grep -v "\.d$" | head -1)
 R=crates/ringtrace-ring/src
 declare -a W=(
-"W1|fast-path state CAS AcqRel->Relaxed|$R/cpu_buffer.rs|332s/Ordering::AcqRel/Ordering::Relaxed/"
-"W2|general-loop state CAS AcqRel/Acquire->Relaxed|$R/cpu_buffer.rs|514s/Ordering::AcqRel/Ordering::Relaxed/;515s/Ordering::Acquire/Ordering::Relaxed/"
-"W3|commit fetch_add Release->Relaxed|$R/reservation.rs|184s/Ordering::Release/Ordering::Relaxed/"
-"W4|commit_bytes (header, padding, prefix) Release->Relaxed|$R/cpu_buffer.rs|748s/Ordering::Release/Ordering::Relaxed/"
-"W5|slot_phys slot load Acquire->Relaxed|$R/cpu_buffer.rs|566s/Ordering::Acquire/Ordering::Relaxed/"
-"W6|prepare_page slot and commit loads Acquire->Relaxed|$R/cpu_buffer.rs|594s/Ordering::Acquire/Ordering::Relaxed/;597s/Ordering::Acquire/Ordering::Relaxed/;601s/Ordering::Acquire/Ordering::Relaxed/"
-"W7|claim step 3 (fresh count) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|617s/Ordering::AcqRel/Ordering::Relaxed/;618s/Ordering::Acquire/Ordering::Relaxed/"
-"W8|claim step 2 slot CAS (nothing unread) AcqRel->Relaxed|$R/cpu_buffer.rs|682s/Ordering::AcqRel/Ordering::Relaxed/;683s/Ordering::Acquire/Ordering::Relaxed/"
-"W9|claim step 1 (OPENING) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|652s/Ordering::AcqRel/Ordering::Relaxed/;653s/Ordering::Acquire/Ordering::Relaxed/"
-"W10|claim step 2 slot CAS (overrun) AcqRel->Relaxed|$R/cpu_buffer.rs|707s/Ordering::AcqRel, Ordering::Acquire/Ordering::Relaxed, Ordering::Relaxed/"
-"W11|overrun_claims_done Release->Relaxed|$R/cpu_buffer.rs|712s/Ordering::Release/Ordering::Relaxed/"
-"W12|step E Release fences removed|$R/cpu_buffer.rs|343s/fence(Ordering::Release);/{}/;524s/fence(Ordering::Release);/{}/"
-"W13|reader commit-word loads Acquire->Relaxed|$R/reader.rs|281s/Ordering::Acquire/Ordering::Relaxed/;329s/Ordering::Acquire/Ordering::Relaxed/;423s/Ordering::Acquire/Ordering::Relaxed/"
-"W14|head_page slot load Acquire->Relaxed|$R/reader.rs|410s/Ordering::Acquire/Ordering::Relaxed/"
-"W15|loss_mark loads Acquire->Relaxed|$R/reader.rs|366s/Ordering::Acquire/Ordering::Relaxed/;367s/Ordering::Acquire/Ordering::Relaxed/g;368s/Ordering::Acquire/Ordering::Relaxed/"
-"W16|swap_in_spare Release fence removed|$R/reader.rs|561s/fence(Ordering::Release);/{}/"
-"W17|spare commit-word store Release->Relaxed|$R/reader.rs|575s/Ordering::Release/Ordering::Relaxed/"
-"W18|take/swap slot CAS AcqRel->Relaxed|$R/reader.rs|591s/Ordering::AcqRel/Ordering::Relaxed/;592s/Ordering::Acquire/Ordering::Relaxed/"
-"W19|in-place c1/state/c2 Acquire->Relaxed|$R/reader.rs|648s/Ordering::Acquire/Ordering::Relaxed/;649s/Ordering::Acquire/Ordering::Relaxed/;650s/Ordering::Acquire/Ordering::Relaxed/"
-"W20|in-place seqlock Acquire fence removed|$R/reader.rs|711s/fence(Ordering::Acquire);/{}/"
-"W21|in-place consume CAS AcqRel->Relaxed|$R/reader.rs|721s/Ordering::AcqRel/Ordering::Relaxed/;722s/Ordering::Acquire/Ordering::Relaxed/"
+"W1|fast-path state CAS AcqRel->Relaxed|$R/cpu_buffer.rs|366s/Ordering::AcqRel/Ordering::Relaxed/"
+"W2|general-loop state CAS AcqRel/Acquire->Relaxed|$R/cpu_buffer.rs|563s/Ordering::AcqRel/Ordering::Relaxed/;564s/Ordering::Acquire/Ordering::Relaxed/"
+"W3|commit fetch_add Release->Relaxed|$R/reservation.rs|188s/Ordering::Release/Ordering::Relaxed/"
+"W4|commit_bytes (header, padding, prefix) Release->Relaxed|$R/cpu_buffer.rs|863s/Ordering::Release/Ordering::Relaxed/"
+"W5|slot_phys slot load Acquire->Relaxed|$R/cpu_buffer.rs|615s/Ordering::Acquire/Ordering::Relaxed/"
+"W6|prepare_page slot and commit loads Acquire->Relaxed|$R/cpu_buffer.rs|643s/Ordering::Acquire/Ordering::Relaxed/;646s/Ordering::Acquire/Ordering::Relaxed/;650s/Ordering::Acquire/Ordering::Relaxed/"
+"W7|claim step 3 (fresh count) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|665s/Ordering::AcqRel/Ordering::Relaxed/;666s/Ordering::Acquire/Ordering::Relaxed/"
+"W8|claim step 2 slot CAS (nothing unread) AcqRel->Relaxed|$R/cpu_buffer.rs|795s/Ordering::AcqRel/Ordering::Relaxed/;796s/Ordering::Acquire/Ordering::Relaxed/"
+"W9|claim step 1 (OPENING) CAS AcqRel->Relaxed|$R/cpu_buffer.rs|695s/Ordering::AcqRel/Ordering::Relaxed/;696s/Ordering::Acquire/Ordering::Relaxed/"
+"W10|claim step 2 slot CAS (overrun) AcqRel->Relaxed|$R/cpu_buffer.rs|820s/Ordering::AcqRel, Ordering::Acquire/Ordering::Relaxed, Ordering::Relaxed/"
+"W11|overrun_claims_done Release->Relaxed|$R/cpu_buffer.rs|825s/Ordering::Release/Ordering::Relaxed/"
+"W12|step E Release fences removed|$R/cpu_buffer.rs|377s/fence(Ordering::Release);/{}/;573s/fence(Ordering::Release);/{}/"
+"W13|reader commit-word loads Acquire->Relaxed|$R/reader.rs|284s/Ordering::Acquire/Ordering::Relaxed/;332s/Ordering::Acquire/Ordering::Relaxed/;426s/Ordering::Acquire/Ordering::Relaxed/"
+"W14|head_page slot load Acquire->Relaxed|$R/reader.rs|413s/Ordering::Acquire/Ordering::Relaxed/"
+"W15|loss_mark loads Acquire->Relaxed|$R/reader.rs|369s/Ordering::Acquire/Ordering::Relaxed/;370s/Ordering::Acquire/Ordering::Relaxed/g;371s/Ordering::Acquire/Ordering::Relaxed/"
+"W16|swap_in_spare Release fence removed|$R/reader.rs|566s/fence(Ordering::Release);/{}/"
+"W17|spare commit-word store Release->Relaxed|$R/reader.rs|580s/Ordering::Release/Ordering::Relaxed/"
+"W18|take/swap slot CAS AcqRel->Relaxed|$R/reader.rs|596s/Ordering::AcqRel/Ordering::Relaxed/;597s/Ordering::Acquire/Ordering::Relaxed/"
+"W19|in-place c1/state/c2 Acquire->Relaxed|$R/reader.rs|666s/Ordering::Acquire/Ordering::Relaxed/;667s/Ordering::Acquire/Ordering::Relaxed/;668s/Ordering::Acquire/Ordering::Relaxed/"
+"W20|in-place seqlock Acquire fence removed|$R/reader.rs|729s/fence(Ordering::Acquire);/{}/"
+"W21|in-place consume CAS AcqRel->Relaxed|$R/reader.rs|739s/Ordering::AcqRel/Ordering::Relaxed/;740s/Ordering::Acquire/Ordering::Relaxed/"
 "W22|iterator commit and state loads Acquire->Relaxed|$R/iter.rs|97s/Ordering::Acquire/Ordering::Relaxed/;122s/Ordering::Acquire/Ordering::Relaxed/;123s/Ordering::Acquire/Ordering::Relaxed/"
 "W23|iterator seqlock Acquire fence removed|$R/iter.rs|139s/fence(Ordering::Acquire);/{}/"
-"W24|discard (drop) fetch_add Release->Relaxed|$R/reservation.rs|215s/Ordering::Release/Ordering::Relaxed/"
+"W24|discard (drop) fetch_add Release->Relaxed|$R/reservation.rs|221s/Ordering::Release/Ordering::Relaxed/"
 )
 for w in "${W[@]}"; do
   IFS='|' read -r id what file expr <<<"$w"

@@ -230,13 +230,19 @@ impl CpuBuffer {
         }
     }
 
-    /// A buffer in anonymous memory.
-    pub(crate) fn anonymous(cpu: usize, geometry: Geometry) -> Result<Self, ConfigError> {
-        let memory =
+    /// A buffer in anonymous memory; `zero_on_claim` as a file ring's
+    /// (loom models a file ring so).
+    pub(crate) fn anonymous(
+        cpu: usize,
+        geometry: Geometry,
+        zero_on_claim: bool,
+    ) -> Result<Self, ConfigError> {
+        let mut memory =
             CpuMemory::anonymous(&geometry).map_err(|e: ZeroedError| ConfigError::Memory {
                 bytes: e.bytes,
                 reason: e.reason,
             })?;
+        memory.zero_on_claim = zero_on_claim;
         Ok(Self::new(cpu, geometry, memory))
     }
 
@@ -681,7 +687,7 @@ impl CpuBuffer {
                 return Err(PrepareError::Refused(ReserveError::Full));
             }
             // Step 1. AcqRel, as every step; implied here (verification.md, W9).
-            let opening = Commit::opening(want, commit.events);
+            let opening = Commit::opening(want, commit.events, commit.header);
             let won = commit_word
                 .compare_exchange(
                     commit.pack(),

@@ -131,14 +131,16 @@ impl Commit {
     }
 
     /// A page being claimed for generation `gen`, still holding the old
-    /// generation's `events` count.
-    pub(crate) fn opening(gen: u32, events: u32) -> Commit {
+    /// generation's `events` count and `header` flag (until the claim's
+    /// step 2 the page is the old generation's, whole, and a recovered file
+    /// reads it so).
+    pub(crate) fn opening(gen: u32, events: u32, header: bool) -> Commit {
         Commit {
             bytes: 0,
             events,
             opening: true,
             reclaimed: false,
-            header: false,
+            header,
             zeroed: false,
             tag: tag_of(gen),
         }

@@ -71,7 +71,7 @@ fn buffer() -> CpuBuffer {
         .quarantine_pages(1)
         .validate()
         .unwrap();
-    CpuBuffer::anonymous(0, geometry).unwrap()
+    CpuBuffer::anonymous(0, geometry, false).unwrap()
 }
 
 /// Every page's bytes and the events' times, as a reader sees them.

@@ -47,8 +47,11 @@ impl<C: Clock> RingBuffer<C> {
         if let Some(target) = &config.file {
             return Self::in_file(target, geometry, clock);
         }
+        // loom cannot map files: there a file ring is modelled in memory,
+        // with the file ring's claim (it zeroes its page).
+        let zero_on_claim = cfg!(loom) && config.file.is_some();
         let buffers = (0..geometry.cpus)
-            .map(|cpu| CpuBuffer::anonymous(cpu, geometry))
+            .map(|cpu| CpuBuffer::anonymous(cpu, geometry, zero_on_claim))
             .collect::<Result<_, _>>()?;
         Ok(RingBuffer {
             clock,
@@ -86,18 +89,26 @@ impl<C: Clock> RingBuffer<C> {
             },
         )?;
         let adopt = opened.adopt;
+        let path = opened.file.path.clone();
         let buffers = opened
             .memory
             .into_iter()
             .enumerate()
             .map(|(cpu, memory)| {
                 if adopt {
-                    CpuBuffer::adopt(cpu, geometry, memory)
+                    CpuBuffer::adopt(cpu, geometry, memory).map_err(|why| {
+                        crate::file::FileError::Mismatch {
+                            path: path.clone(),
+                            what: format!(
+                                "CPU {cpu}'s control words are inconsistent: {why}; read it with `ringtrace recover` and start a new file"
+                            ),
+                        }
+                    })
                 } else {
-                    CpuBuffer::new(cpu, geometry, memory)
+                    Ok(CpuBuffer::new(cpu, geometry, memory))
                 }
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         opened.file.set_open();
         Ok(RingBuffer {
             clock,

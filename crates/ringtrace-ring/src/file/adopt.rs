@@ -1,29 +1,80 @@
 //! Taking over a ring file whose writer is gone (`append`): the ring goes
-//! on from where the file's control words say it was, after the repairs
-//! a writer that died mid-operation needs.
+//! on from where the file's control words say it was, once they are
+//! checked and the marks a writer that died mid-operation left are
+//! repaired.
 
+use super::walk::walk;
 use crate::config::Geometry;
 use crate::cpu_buffer::CpuBuffer;
+use crate::format::{self, PAGE_HEADER};
 use crate::memory::CpuMemory;
-use crate::meta::{tag_of, Commit, Slot};
+use crate::meta::{gen_of, tag_of, Commit, Slot};
 use crate::stats::RareCounters;
 use crate::sync::Ordering;
 
+/// Checks one CPU buffer's control words before anything is changed:
+/// every slot names its own page, in range, and the write offset agrees
+/// with its slot. Returns which pages the slots hold.
+pub(crate) fn check_memory(memory: &CpuMemory, geometry: &Geometry) -> Result<(), String> {
+    check(&memory.slots, &memory.hot, geometry).map(|_| ())
+}
+
+fn check(
+    slots: &crate::zeroed::ZeroedSlice<crate::sync::AtomicU64>,
+    hot: &crate::cpu_buffer::WriterHot,
+    geometry: &Geometry,
+) -> Result<Vec<bool>, String> {
+    let n = geometry.pages_per_cpu;
+    let physical = geometry.physical_pages();
+    // Relaxed: nothing else touches the words (see `adopt`).
+    let mut in_slots = vec![false; physical];
+    for (index, slot) in slots.iter().enumerate() {
+        let s = Slot::unpack(slot.load(Ordering::Relaxed));
+        match in_slots.get_mut(s.phys) {
+            Some(used) if !*used => *used = true,
+            Some(_) => {
+                return Err(format!(
+                    "slot {index} names page {}, which another slot names too",
+                    s.phys
+                ))
+            }
+            None => return Err(format!("slot {index} names page {}, of {physical}", s.phys)),
+        }
+    }
+    let (write, _) = hot.state.load(Ordering::Relaxed);
+    let pos = (write & (geometry.page_size as u64 - 1)) as usize;
+    let seq = write >> geometry.page_shift();
+    let lap = Slot::unpack(slots[(seq % n as u64) as usize].load(Ordering::Relaxed)).gen;
+    let open_ok = if pos == 0 {
+        lap == gen_of(seq, n) || lap == gen_of(seq, n).wrapping_sub(1)
+    } else {
+        lap == gen_of(seq, n) && pos >= PAGE_HEADER
+    };
+    if !open_ok {
+        return Err(format!(
+            "the write offset {write} (page {seq}, byte {pos}) does not agree with its slot, at lap {lap}"
+        ));
+    }
+    Ok(in_slots)
+}
+
 impl CpuBuffer {
-    /// A buffer over `memory` as the file left it. Repairs, in order:
+    /// A buffer over `memory` as the file left it, or what is wrong with
+    /// its control words (which no checksum covers). Repairs, in order:
     ///
     /// - The page the dead reader held out of the ring: its unread events
     ///   are counted lost, and it becomes a spare.
+    /// - An overrun claim cut short between its two counts: the counts are
+    ///   made equal, or every reader would wait for it.
     /// - A claim whose claimer died before zeroing its page (OPENING
     ///   without ZEROED, which would refuse every writer for good): done
     ///   here, the claimer being gone.
-    /// - An overrun claim cut short between its two counts: the counts are
-    ///   made equal, or every reader would wait for it.
-    ///
-    /// A reservation the dead writer never committed leaves its page
-    /// incomplete; the reader's fixup takes such a page out and counts its
-    /// events lost, as for a writer that dies in a live ring.
-    pub(crate) fn adopt(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Self {
+    /// - Every page of the ring window that is not complete (`repair_page`):
+    ///   reservations that never committed become discard records, and what
+    ///   follows a header never written is covered by one discard and its
+    ///   committed events counted lost. The pages are then whole, and the
+    ///   open page can be written on.
+    pub(crate) fn adopt(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Result<Self, String> {
         let n = geometry.pages_per_cpu;
         let physical = geometry.physical_pages();
         let CpuMemory {
@@ -36,13 +87,12 @@ impl CpuBuffer {
         } = memory;
         // Relaxed throughout: the buffer is not shared yet (the file's old
         // writer is gone, checked by the caller).
-        let mut in_slots = vec![false; physical];
-        for slot in slots.iter() {
-            let s = Slot::unpack(slot.load(Ordering::Relaxed));
-            if let Some(used) = in_slots.get_mut(s.phys) {
-                *used = true;
-            }
-        }
+        let in_slots = check(&slots, &hot, &geometry)?;
+        let (write, last_ts) = hot.state.load(Ordering::Relaxed);
+        let pos = (write & (geometry.page_size as u64 - 1)) as usize;
+        let seq = write >> geometry.page_shift();
+        // The open-page cache may name a page from before a swap: empty it.
+        hot.open_page.store(u64::MAX, Ordering::Relaxed);
         let reader_page = rare.reader_page.swap(0, Ordering::Relaxed);
         if reader_page != 0 {
             let phys = (reader_page & 0xFFFF_FFFF).wrapping_sub(1) as usize;
@@ -55,7 +105,6 @@ impl CpuBuffer {
         let started = rare.overrun_claims_started.load(Ordering::Relaxed);
         rare.overrun_claims_done.store(started, Ordering::Relaxed);
         let free = (0..physical).rev().filter(|&p| !in_slots[p]).collect();
-        let _ = n;
         let buffer = CpuBuffer {
             cpu,
             geometry,
@@ -67,13 +116,10 @@ impl CpuBuffer {
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(free)),
             zero_on_claim,
         };
-        for index in 0..buffer.slots.len() {
+        for index in 0..n {
             let slot_word = &buffer.slots[index];
             let slot = Slot::unpack(slot_word.load(Ordering::Relaxed));
-            let Some(commit_word) = buffer.commits.get(slot.phys) else {
-                continue;
-            };
-            let commit = Commit::unpack(commit_word.load(Ordering::Relaxed));
+            let commit = Commit::unpack(buffer.commits[slot.phys].load(Ordering::Relaxed));
             if !commit.opening || commit.zeroed || !zero_on_claim {
                 continue;
             }
@@ -86,6 +132,94 @@ impl CpuBuffer {
             };
             buffer.zero_claimed(slot_word, want, commit, slot.phys);
         }
-        buffer
+        let tail = buffer.tail_seq(write);
+        for page in tail.saturating_sub(n as u64 - 1)..=tail {
+            let slot = Slot::unpack(buffer.slot_of(page).load(Ordering::Relaxed));
+            let commit = Commit::unpack(buffer.commits[slot.phys].load(Ordering::Relaxed));
+            let complete = commit.bytes == geometry.page_size;
+            if slot.gen != gen_of(page, n)
+                || commit.opening
+                || complete
+                || commit.tag != tag_of(slot.gen)
+            {
+                continue;
+            }
+            let end = if page == seq && pos != 0 {
+                pos
+            } else {
+                geometry.page_size
+            };
+            buffer.repair_page(slot.phys, page, end, commit, last_ts)?;
+        }
+        Ok(buffer)
+    }
+
+    /// Makes page `phys` (virtual page `seq`, reserved up to byte `end`)
+    /// whole, as its commit word `commit` says it is not; see `adopt`.
+    fn repair_page(
+        &self,
+        phys: usize,
+        seq: u64,
+        end: usize,
+        commit: Commit,
+        base_ts: u64,
+    ) -> Result<(), String> {
+        let mut bytes = Vec::new();
+        self.words.read_into(phys, 0, self.page_size(), &mut bytes);
+        let (hole, found) = if commit.header {
+            let walked = walk(
+                &bytes,
+                u64::from_le_bytes(bytes[0..8].try_into().unwrap_or_default()),
+            );
+            for &(at, size, head) in &walked.pending_at {
+                // A reservation that never ended ends now, as a discard
+                // keeping its delta (as Reservation's drop does).
+                self.words.store(phys, at + 4, size as u32);
+                self.words.store(
+                    phys,
+                    at,
+                    format::TYPE_DISCARD | (head & !format::PENDING & !31),
+                );
+                RareCounters::bump(&self.hot.hit, 1);
+                RareCounters::bump(&self.rare.discarded, 1);
+            }
+            let hole = walked
+                .unwritten_at
+                .or(walked.corrupt_at)
+                .filter(|&at| at < end);
+            (hole, walked.events.len() as u32)
+        } else {
+            // The writer that opened the page died before writing its
+            // header: nothing in it can be timed.
+            self.words.store_page_header(phys, seq, base_ts);
+            (Some(PAGE_HEADER).filter(|&at| at < end), 0)
+        };
+        if let Some(at) = hole {
+            let size = end - at;
+            if size < 8 {
+                return Err(format!(
+                    "page {seq} has {size} bytes after a hole at byte {at}, too few for a record"
+                ));
+            }
+            self.words.store(phys, at + 4, size as u32);
+            self.words
+                .store(phys, at, format::record_header(format::TYPE_DISCARD, 0));
+            RareCounters::bump(
+                &self.rare.lost,
+                u64::from(commit.events.saturating_sub(found)),
+            );
+        }
+        let whole = Commit {
+            bytes: end,
+            events: if hole.is_some() {
+                found.min(commit.events)
+            } else {
+                commit.events
+            },
+            header: true,
+            ..commit
+        };
+        self.commits[phys].store(whole.pack(), Ordering::Relaxed);
+        Ok(())
     }
 }

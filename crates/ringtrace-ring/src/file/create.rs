@@ -22,6 +22,21 @@ pub(crate) struct RingFile {
     pub path: PathBuf,
     map: Arc<memmap2::MmapMut>,
     status: ZeroedBox<AtomicU64>,
+    /// Device and inode, while this ring has the file (see `OPEN_HERE`).
+    id: (u64, u64),
+    /// Set once writers may be active: only then does a drop mark the file
+    /// closed.
+    opened: std::sync::atomic::AtomicBool,
+}
+
+/// The files rings of this process have open, by (device, inode): a second
+/// ring over one file would share its words with the first and corrupt
+/// both, and the pid check cannot tell (it is ours). A ring leaked or
+/// forgotten keeps its file here for good.
+static OPEN_HERE: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn open_here() -> std::sync::MutexGuard<'static, Vec<(u64, u64)>> {
+    OPEN_HERE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the ring needs to build its buffers over a file.
@@ -87,11 +102,16 @@ impl RingFile {
         let (file, adopt) = match created {
             Ok(file) => (file, false),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let is_link =
-                    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-                if is_link {
+                let kind = std::fs::symlink_metadata(path).map(|m| m.file_type());
+                if kind.as_ref().is_ok_and(|k| k.is_symlink()) {
                     return Err(FileError::Symlink {
                         path: path.to_owned(),
+                    });
+                }
+                if let Some(k) = kind.as_ref().ok().filter(|k| !k.is_file()) {
+                    return Err(FileError::NotRegular {
+                        path: path.to_owned(),
+                        kind: super::error::kind_of(*k),
                     });
                 }
                 if !target.append {
@@ -99,7 +119,7 @@ impl RingFile {
                         path: path.to_owned(),
                     });
                 }
-                (Self::open_existing(path, &header)?, true)
+                (Self::open_existing(path, &header, &target.metadata)?, true)
             }
             Err(e) => return Err(FileError::io(path, "created", e)),
         };
@@ -154,17 +174,49 @@ impl RingFile {
         let status: ZeroedBox<AtomicU64> =
             ZeroedBox::from_slice(ZeroedSlice::in_file(&map, STATUS_OFFSET, 1).map_err(failed)?)
                 .map_err(failed)?;
-        // Relaxed: nothing is shared yet; `set_open` publishes.
-        status.store(STATUS_SETTING_UP, Ordering::Relaxed);
+        if !adopt {
+            // Relaxed: nothing is shared yet; `set_open` publishes.
+            status.store(STATUS_SETTING_UP, Ordering::Relaxed);
+        }
         let memory = (0..geometry.cpus)
             .map(|cpu| CpuMemory::in_file(&map, layout.cpu_offsets(cpu), geometry))
             .collect::<Result<Vec<_>, _>>()
             .map_err(failed)?;
+        if adopt {
+            // Every CPU's words checked before any is changed.
+            for (cpu, m) in memory.iter().enumerate() {
+                super::adopt::check_memory(m, geometry).map_err(|why| FileError::Mismatch {
+                    path: path.to_owned(),
+                    what: format!(
+                        "CPU {cpu}'s control words are inconsistent: {why}; read it with `ringtrace recover` and start a new file"
+                    ),
+                })?;
+            }
+        }
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            let m = file
+                .metadata()
+                .map_err(|e| FileError::io(path, "examined", e))?;
+            (m.dev(), m.ino())
+        };
+        {
+            let mut here = open_here();
+            if here.contains(&id) {
+                return Err(FileError::Mismatch {
+                    path: path.to_owned(),
+                    what: "a ring of this process has it open already (two rings over one file would corrupt each other)".into(),
+                });
+            }
+            here.push(id);
+        }
         Ok(Opened {
             file: RingFile {
                 path: path.to_owned(),
                 map,
                 status,
+                id,
+                opened: std::sync::atomic::AtomicBool::new(false),
             },
             memory,
             adopt,
@@ -173,7 +225,11 @@ impl RingFile {
 
     /// Opens an existing file to append to: a regular file holding a ring
     /// of the same shape and clock, whose writer is gone.
-    fn open_existing(path: &Path, want: &FileHeader) -> Result<std::fs::File, FileError> {
+    fn open_existing(
+        path: &Path,
+        want: &FileHeader,
+        metadata: &[u8],
+    ) -> Result<std::fs::File, FileError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -186,7 +242,7 @@ impl RingFile {
                 _ => FileError::io(path, "opened", e),
             })?;
         let source = Source::checked(file, path)?;
-        let (have, _) = source.header(path)?;
+        let (have, have_metadata) = source.header(path)?;
         let mismatch = |what: String| FileError::Mismatch {
             path: path.to_owned(),
             what,
@@ -214,6 +270,13 @@ impl RingFile {
                 "its ring is {}; this one would be {}",
                 shape(&have),
                 shape(want)
+            )));
+        }
+        if have_metadata.as_deref().ok() != Some(metadata) {
+            return Err(mismatch(format!(
+                "its metadata (the event descriptions, {} bytes) differs from this ring's ({} bytes), or is damaged",
+                have.layout.metadata_len,
+                metadata.len()
             )));
         }
         if have.layout != want.layout {
@@ -249,6 +312,9 @@ impl RingFile {
     pub(crate) fn set_open(&self) {
         // Release: the buffers' setup is in the file before the mark.
         self.status.store(STATUS_OPEN, Ordering::Release);
+        // Relaxed: read only by this ring's drop.
+        self.opened
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Asks the system to write the file's dirty pages to disk and waits.
@@ -259,6 +325,10 @@ impl RingFile {
 
 impl Drop for RingFile {
     fn drop(&mut self) {
+        open_here().retain(|&id| id != self.id);
+        if !self.opened.load(std::sync::atomic::Ordering::Relaxed) {
+            return; // failed while being set up: the status says so
+        }
         // Release: every commit made before the ring was dropped is in the
         // file before the mark. (The ring's buffers are dropped after this,
         // but nothing writes them any more: dropping takes `&mut`.)

@@ -244,9 +244,10 @@ fn recover_cpu(
         problems: Vec::new(),
     };
     if first.bytes.len() < control_len {
-        out.problems.push(format!(
+        out.problems.push(
             "the file ends inside this CPU buffer's control words: nothing of it can be read"
-        ));
+                .to_owned(),
+        );
         return Ok(out);
     }
     let stats = Stats {
@@ -425,7 +426,6 @@ fn decode_page(h: &FileHeader, t: &PageTask, page: &[u8], committed: u64, out: &
     // written (a writer stopped between its reservation and its first
     // store), or after a corrupt record.
     let expected = u64::from(t.commit.events);
-    if total < expected {
-        out.counts.skipped_unreadable += expected - total.max(u64::from(t.consumed));
-    }
+    let reached = total.max(u64::from(t.consumed));
+    out.counts.skipped_unreadable += expected.saturating_sub(reached);
 }

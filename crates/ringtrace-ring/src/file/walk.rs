@@ -16,6 +16,10 @@ pub(crate) struct Walked {
     pub stopped: Option<String>,
     /// Where it stopped: a header that was never written, at this byte.
     pub unwritten_at: Option<usize>,
+    /// Where it stopped on a corrupt record, at this byte.
+    pub corrupt_at: Option<usize>,
+    /// Each PENDING record: (byte offset, size, header word).
+    pub pending_at: Vec<(usize, usize, u32)>,
 }
 
 fn word(page: &[u8], at: usize) -> Option<u32> {
@@ -32,6 +36,7 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
     let end = page.len();
     let stop = |out: &mut Walked, pos: usize, why: &str| {
         out.stopped = Some(format!("byte {pos}: {why}"));
+        out.corrupt_at = Some(pos);
     };
     while pos + 4 <= end {
         let Some(head) = word(page, pos) else { break };
@@ -112,7 +117,10 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
         // time is reckoned from it.
         ts = ts.saturating_add(delta);
         match payload {
-            _ if pending => out.pending += 1,
+            _ if pending => {
+                out.pending += 1;
+                out.pending_at.push((pos, size, head));
+            }
             Some((start, len)) => out.events.push((ts, page[start..start + len].to_vec())),
             None => {}
         }
