@@ -529,42 +529,6 @@ fn a_reader_racing_an_overrunning_writer_reports_each_loss_where_it_happened() {
     });
 }
 
-/// A file ring (modelled in memory under loom, with its claim) whose
-/// claimer zeroes the page while an iterator copies the page's previous
-/// lap: the zeros come after the claim's step 2 and a Release fence, so a
-/// copy that holds any of them sees the slot moved on and is thrown away.
-/// Without that order, the iterator would yield lap 1's events with zeroed
-/// payloads (id 0 again) or stop at a zeroed header.
-#[test]
-fn a_file_ring_claim_zeroes_its_page_unseen_by_an_iterator_of_the_old_lap() {
-    loom::model(|| {
-        let config = RingConfig::default()
-            .cpus(1)
-            .page_size(64)
-            .per_cpu_bytes(128)
-            .quarantine_pages(3)
-            .mode(Mode::Overwrite)
-            .file("modelled-in-memory.ring");
-        let ring: &'static RingBuffer<Counter> =
-            Box::leak(Box::new(RingBuffer::new(config, Counter::new()).unwrap()));
-        let mut stamps: Vec<u64> = (0..8u32)
-            .map(|i| ring.write_on(0, &i.to_le_bytes()).unwrap())
-            .collect();
-        let iter = ring.iter(0).unwrap();
-        let iterator = thread::spawn(move || {
-            iter.take(4)
-                .map(|e| (e.ts, id_of(&e.payload)))
-                .collect::<Vec<_>>()
-        });
-        stamps.push(ring.write_on(0, &8u32.to_le_bytes()).unwrap());
-        let seen = iterator.join().unwrap();
-        assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
-        for (ts, id) in &seen {
-            assert_eq!(*ts, stamps[*id as usize], "event {id} torn: {seen:?}");
-        }
-    });
-}
-
 /// A second writer racing a file ring's zeroing claim never gets its event
 /// wiped: only the claimer zeroes, and step 3 (which lets writers into the
 /// page) waits for ZEROED; until then the second writer is refused (Busy)
