@@ -723,3 +723,78 @@ fn append_after_a_reader_held_a_page_counts_its_unread_events_lost() {
     assert_eq!(c.file_stats.hit, 17);
     assert_counts_agree(&rec);
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "threads and a mapped file")]
+fn recovering_a_live_ring_and_reader_returns_only_whole_written_events_in_order() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let scratch = Scratch::new("live");
+    let path = scratch.path("t.ring");
+    let ring = RingBuffer::new(config(&path, Mode::Overwrite, 2, 256, 8), Counter::new()).unwrap();
+    ring.sync_file().unwrap();
+    let stop = AtomicBool::new(false);
+    let written = [AtomicU64::new(0), AtomicU64::new(0)];
+    let (mut changed, mut recovered) = (0, 0);
+    std::thread::scope(|s| {
+        for w in 0..2u32 {
+            let (ring, stop, written) = (&ring, &stop, &written[w as usize]);
+            s.spawn(move || {
+                let mut seq = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    ring.write_on(w as usize, &common::payload(w, seq, len_for(w, seq)))
+                        .unwrap();
+                    seq += 1;
+                    written.store(seq, Ordering::Relaxed);
+                }
+            });
+        }
+        // And a reader, taking pages out of the ring and putting spares in.
+        let (ring2, stop2) = (&ring, &stop);
+        s.spawn(move || {
+            let mut n = 0u64;
+            while !stop2.load(Ordering::Relaxed) {
+                let b = ring2.cpu_buffer((n % 2) as usize).unwrap();
+                if n % 3 == 0 {
+                    let _ = b.read_page();
+                } else {
+                    let _ = b.read_event();
+                }
+                n += 1;
+            }
+        });
+        // While both write, and have gone round the ring a few times.
+        let start = std::time::Instant::now();
+        while written.iter().any(|w| w.load(Ordering::Relaxed) < 100) {
+            std::thread::yield_now();
+        }
+        let mut rounds = 0;
+        while rounds < 300 && start.elapsed() < std::time::Duration::from_secs(2) {
+            rounds += 1;
+            let rec = file::recover(&path).unwrap();
+            assert_eq!(rec.writer, WriterState::Live);
+            for c in &rec.cpus {
+                let mut last = None;
+                for e in &c.events {
+                    let (w, seq) = common::check(&e.payload)
+                        .unwrap_or_else(|err| panic!("a torn event: {err}"));
+                    assert_eq!((w as usize, e.payload.len()), (c.cpu, len_for(w, seq)));
+                    assert!(
+                        last.is_none_or(|l| l < seq),
+                        "cpu {}: {last:?} then {seq}",
+                        c.cpu
+                    );
+                    last = Some(seq);
+                }
+                changed += c.counts.changed_while_read;
+                recovered += c.counts.recovered;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    drop(ring);
+    let rec = file::recover(&path).unwrap();
+    assert_eq!(rec.writer, WriterState::Closed);
+    assert_counts_agree(&rec);
+    let written: Vec<u64> = written.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+    eprintln!("{recovered} events recovered, {changed} on pages that changed while read, of {written:?} written");
+}
