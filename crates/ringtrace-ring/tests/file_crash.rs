@@ -851,8 +851,10 @@ fn a_kill_between_the_first_two_steps_of_a_claim_loses_no_event() {
         "page {oldest} is complete"
     );
     let events = (commit >> EVENTS_SHIFT) & 0xFFFF;
-    // Step 1 of the claim of page oldest + 4: Commit::opening(gen + 1, events).
-    let opening = (events << EVENTS_SHIFT) | OPENING | (((gen + 1) & TAG_MASK) << TAG_SHIFT);
+    // Step 1 of the claim of page oldest + 4: Commit::opening(gen + 1,
+    // events, header), which keeps the old lap's HEADER flag.
+    let opening =
+        (events << EVENTS_SHIFT) | OPENING | HEADER | (((gen + 1) & TAG_MASK) << TAG_SHIFT);
     img.set(img.commit_at(phys), opening);
     img.save(&path);
     let after = file::recover(&path).unwrap();
@@ -898,7 +900,7 @@ fn append_after_a_kill_mid_reservation_keeps_the_new_events() {
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     let mut want = write_seqs(&ring, 0..3);
     std::mem::forget(ring.reserve_on(0, 40).unwrap());
-    std::mem::forget(ring);
+    drop(ring); // a forgotten ring would keep the file open in this process
     let mut img = Image::load(&path);
     let (_, _, phys) = img.slot(0);
     let header_at = img.page_at(phys) + (img.write() & 1023) - 44;
@@ -938,7 +940,7 @@ fn append_after_a_kill_between_a_page_switch_and_its_header_keeps_the_new_events
     let mut want = write_seqs(&ring, 0..2);
     ring.flush(); // the next reservation opens page 1
     std::mem::forget(ring.reserve_on(0, 40).unwrap());
-    std::mem::forget(ring);
+    drop(ring); // a forgotten ring would keep the file open in this process
     let mut img = Image::load(&path);
     let (_, _, phys) = img.slot(1);
     let commit_at = img.commit_at(phys);

@@ -222,7 +222,7 @@ fn append_continues(forget_first: bool) {
         std::mem::forget(r);
         pending = 1;
         want[1].extend(write_events(&ring, 1, 1, 30, 5));
-        std::mem::forget(ring);
+        drop(ring); // a forgotten ring would keep the file open in this process
     } else {
         drop(ring);
     }
@@ -241,7 +241,9 @@ fn append_continues(forget_first: bool) {
     for (cpu, w) in want.iter().enumerate() {
         assert_eq!(events_of(&rec, cpu), *w, "cpu {cpu}");
     }
-    assert_eq!(rec.totals().skipped_pending, pending);
+    // The append ended the dead reservation as a discard record.
+    assert_eq!(rec.totals().skipped_pending, 0);
+    assert_eq!(rec.file_stats().discarded, pending);
     assert_eq!(
         rec.totals().recovered,
         (want[0].len() + want[1].len()) as u64
@@ -273,7 +275,7 @@ fn append_in_overwrite_mode_wraps_over_the_earlier_run() {
         let ring = RingBuffer::new(cfg, clock.clone()).unwrap();
         all.extend(write_events(&ring, 0, 0, run * 40, 40));
         if run == 1 {
-            std::mem::forget(ring);
+            drop(ring); // a forgotten ring would keep the file open in this process
         }
     }
     let rec = file::recover(&path).unwrap();
@@ -701,7 +703,7 @@ fn append_after_a_reader_held_a_page_counts_its_unread_events_lost() {
         .map(|_| b.read_event().map(|e| (e.ts, e.payload)).unwrap())
         .collect();
     assert_eq!(read[..], first[..2]);
-    std::mem::forget(ring); // the reader dies holding its page
+    drop(ring); // the reader goes, holding its page
     let ring =
         RingBuffer::new(config(&path, Mode::Discard, 1, 256, 8).append(true), clock).unwrap();
     let second = write_events(&ring, 0, 0, 14, 3);
@@ -797,4 +799,42 @@ fn recovering_a_live_ring_and_reader_returns_only_whole_written_events_in_order(
     assert_counts_agree(&rec);
     let written: Vec<u64> = written.iter().map(|w| w.load(Ordering::Relaxed)).collect();
     eprintln!("{recovered} events recovered, {changed} on pages that changed while read, of {written:?} written");
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn a_second_ring_of_this_process_over_an_open_file_is_refused() {
+    // Two rings over one file would share its words: refused while the
+    // first lives (even leaked), accepted once it is dropped.
+    let scratch = Scratch::new("twice");
+    let path = scratch.path("t.ring");
+    let first = RingBuffer::new(config(&path, Mode::Discard, 1, 1024, 4), Counter::new()).unwrap();
+    let second = RingBuffer::new(
+        config(&path, Mode::Discard, 1, 1024, 4).append(true),
+        Counter::new(),
+    );
+    let err = second.unwrap_err().to_string();
+    assert!(err.contains("this process has it open"), "{err}");
+    drop(first);
+    RingBuffer::new(
+        config(&path, Mode::Discard, 1, 1024, 4).append(true),
+        Counter::new(),
+    )
+    .unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn append_with_other_metadata_of_the_same_length_is_a_mismatch() {
+    let scratch = Scratch::new("meta");
+    let path = scratch.path("t.ring");
+    let cfg = || config(&path, Mode::Discard, 1, 1024, 4);
+    drop(RingBuffer::new(cfg().metadata(b"{\"a\":1}".to_vec()), Counter::new()).unwrap());
+    let err = RingBuffer::new(
+        cfg().metadata(b"{\"b\":2}".to_vec()).append(true),
+        Counter::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("metadata"), "{err}");
 }
