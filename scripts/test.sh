@@ -91,7 +91,7 @@ else
   cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock -p ringtrace-check --locked --lib --tests
 fi
 
-step "fuzz: ring_ops, clock_monotonic, decode, ${fuzz_seconds} s each under AddressSanitizer"
+step "fuzz: ring_ops, clock_monotonic, decode, recover, ${fuzz_seconds} s each under AddressSanitizer"
 bash scripts/fuzz.sh "$fuzz_seconds"
 
 finish_step

@@ -8,6 +8,10 @@
 //!   `rdtsc` loop, both on one pinned CPU.
 //! - **scaling**: two producers pinned to two CPUs, each on its own
 //!   buffer, against one producer: events per second, two over one.
+//! - **file**: the same write into a file ring (the flight recorder,
+//!   `RingConfig::file`, in the temporary directory) against the anonymous
+//!   ring: what laying the ring out in a shared file map costs a writer,
+//!   page zeroing at each claim included.
 //!
 //! Why paired: these shared 2-core machines drift between fast and slow
 //! phases that last seconds. Criterion measures one function for seconds
@@ -16,7 +20,7 @@
 //! other, the ratio is taken per pair, and the median of those ratios is
 //! the figure docs/results.md quotes, with its 10th and 90th percentiles.
 
-use ringtrace_benches::{pin, record_16b, run_producers, tsc_ring};
+use ringtrace_benches::{pin, record_16b, run_producers, tsc_file_ring, tsc_ring};
 use ringtrace_clock::{Clock, Tsc};
 use std::hint::black_box;
 use std::time::Instant;
@@ -87,6 +91,47 @@ fn scaling_ratio(tsc: Tsc, cpus: usize) {
     println!("  two over one producer    p10 {r10:6.2}  p50 {r50:6.2}  p90 {r90:6.2}   bound 1.8");
 }
 
+/// File-ring pairs: fewer than the write pairs, each as long.
+const FILE_PAIRS: usize = 101;
+
+fn file_ratio(tsc: Tsc) {
+    let cpu = ringtrace_ring::cpu::current_cpu();
+    let anon = tsc_ring(tsc);
+    let path = std::env::temp_dir().join(format!("ringtrace-bench-{}.ring", std::process::id()));
+    let file = tsc_file_ring(tsc, &path);
+    let payload = [0xA5u8; 16];
+    let time = |r: &ringtrace_ring::RingBuffer<Tsc>| {
+        let t = Instant::now();
+        for _ in 0..WRITE_ITERS {
+            record_16b(r, cpu, black_box(&payload));
+        }
+        t.elapsed().as_nanos() as f64 / WRITE_ITERS as f64
+    };
+    // A lap of each first, so that both rings' pages are touched (the
+    // file's allocated in the page cache) before anything is timed.
+    time(&anon);
+    time(&file);
+    let (mut a, mut f, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..FILE_PAIRS {
+        let x = time(&anon);
+        let y = time(&file);
+        a.push(x);
+        f.push(y);
+        ratio.push(y / x);
+    }
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    let [a10, a50, a90] = percentiles(a);
+    let [f10, f50, f90] = percentiles(f);
+    let [r10, r50, r90] = percentiles(ratio);
+    println!(
+        "file ring against anonymous ring on CPU {cpu}, {FILE_PAIRS} pairs of {WRITE_ITERS} events"
+    );
+    println!("  anonymous ring       ns  p10 {a10:6.2}  p50 {a50:6.2}  p90 {a90:6.2}");
+    println!("  file ring            ns  p10 {f10:6.2}  p50 {f50:6.2}  p90 {f90:6.2}");
+    println!("  ratio (paired)           p10 {r10:6.2}  p50 {r50:6.2}  p90 {r90:6.2}");
+}
+
 fn main() {
     let Ok(tsc) = Tsc::new() else {
         eprintln!("tsc unavailable here; the ring ratios need it");
@@ -95,5 +140,6 @@ fn main() {
     // Counted before the write pairs pin this thread to one CPU.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     write_ratio(tsc);
+    file_ratio(tsc);
     scaling_ratio(tsc, cpus);
 }

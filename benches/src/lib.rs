@@ -13,6 +13,14 @@ pub fn tsc_ring(clock: Tsc) -> RingBuffer<Tsc> {
     RingBuffer::new(config, clock).expect("default config is valid")
 }
 
+/// The same ring laid out in a file at `path` (the flight recorder),
+/// created afresh: a file already there is removed first.
+pub fn tsc_file_ring(clock: Tsc, path: &std::path::Path) -> RingBuffer<Tsc> {
+    let _ = std::fs::remove_file(path);
+    let config = RingConfig::default().mode(Mode::Overwrite).file(path);
+    RingBuffer::new(config, clock).expect("a temporary file ring can be made")
+}
+
 /// One event as an instrumented program emits it: a call that reserves on
 /// `cpu`'s buffer, writes 16 bytes and commits. Not inlined, so the loop
 /// around it cannot hoist or merge anything across events.

@@ -4,7 +4,8 @@
 //! `decode::check` reads them; for `ring_ops` and `clock_monotonic`,
 //! pseudo-random scripts long enough to reach page switches, overwrites
 //! and fixups. The committed corpus was made with it, then fuzzed and
-//! minimised (`cargo fuzz cmin`).
+//! minimised (`cargo fuzz cmin`). For `recover`: small ring files, whole
+//! and as a writer would leave them mid-event.
 //!
 //! `cargo run -p ringtrace-check --example seed_corpus [-- DIR]`
 
@@ -51,6 +52,47 @@ fn pages(page_size: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Small ring files' bytes: discard and overwrite mode, one with a
+/// reservation that never ended, one wrapped with a reader partway.
+fn ring_files(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let scratch = dir.join("recover-scratch");
+    std::fs::create_dir_all(&scratch)?;
+    let mut out = Vec::new();
+    for (name, mode, pages, pending, read) in [
+        ("discard", Mode::Discard, 2, false, 0),
+        ("pending", Mode::Discard, 3, true, 0),
+        ("wrapped", Mode::Overwrite, 2, false, 0),
+        ("read", Mode::Overwrite, 3, true, 3),
+    ] {
+        let path = scratch.join(name);
+        let _ = std::fs::remove_file(&path);
+        let config = RingConfig::default()
+            .cpus(2)
+            .page_size(64)
+            .per_cpu_bytes(64 * pages)
+            .quarantine_pages(1)
+            .mode(mode)
+            .file(&path);
+        let ring = RingBuffer::new(config, ScriptClock::at(7)).map_err(std::io::Error::other)?;
+        for i in 0..12u32 {
+            let _ = ring.write_on(i as usize % 2, &i.to_le_bytes()[..1 + i as usize % 4]);
+        }
+        for _ in 0..read {
+            let _ = ring.cpu_buffers()[0].read_event();
+        }
+        if pending {
+            if let Ok(mut r) = ring.reserve_on(1, 8) {
+                r.write_at(0, &[9; 4]);
+                std::mem::forget(r);
+            }
+        }
+        drop(ring);
+        out.push((name.to_owned(), std::fs::read(&path)?));
+    }
+    std::fs::remove_dir_all(&scratch)?;
+    Ok(out)
+}
+
 fn main() -> std::io::Result<()> {
     let dir = std::env::args()
         .nth(1)
@@ -63,6 +105,9 @@ fn main() -> std::io::Result<()> {
             input.extend_from_slice(&page);
             write(dir, "decode", &format!("page-{page_size}-{i}"), &input)?;
         }
+    }
+    for (name, bytes) in ring_files(dir)? {
+        write(dir, "recover", &format!("file-{name}"), &bytes)?;
     }
     for seed in 1..=6u64 {
         let len = 200 * seed as usize;

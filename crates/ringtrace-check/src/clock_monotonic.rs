@@ -3,7 +3,7 @@
 //! correction is counted.
 //!
 //! The script puts a clock step before every operation: readings step
-//! back, repeat, jump past TIME_EXTEND's 59 bits, wrap past `u64::MAX`, or
+//! back, repeat, jump past TIME_EXTEND's 58 bits, wrap past `u64::MAX`, or
 //! come out one tick period ahead as `sched_clock()` did when a tick landed
 //! between its loads of the conversion data. The operations nest writes,
 //! leave a reservation open on one CPU buffer while writing on another (a

@@ -12,7 +12,7 @@
 //!   iterate, peek, merged reads and flushes on a small ring, in either
 //!   mode, against a plain model ([`model`]) of what must come out.
 //! - [`clock_monotonic::check`]: the same ring driven by a scripted clock
-//!   that steps back, repeats, jumps past the 27- and 59-bit deltas, wraps,
+//!   that steps back, repeats, jumps past the 26- and 58-bit deltas, wraps,
 //!   and tears like `sched_clock()` under a tick; writes nest and switch
 //!   CPU between reserve and commit. Every reader must see per-CPU time
 //!   that never goes back, every timestamp exact where the clock was
@@ -21,6 +21,9 @@
 //! - [`decode::check`]: arbitrary bytes as a page for `PageHeader`,
 //!   `RecordCursor` and `PageBuf`: no panic, only typed errors, time that
 //!   never goes back, payloads inside the page.
+//! - [`recover::check`]: arbitrary bytes as a ring file for
+//!   `ringtrace_ring::file::recover_bytes`: a typed error naming the file or
+//!   a self-consistent (partial) recovery, never a panic.
 //!
 //! ```
 //! // Any bytes are a script; a correct ring never violates the model.
@@ -36,6 +39,7 @@ pub mod clock_monotonic;
 pub mod decode;
 pub mod harness;
 pub mod model;
+pub mod recover;
 pub mod ring_ops;
 pub mod script_clock;
 

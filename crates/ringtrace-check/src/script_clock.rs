@@ -28,8 +28,8 @@ pub enum ClockStep {
     Back(u32),
     /// Nothing: the next reading repeats the last.
     Repeat,
-    /// Forward by `2^(20 + n % 44)`: past the 27-bit header delta, the
-    /// 59-bit TIME_EXTEND, and up to 2^63.
+    /// Forward by `2^(20 + n % 44)`: past the 26-bit header delta, the
+    /// 58-bit TIME_EXTEND, and up to 2^63.
     Jump(u8),
     /// To `u64::MAX - n`: the next advance wraps to a small value.
     NearMax(u16),

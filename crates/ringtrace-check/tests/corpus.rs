@@ -57,3 +57,9 @@ fn clock_monotonic_corpus_and_regressions_pass() {
 fn decode_corpus_and_regressions_pass() {
     run_all("decode", |b| ringtrace_check::decode::check(b).map(drop));
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "reads the inputs from disk")]
+fn recover_corpus_and_regressions_pass() {
+    run_all("recover", |b| ringtrace_check::recover::check(b).map(drop));
+}

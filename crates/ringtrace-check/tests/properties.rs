@@ -38,6 +38,29 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads the seed files from disk")]
+    fn a_damaged_ring_file_recovers_consistently_or_is_refused(
+        seed in 0usize..4,
+        damage in prop::collection::vec((any::<usize>(), any::<u8>()), 1..40),
+    ) {
+        // A seed file (fuzz/corpus/recover) with bytes overwritten anywhere
+        // past the header (whose checksum would refuse it outright) and,
+        // one time in four, in it too.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/recover");
+        let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        names.sort();
+        let mut file = std::fs::read(&names[seed % names.len()]).unwrap();
+        let from = if damage.len() % 4 == 0 { 0 } else { 4096 };
+        for (at, byte) in damage {
+            let len = file.len() - from;
+            file[from + at % len] = byte;
+        }
+        if let Err(v) = ringtrace_check::recover::check(&file) {
+            return Err(TestCaseError::fail(v.to_string()));
+        }
+    }
+
+    #[test]
     fn any_clock_name_parses_or_is_refused_with_a_reason(name in ".{0,40}") {
         if let Err(v) = ringtrace_check::clock_monotonic::check_clock_name(&name) {
             return Err(TestCaseError::fail(v.to_string()));

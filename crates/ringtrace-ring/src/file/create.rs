@@ -305,7 +305,11 @@ impl RingFile {
                 have.pid, have.comm
             )));
         }
-        Ok(source.file)
+        source.file.into_file().ok_or_else(|| FileError::Io {
+            path: path.to_owned(),
+            action: "opened",
+            reason: "not a file".into(),
+        })
     }
 
     /// Marks the file open for writers: from now on a crash leaves a ring.

@@ -36,7 +36,7 @@ pub(crate) use create::{RingFile, Writer};
 pub use error::FileError;
 pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, VERSION};
 pub use layout::FileLayout;
-pub use recover::{recover, CpuRecovery, Recovery, RecoveryCounts, WriterState};
+pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};
 
 use std::path::PathBuf;
 

@@ -8,11 +8,30 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
-/// A ring file open for reading, with its length.
+/// A ring file open for reading (or its bytes), with its length.
 #[derive(Debug)]
 pub(crate) struct Source {
-    pub file: File,
+    pub file: Origin,
     pub len: u64,
+}
+
+/// Where the bytes come from.
+#[derive(Debug)]
+pub(crate) enum Origin {
+    /// A file, read with pread.
+    File(File),
+    /// Bytes already in memory (`recover_bytes`: fuzzing, tests, a copy).
+    Bytes(Vec<u8>),
+}
+
+impl Origin {
+    /// The file, when the bytes come from one.
+    pub(crate) fn into_file(self) -> Option<File> {
+        match self {
+            Origin::File(f) => Some(f),
+            Origin::Bytes(_) => None,
+        }
+    }
 }
 
 impl Source {
@@ -44,8 +63,21 @@ impl Source {
             });
         }
         Ok(Source {
-            file,
+            file: Origin::File(file),
             len: meta.len(),
+        })
+    }
+
+    /// `bytes` as if they were a file's; empty bytes are [`FileError::Empty`].
+    pub(crate) fn bytes(bytes: Vec<u8>, path: &Path) -> Result<Source, FileError> {
+        if bytes.is_empty() {
+            return Err(FileError::Empty {
+                path: path.to_owned(),
+            });
+        }
+        Ok(Source {
+            len: bytes.len() as u64,
+            file: Origin::Bytes(bytes),
         })
     }
 
@@ -58,10 +90,19 @@ impl Source {
         path: &Path,
     ) -> Result<Vec<u8>, FileError> {
         let available = self.len.saturating_sub(offset).min(len as u64) as usize;
+        let file = match &self.file {
+            Origin::File(file) => file,
+            Origin::Bytes(bytes) => {
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                return Ok(bytes[start..start + available.min(bytes.len() - start)].to_vec());
+            }
+        };
         let mut out = vec![0u8; available];
         let mut done = 0;
         while done < available {
-            match self.file.read_at(&mut out[done..], offset + done as u64) {
+            match file.read_at(&mut out[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

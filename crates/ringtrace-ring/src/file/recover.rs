@@ -150,7 +150,24 @@ impl Recovery {
 /// ```
 pub fn recover(path: impl AsRef<Path>) -> Result<Recovery, FileError> {
     let path = path.as_ref();
-    let source = Source::open(path)?;
+    recover_from(Source::open(path)?, path)
+}
+
+/// [`recover`] from a ring file's bytes already in memory (a copy, or a
+/// fuzzer's input); `name` stands for the file in errors. Whatever the
+/// bytes: an error or a (partial) recovery, never a panic.
+///
+/// ```
+/// use ringtrace_ring::file::{recover_bytes, FileError};
+/// let err = recover_bytes("junk", b"not a ring".to_vec()).unwrap_err();
+/// assert!(matches!(err, FileError::NotRingtrace { .. }));
+/// ```
+pub fn recover_bytes(name: impl AsRef<Path>, bytes: Vec<u8>) -> Result<Recovery, FileError> {
+    let path = name.as_ref();
+    recover_from(Source::bytes(bytes, path)?, path)
+}
+
+fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     let (header, metadata) = source.header(path)?;
     let status = source.status(path)?;
     let writer = match status {
@@ -160,7 +177,9 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery, FileError> {
         Some(super::STATUS_CLOSED) => WriterState::Closed,
         Some(other) => WriterState::Unknown(other),
     };
-    let mut cpus = Vec::with_capacity(header.cpus);
+    // Memory for the result grows with what is found, not with what the
+    // header claims.
+    let mut cpus = Vec::new();
     for cpu in 0..header.cpus {
         cpus.push(recover_cpu(&source, path, &header, cpu)?);
     }
