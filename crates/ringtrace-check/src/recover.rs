@@ -18,7 +18,8 @@ pub struct Recovered {
 ///
 /// - each CPU's `recovered` count is the number of events it returned;
 /// - every payload fits in a page of the header's page size (less the
-///   page header and a long event's two words);
+///   page header and a record header: a corrupt page may hold a short
+///   record no writer would have placed, but never one past its end);
 /// - `merged()` returns every event once, in time order;
 /// - the events of one page never go back in time (they are walked from
 ///   one base time, deltas added).
@@ -42,7 +43,10 @@ pub fn check(bytes: &[u8]) -> Result<Recovered, Violation> {
             });
         }
     };
-    let max_payload = ringtrace_ring::format::max_payload(recovery.header.page_size);
+    let max_payload = recovery
+        .header
+        .page_size
+        .saturating_sub(ringtrace_ring::format::PAGE_HEADER + 4);
     let mut total = 0usize;
     for cpu in &recovery.cpus {
         if cpu.counts.recovered != cpu.events.len() as u64 {
