@@ -64,6 +64,62 @@ enum Command {
     /// report.json and report.svg written (atomically). SIGINT or SIGTERM
     /// prints what was measured so far and exits with 130.
     Report(ReportArgs),
+    /// Reads a ring file (a flight recorder: `hammer --file`, or a program's
+    /// `RingConfig::file`) without its program and says what it holds.
+    ///
+    /// Prints the writer's state (died, live snapshot, closed, setting up),
+    /// its pid and command, the clock, the geometry, the metadata, then for
+    /// each CPU the events recovered and those skipped (pending:
+    /// reservations open when the writer stopped; unreadable; changed
+    /// while read, for a live ring), the accounting words (hit, read,
+    /// overrun, lost, discarded, missed, ts_fixups), any problem (counts
+    /// that do not add up, damaged pages) in words, and a total. Exits 0
+    /// when the file was read, even in part; 2 with the file named when it
+    /// cannot be (not a ringtrace file, another version, cut off in its
+    /// header).
+    Recover(RecoverArgs),
+    /// Prints every event a ring file holds, every CPU merged in time
+    /// order, in ftrace's text format:
+    /// `<comm>-<tid> [cpu] <seconds>: <event>: <fields>`.
+    ///
+    /// `#` lines first: the file, the writer, the clock, the wall-clock
+    /// anchor (UTC), what the timestamps count from, the metadata, and the
+    /// events recovered and skipped (for a live ring, how many the
+    /// snapshot may miss). Fields are decoded by the metadata in the file,
+    /// not by this program's tracepoints. The tid is the one a tracepoint
+    /// event carries, and the writer's pid for an event without one (the
+    /// hammer's). Timestamps are seconds with nine decimals since the ring
+    /// was opened (or the first event, if earlier); a clock whose ticks are
+    /// not time (`counter`) prints raw ticks, and the `#` lines say so. A
+    /// payload that cannot be decoded (unknown id, fields cut off) prints
+    /// as hex with the reason.
+    Dump(DumpArgs),
+}
+
+#[derive(clap::Args)]
+struct RecoverArgs {
+    /// The ring file.
+    file: std::path::PathBuf,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct DumpArgs {
+    /// The ring file.
+    file: std::path::PathBuf,
+    /// Only this CPU buffer's events (0 to the file's CPU count - 1).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Each payload as hex instead of decoded fields.
+    #[arg(long)]
+    raw: bool,
+    /// One JSON object per event and line (cpu, ts in ticks, ns, wall_ns,
+    /// event, kind, tid, fields or raw hex), without the `#` lines
+    /// (`recover --json` has those).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -210,6 +266,8 @@ fn main() -> ExitCode {
         Command::Clocks(args) => clocks_cmd(args),
         Command::Pairs(args) => pairs_cmd(args),
         Command::Report(args) => report_cmd(args),
+        Command::Recover(args) => recover_cmd(args),
+        Command::Dump(args) => dump_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -501,4 +559,50 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    if args.json {
+        let json = ringtrace::trace_file::recovery_json(&recovery);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
+    } else {
+        emit(&ringtrace::trace_file::recovery_text(&recovery))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    let options = ringtrace::trace_file::DumpOptions {
+        cpu: args.cpu,
+        raw: args.raw,
+    };
+    let dump = ringtrace::trace_file::Dump::new(&recovery, options)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut put = |line: &str| -> Result<(), Box<dyn std::error::Error>> {
+        match writeln!(out, "{line}") {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+            Err(e) => Err(format!("cannot write to stdout: {e}").into()),
+        }
+    };
+    if !args.json {
+        for line in dump.comments() {
+            put(&line)?;
+        }
+    }
+    for event in dump.events() {
+        if args.json {
+            put(&serde_json::to_string(&dump.json(event))?)?;
+        } else {
+            put(&dump.line(event))?;
+        }
+    }
+    match out.flush() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => Err(format!("cannot write to stdout: {e}").into()),
+    }
 }

@@ -1,13 +1,15 @@
 //! Trace files (flight recorders) read back without the program that wrote
 //! them: the JSON metadata a file ring carries so its events can be
-//! decoded ([`TraceMetadata`]) and the decoding ([`Decoder`]).
+//! decoded ([`TraceMetadata`]), the decoding ([`Decoder`]), and what
+//! `ringtrace recover` and `ringtrace dump` print ([`recovery_text`],
+//! [`Dump`]).
 //!
 //! A program that records into a file ring hands the metadata to the
 //! ring; a reader then needs only the file:
 //!
 //! ```
 //! use ringtrace::ring::{file, RingBuffer, RingConfig};
-//! use ringtrace::trace_file::{metadata_for_tracepoints, Decoder, TraceMetadata};
+//! use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
 //! use ringtrace::tracepoint::{registry, trace, tracepoint};
 //!
 //! tracepoint! {
@@ -31,20 +33,26 @@
 //!
 //! // Later, in another process (here the same one, the ring still open):
 //! let recovery = file::recover(&path)?;
-//! let decoder = Decoder::new(&TraceMetadata::parse(recovery.metadata.as_ref().map_err(|e| e.clone())?)?);
-//! let event = decoder.decode(&recovery.merged()[0].payload);
-//! assert_eq!((event.name(), event.text()), (Some("page_read"), "page=2 hit=true".to_owned()));
+//! let dump = Dump::new(&recovery, DumpOptions::default())?;
+//! let line = dump.line(dump.events()[0]);
+//! assert!(line.ends_with(": page_read: page=2 hit=true"), "{line}");
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod decode;
+mod dump;
 mod metadata;
+mod summary;
 mod time;
 
 pub use decode::{render, Decoded, Decoder};
+pub use dump::{hex, Dump, DumpError, DumpOptions};
 pub use metadata::{
     kind_name, metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata,
     TracepointDesc, METADATA_VERSION,
+};
+pub use summary::{
+    clock_words, comm, metadata_decoder, recovery_json, recovery_text, writer_name, writer_words,
 };
 pub use time::{seconds, utc_time};
