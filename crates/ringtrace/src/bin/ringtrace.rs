@@ -27,6 +27,8 @@ enum Command {
     /// producer's own CPU time (CLOCK_THREAD_CPUTIME_ID) and the CPU ns per
     /// entry are reported, which do not count the time a producer waited
     /// for a CPU; a run with more producers and consumer than CPUs says so.
+    /// With --file PATH the ring is laid out in that file (a flight
+    /// recorder), which `ringtrace dump PATH` reads back.
     Hammer(HammerArgs),
     /// "tracing: do not disable interrupts for trace_clock_local" (seed
     /// 004), both halves: every clock source under every protection, with
@@ -233,6 +235,17 @@ struct HammerArgs {
     /// Producer threads, pinned one per CPU (1 to 1024).
     #[arg(long, default_value_t = 1)]
     producers: usize,
+    /// Lay the ring out in this file (a flight recorder) with the metadata
+    /// that decodes its events; read it with `ringtrace dump PATH` or
+    /// `ringtrace recover PATH`. An existing file or a symbolic link is
+    /// refused. The consumer still reads (and so removes) events; with
+    /// --disable-reader the file keeps all the ring holds at the end.
+    #[arg(long, value_name = "PATH")]
+    file: Option<std::path::PathBuf>,
+    /// With --file: write into the file if it exists (a ring of the same
+    /// shape and clock whose writer is gone), going on from where it ended.
+    #[arg(long, requires = "file")]
+    append: bool,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -313,6 +326,8 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         },
         buffer_size: args.buffer_size,
         producers: args.producers,
+        file: args.file,
+        append: args.append,
     };
     let result = timed("hammer", config.duration, || hammer::run(&config))?;
     if args.json {
