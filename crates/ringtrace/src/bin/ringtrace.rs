@@ -63,8 +63,10 @@ enum Command {
     /// the preemptirq pairs, the bh pair's irq save/restore, per-CPU lock
     /// event counters, DEBUG_PREEMPT's check, every clock under a tick, and
     /// ring_buffer_benchmark per clock, repeated. Markdown on stdout,
-    /// report.json and report.svg written (atomically). SIGINT or SIGTERM
-    /// prints what was measured so far and exits with 130.
+    /// report.json and report.svg written (atomically). With --keep-trace
+    /// DIR, one more hammer run's ring is kept in DIR/hammer.ring for
+    /// `ringtrace dump`. SIGINT or SIGTERM prints what was measured so far
+    /// and exits with 130.
     Report(ReportArgs),
     /// Reads a ring file (a flight recorder: `hammer --file`, or a program's
     /// `RingConfig::file`) without its program and says what it holds.
@@ -135,6 +137,12 @@ struct ReportArgs {
     /// Print the JSON on stdout instead of the markdown.
     #[arg(long)]
     json: bool,
+    /// After the measured runs, run the hammer once more without a
+    /// consumer into DIR/hammer.ring (a ring file; read it with `ringtrace
+    /// dump`). DIR is created (mode 0700) if missing; a DIR that is a file,
+    /// or a hammer.ring already in it, is refused before the run.
+    #[arg(long, value_name = "DIR")]
+    keep_trace: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -524,17 +532,21 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
+    let config = ringtrace::report::ReportConfig {
+        quick: args.quick,
+        keep_trace: args
+            .keep_trace
+            .as_deref()
+            .map(ringtrace::report::trace_path)
+            .transpose()?,
+    };
     catch_stop_signals()?;
-    let progress = bar(ringtrace::report::steps(), "report");
+    let progress = bar(ringtrace::report::steps(&config), "report");
     let step = |s: &str| {
         progress.inc(1);
         progress.set_message(s.to_owned());
     };
-    let report = ringtrace::report::run(
-        ringtrace::report::ReportConfig { quick: args.quick },
-        &STOP,
-        &step,
-    );
+    let report = ringtrace::report::run(&config, &STOP, &step);
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
@@ -556,6 +568,14 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
                 svg.display()
             ))?;
         }
+        if let Some(ringtrace::report::KeptTrace {
+            path,
+            events: Ok(_),
+            ..
+        }) = &report.kept_trace
+        {
+            emit(&format!("The hammer's trace is in {path}.\n"))?;
+        }
     }
     written?;
     if report.interrupted {
@@ -569,7 +589,18 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .flat_map(|h| h.runs.iter().filter_map(|r| r.as_ref().ok()))
         .map(|h| h.bad_payloads)
         .sum();
-    Ok(if bad > 0 {
+    let trace_failed = match &report.kept_trace {
+        Some(ringtrace::report::KeptTrace {
+            path,
+            events: Err(e),
+            ..
+        }) => {
+            eprintln!("ringtrace: the trace to keep in {path} was not written: {e}");
+            true
+        }
+        _ => false,
+    };
+    Ok(if bad > 0 || trace_failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
