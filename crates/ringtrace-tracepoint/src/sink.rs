@@ -27,8 +27,12 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// assert!(ringtrace_tracepoint::sink().is_some());
 /// ```
 pub fn set_sink(ring: &'static RingBuffer<AnyClock>) {
+    // Here rather than at a thread's first event, which may be in a signal
+    // handler, where registering (a lock, an allocation) is not safe. No
+    // event is recorded before a sink is set.
+    forget_tid_in_fork_children();
     // Release: a tracepoint that loads the pointer with Acquire sees the
-    // ring fully built.
+    // ring fully built (and the fork handler registered).
     SINK.store(ring as *const _ as *mut _, Ordering::Release);
 }
 
@@ -55,11 +59,12 @@ thread_local! {
 
 /// The calling thread's id (`gettid`), read from the system once per
 /// thread and then from a thread-local: one TLS load per event.
+/// Async-signal-safe: a signal handler that interrupts the first read
+/// reads and stores the same id.
 #[inline]
 pub(crate) fn current_tid() -> u32 {
     TID.with(|tid| match tid.get() {
         0 => {
-            forget_tid_in_fork_children();
             // SAFETY: gettid has no preconditions and cannot fail.
             let id = u32::try_from(unsafe { libc::gettid() }).unwrap_or(0);
             tid.set(id);
@@ -72,7 +77,6 @@ pub(crate) fn current_tid() -> u32 {
 /// Registers, once per process, a fork handler that clears the forking
 /// thread's cached id in the child: the child's only thread is a copy of
 /// that thread, thread-locals and all, but has an id of its own.
-#[cold]
 fn forget_tid_in_fork_children() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     extern "C" fn in_child() {
@@ -113,4 +117,50 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
         });
     }
     r.commit();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gettid() -> u32 {
+        // SAFETY: gettid has no preconditions.
+        u32::try_from(unsafe { libc::gettid() }).unwrap_or(0)
+    }
+
+    #[test]
+    fn the_cached_thread_id_is_the_threads_own() {
+        assert_eq!(current_tid(), gettid());
+        assert_eq!(current_tid(), gettid());
+        let other = std::thread::spawn(|| (current_tid(), gettid()))
+            .join()
+            .unwrap();
+        assert_eq!(other.0, other.1);
+        assert_ne!(other.0, current_tid());
+    }
+
+    #[test]
+    fn a_fork_child_reads_its_own_thread_id_not_its_parents() {
+        forget_tid_in_fork_children();
+        let parent = current_tid();
+        // SAFETY: the child only reads thread-locals and makes system
+        // calls (no allocation, no lock) before _exit, as is safe after
+        // fork in a process with other threads.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let own = current_tid();
+            let ok = own == gettid() && own != parent;
+            // SAFETY: ends the child at once, without running the parent's
+            // exit handlers or destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child read its parent's thread id (status {status:#x})"
+        );
+    }
 }
