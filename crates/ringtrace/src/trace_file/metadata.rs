@@ -15,6 +15,10 @@ pub const METADATA_VERSION: u32 = 1;
 /// that starts with no known id may follow the `untagged` layout instead
 /// (see [`Decoder`](super::Decoder) for the rule).
 ///
+/// Keys this version does not know are ignored, so that a writer may add
+/// one that older readers can do without; a change they would misread
+/// takes a new version.
+///
 /// ```
 /// use ringtrace::trace_file::{metadata_for_tracepoints, TraceMetadata};
 /// let meta = metadata_for_tracepoints();
@@ -25,7 +29,6 @@ pub const METADATA_VERSION: u32 = 1;
 /// # Ok::<(), ringtrace::trace_file::MetadataError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TraceMetadata {
     /// [`METADATA_VERSION`].
     pub version: u32,
@@ -41,7 +44,6 @@ pub struct TraceMetadata {
 
 /// One tracepoint, as the metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct TracepointDesc {
     /// Its name.
     pub name: String,
@@ -57,7 +59,6 @@ pub struct TracepointDesc {
 /// The layout of events with no tracepoint id: the whole payload is these
 /// fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct EventLayout {
     /// The name its events are shown under.
     pub name: String,
@@ -69,7 +70,6 @@ pub struct EventLayout {
 
 /// A field: its name and type.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct FieldDesc {
     /// Its name.
     pub name: String,
@@ -309,6 +309,8 @@ mod tests {
             .contains("`a` and `b` have the same id"));
         let header = r#"{"version": 1, "tracepoint_header": [{"name": "id", "type": "u64"}], "tracepoints": []}"#;
         assert!(parse(header).unwrap_err().contains("[id u64]"));
+        let extra = format!(r#"{{"version": 1, {HEADER}, "tracepoints": [], "later": true}}"#);
+        assert!(parse(&extra).is_ok(), "unknown keys are ignored");
         let negative = format!(
             r#"{{"version": 1, {HEADER}, "tracepoints": [{{"name": "a", "id": -1, "fields": [], "format": ""}}]}}"#
         );
