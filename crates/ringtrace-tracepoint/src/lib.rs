@@ -50,7 +50,7 @@ pub use counters::EventCounters;
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
 pub use location::SourceLocation;
 pub use registry::TracepointError;
-pub use sink::{dropped, set_sink, sink};
+pub use sink::{dropped, set_sink, sink, EVENT_HEADER_LEN};
 pub use static_key::StaticKey;
 pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint};
 

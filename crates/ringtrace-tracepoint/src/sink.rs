@@ -3,10 +3,15 @@
 
 use ringtrace_clock::AnyClock;
 use ringtrace_ring::RingBuffer;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 /// The ring tracepoints record into (null: none yet).
 static SINK: AtomicPtr<RingBuffer<AnyClock>> = AtomicPtr::new(std::ptr::null_mut());
+/// Bytes before a tracepoint event's fields: its tracepoint's id and the
+/// writing thread's id, each a little-endian u32.
+pub const EVENT_HEADER_LEN: usize = 8;
+
 /// Events an enabled tracepoint could not record (no sink, or the ring
 /// refused the reservation).
 static DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -22,8 +27,12 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// assert!(ringtrace_tracepoint::sink().is_some());
 /// ```
 pub fn set_sink(ring: &'static RingBuffer<AnyClock>) {
+    // Here rather than at a thread's first event, which may be in a signal
+    // handler, where registering (a lock, an allocation) is not safe. No
+    // event is recorded before a sink is set.
+    forget_tid_in_fork_children();
     // Release: a tracepoint that loads the pointer with Acquire sees the
-    // ring fully built.
+    // ring fully built (and the fork handler registered).
     SINK.store(ring as *const _ as *mut _, Ordering::Release);
 }
 
@@ -43,8 +52,50 @@ pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
-/// Records one event: the tracepoint's id, then what `encode` writes. Used
-/// by the code [`tracepoint!`](crate::tracepoint) generates.
+thread_local! {
+    /// The thread's id, once read (0: not yet; no thread has id 0).
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The calling thread's id (`gettid`), read from the system once per
+/// thread and then from a thread-local: one TLS load per event.
+/// Async-signal-safe: a signal handler that interrupts the first read
+/// reads and stores the same id.
+#[inline]
+pub(crate) fn current_tid() -> u32 {
+    TID.with(|tid| match tid.get() {
+        0 => {
+            // SAFETY: gettid has no preconditions and cannot fail.
+            let id = u32::try_from(unsafe { libc::gettid() }).unwrap_or(0);
+            tid.set(id);
+            id
+        }
+        id => id,
+    })
+}
+
+/// Registers, once per process, a fork handler that clears the forking
+/// thread's cached id in the child: the child's only thread is a copy of
+/// that thread, thread-locals and all, but has an id of its own.
+fn forget_tid_in_fork_children() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    extern "C" fn in_child() {
+        TID.with(|tid| tid.set(0));
+    }
+    REGISTERED.call_once(|| {
+        // SAFETY: `in_child` only stores to a const-initialised thread-local
+        // Cell (no lazy initialisation, no destructor), which is safe in a
+        // fork child. A failure (ENOMEM) only leaves a child of a fork
+        // reporting its parent thread's id.
+        unsafe {
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
+    });
+}
+
+/// Records one event: the tracepoint's id, the writing thread's id (both
+/// u32, little-endian), then what `encode` writes. Used by the code
+/// [`tracepoint!`](crate::tracepoint) generates.
 #[doc(hidden)]
 #[inline]
 pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u8]))) {
@@ -52,7 +103,7 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let Ok(mut r) = ring.reserve(4 + fields_len) else {
+    let Ok(mut r) = ring.reserve(EVENT_HEADER_LEN + fields_len) else {
         // Relaxed: a statistic. The ring counts the miss too.
         DROPPED.fetch_add(1, Ordering::Relaxed);
         return;
@@ -60,9 +111,56 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
     {
         let mut stream = r.stream();
         stream.put(&id.to_le_bytes());
+        stream.put(&current_tid().to_le_bytes());
         encode(&mut |bytes| {
             stream.put(bytes);
         });
     }
     r.commit();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gettid() -> u32 {
+        // SAFETY: gettid has no preconditions.
+        u32::try_from(unsafe { libc::gettid() }).unwrap_or(0)
+    }
+
+    #[test]
+    fn the_cached_thread_id_is_the_threads_own() {
+        assert_eq!(current_tid(), gettid());
+        assert_eq!(current_tid(), gettid());
+        let other = std::thread::spawn(|| (current_tid(), gettid()))
+            .join()
+            .unwrap();
+        assert_eq!(other.0, other.1);
+        assert_ne!(other.0, current_tid());
+    }
+
+    #[test]
+    fn a_fork_child_reads_its_own_thread_id_not_its_parents() {
+        forget_tid_in_fork_children();
+        let parent = current_tid();
+        // SAFETY: the child only reads thread-locals and makes system
+        // calls (no allocation, no lock) before _exit, as is safe after
+        // fork in a process with other threads.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let own = current_tid();
+            let ok = own == gettid() && own != parent;
+            // SAFETY: ends the child at once, without running the parent's
+            // exit handlers or destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child just forked; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child read its parent's thread id (status {status:#x})"
+        );
+    }
 }

@@ -16,6 +16,8 @@ tracepoint! {
     pub fn tp_glob_a(x: i32) = "x={}";
     /// Enabled by a glob.
     pub fn tp_glob_b(x: i32) = "x={}";
+    /// Fired from two threads by the thread-id test.
+    pub fn tp_tid(marker: u32) = "marker={}";
     /// Carries a location.
     pub fn tp_where(at: &'static std::panic::Location<'static>, ok: bool) = "at={} ok={}";
 }
@@ -146,7 +148,44 @@ fn garbage_payloads_are_decode_errors_not_panics() {
     assert!(registry::decode(&[1, 2]).is_err());
     assert!(registry::decode(&[0xff; 4]).is_err());
     let mut cut = tp_switch::TRACEPOINT.id.to_le_bytes().to_vec();
+    assert!(registry::decode(&cut).is_err()); // no thread id
+    cut.extend_from_slice(&42u32.to_le_bytes());
     cut.extend_from_slice(&[7, 0]); // count cut off
     let err = registry::decode(&cut).unwrap_err().to_string();
     assert!(err.contains("count"), "{err}");
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    u32::try_from(unsafe { libc::gettid() }).unwrap()
+}
+
+#[test]
+fn each_event_carries_the_id_of_the_thread_that_recorded_it() {
+    let _only_writer = exclusive();
+    sink();
+    registry::enable("tp_tid").unwrap();
+    trace!(tp_tid(1));
+    let other = std::thread::spawn(|| {
+        trace!(tp_tid(2));
+        trace!(tp_tid(2));
+        gettid()
+    })
+    .join()
+    .unwrap();
+    registry::disable("tp_tid").unwrap();
+    let ring = sink();
+    ring.flush();
+    let mut got: Vec<(u64, u32)> = (0..ring.cpus())
+        .flat_map(|cpu| ring.iter(cpu).unwrap())
+        .filter_map(|e| registry::decode(&e.payload).ok())
+        .filter(|d| d.tracepoint.name == "tp_tid")
+        .map(|d| match d.values[..] {
+            [FieldValue::Unsigned(marker)] => (marker, d.tid),
+            _ => panic!("tp_tid has one u32 field: {d:?}"),
+        })
+        .collect();
+    got.sort();
+    assert_ne!(gettid(), other);
+    assert_eq!(got, vec![(1, gettid()), (2, other), (2, other)]);
 }

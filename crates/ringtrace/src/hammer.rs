@@ -10,11 +10,18 @@
 //! still says what an entry costs the producer; a run with more busy
 //! threads than CPUs says so in its warnings. The threads themselves are in
 //! `hammer_threads.rs`.
+//!
+//! With [`HammerConfig::file`] the ring is a ring file carrying
+//! [`trace_metadata`], so that `ringtrace dump` shows each event's
+//! producer and sequence number ([`event_layout`]).
 
 use crate::hammer_threads::{self, Consumed};
+use crate::trace_file::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
 use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use ringtrace_tracepoint::FieldKind;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -97,6 +104,13 @@ pub struct HammerConfig {
     pub buffer_size: usize,
     /// Producer threads, pinned one per CPU.
     pub producers: usize,
+    /// Lay the ring out in this file (a flight recorder, read back with
+    /// `ringtrace dump`), carrying the metadata that decodes its events
+    /// ([`trace_metadata`]). `None`: anonymous memory, as the kernel's.
+    pub file: Option<PathBuf>,
+    /// Write into `file` if it exists (a ring of the same shape and clock
+    /// whose writer is gone) rather than refuse it.
+    pub append: bool,
 }
 
 impl Default for HammerConfig {
@@ -120,6 +134,8 @@ impl Default for HammerConfig {
             mode: Mode::Overwrite,
             buffer_size: 1_000_000,
             producers: 1,
+            file: None,
+            append: false,
         }
     }
 }
@@ -191,6 +207,9 @@ pub struct HammerResult {
     /// when `oversubscribed`, then the scheduling requests that were
     /// refused.
     pub warnings: Vec<String>,
+    /// The ring's file, when it had one (null otherwise).
+    #[serde(serialize_with = "path_lossy")]
+    pub trace_file: Option<PathBuf>,
 }
 
 /// One producer's own figures.
@@ -299,10 +318,20 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
             cpus_available,
         ));
     }
-    let ring_config = RingConfig::default()
+    let mut ring_config = RingConfig::default()
         .per_cpu_bytes(config.buffer_size)
         .mode(config.mode)
         .cpus(ringtrace_ring::cpu::possible_cpus().max(cpus));
+    if let Some(path) = &config.file {
+        ring_config = ring_config
+            .file(path)
+            .append(config.append)
+            .metadata(trace_metadata().to_bytes());
+    } else if config.append {
+        return Err(HammerError::Invalid(
+            "--append applies to a ring file only; give one with --file".into(),
+        ));
+    }
     let ring = RingBuffer::new(ring_config, clock)?;
     let warnings = std::sync::Mutex::new(warnings);
     let (per_producer, consumed, elapsed) =
@@ -358,7 +387,44 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         },
         bad_payloads: consumed.bad,
         warnings: warnings.into_inner().unwrap_or_else(|e| e.into_inner()),
+        trace_file: ring.file_path().map(Path::to_owned),
     })
+}
+
+/// A path as a JSON string, bytes that are not UTF-8 replaced (serde's
+/// own refuses such a path, which would lose the whole result).
+fn path_lossy<S: serde::Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+    match path {
+        Some(p) => s.serialize_str(&p.to_string_lossy()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The layout of the hammer's 10-byte events, which carry no tracepoint
+/// id: the producer's number, its sequence number, and a check of the two
+/// (`(producer ^ seq) * 0x9E3779B1`).
+///
+/// ```
+/// let layout = ringtrace::hammer::event_layout();
+/// let names: Vec<&str> = layout.fields.iter().map(|f| f.name.as_str()).collect();
+/// assert_eq!(names, ["producer", "seq", "check"]);
+/// ```
+pub fn event_layout() -> EventLayout {
+    EventLayout {
+        name: "hammer".into(),
+        fields: vec![
+            FieldDesc::new("producer", FieldKind::U16),
+            FieldDesc::new("seq", FieldKind::U32),
+            FieldDesc::new("check", FieldKind::U32),
+        ],
+        format: "producer={} seq={} check={:#x}".into(),
+    }
+}
+
+/// What a hammer ring file carries: this program's tracepoints and the
+/// hammer's [`event_layout`].
+pub fn trace_metadata() -> TraceMetadata {
+    metadata_for_tracepoints().with_untagged(event_layout())
 }
 
 /// The warning for more busy threads than CPUs, naming the numbers.
@@ -476,6 +542,19 @@ impl HammerResult {
             "Clock: {}  Mode: {}  Producers: {}",
             self.clock, self.mode, self.producers
         ));
+        if let Some(path) = &self.trace_file {
+            line(format!(
+                "Trace:    {} ({} events left in it{}; read it with `ringtrace dump {}`)",
+                path.display(),
+                self.entries,
+                if self.consumer == "disabled" {
+                    ""
+                } else {
+                    ", the consumer took the rest; --disable-reader keeps all the ring holds"
+                },
+                path.display()
+            ));
+        }
         if self.bad_payloads > 0 {
             line(format!(
                 "[ERROR!] {} payloads did not match what was written",

@@ -346,3 +346,22 @@ pub(crate) fn consume(
         cpu_time_ns: thread_cpu_ns().saturating_sub(cpu0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace_file::{Decoder, TraceMetadata};
+
+    #[test]
+    fn the_metadata_layout_decodes_the_payload_the_producers_write() {
+        let meta = TraceMetadata::new(Vec::new()).with_untagged(crate::hammer::event_layout());
+        let decoder = Decoder::new(&meta);
+        let p = payload(3, 0x0102_0304);
+        assert!(payload_ok(&p));
+        let check = (3u32 ^ 0x0102_0304).wrapping_mul(0x9E37_79B1);
+        assert_eq!(
+            decoder.decode(&p).text(),
+            format!("producer=3 seq=16909060 check={check:#x}")
+        );
+    }
+}

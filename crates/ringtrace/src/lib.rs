@@ -8,7 +8,9 @@
 //! - [`clock`]: clock sources, protections, the irq/preempt emulation;
 //! - [`ring`]: the per-CPU lock-free ring buffers;
 //! - [`tracepoint`]: static keys, tracepoints, preemptirq, latency tracers;
-//! - [`hammer`]: the kernel's ring_buffer_benchmark in userspace.
+//! - [`hammer`]: the kernel's ring_buffer_benchmark in userspace;
+//! - [`trace_file`]: trace files (file rings) read back without their
+//!   program: the metadata they carry, `recover` and `dump`.
 //!
 //! ```no_run
 //! use ringtrace::hammer::{self, HammerConfig};
@@ -33,3 +35,4 @@ pub mod sched;
 pub mod seed004;
 pub mod spread;
 pub mod tick_run;
+pub mod trace_file;

@@ -17,16 +17,66 @@ use crate::spread::Spread;
 use ringtrace_clock::emulation::IrqBackend;
 use ringtrace_clock::{ClockSpec, Protection, SourceName};
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use crate::report_markdown::{seeds_table, SeedRow, Verdict as SeedVerdict};
 
-/// How long the report runs.
-#[derive(Debug, Clone, Copy)]
+/// How long the report runs, and whether it keeps a trace.
+#[derive(Debug, Clone, Default)]
 pub struct ReportConfig {
     /// Under two minutes on 2 cores.
     pub quick: bool,
+    /// Keep the trace of one more hammer run in this file (a ring file, see
+    /// [`trace_path`]).
+    pub keep_trace: Option<PathBuf>,
+}
+
+/// The trace a report kept: one hammer run after the measured ones, into a
+/// ring file.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeptTrace {
+    /// The file.
+    pub path: String,
+    /// The run's clock.
+    pub clock: String,
+    /// How long its producer ran, in seconds.
+    pub seconds: f64,
+    /// Events left in the ring at the end (the file holds them), or why the
+    /// run failed.
+    pub events: Result<u64, String>,
+}
+
+/// The file a report keeps its trace in, `DIR/hammer.ring`: creates `dir`
+/// (mode 0700, and its missing parents) if it does not exist. Refuses a
+/// `dir` that is not a directory, and a `hammer.ring` already there, so
+/// that a report never runs for minutes to fail at the end.
+pub fn trace_path(dir: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "--keep-trace {} is a file, not a directory; give a directory (it is created if missing)",
+                dir.display()
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("--keep-trace {}: cannot create it: {e}", dir.display()))?,
+        Err(e) => return Err(format!("--keep-trace {}: {e}", dir.display())),
+    }
+    let path = dir.join("hammer.ring");
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(format!(
+            "--keep-trace: {} already exists; remove it or give another directory",
+            path.display()
+        ));
+    }
+    Ok(path)
 }
 
 /// Repeated hammer runs with one clock.
@@ -69,6 +119,9 @@ pub struct Report {
     pub debug_preempt: Option<DebugPreempt>,
     /// The ring_buffer_benchmark per clock, repeated.
     pub hammer: Option<Vec<HammerRepeats>>,
+    /// The trace kept with `--keep-trace` (null when none was asked for,
+    /// or the report stopped first).
+    pub kept_trace: Option<KeptTrace>,
 }
 
 fn machine() -> String {
@@ -86,13 +139,16 @@ fn machine() -> String {
 }
 
 /// The steps a report takes, for a progress bar.
-pub fn steps() -> u64 {
-    ClockSpec::all().len() as u64 + 6 + SourceName::ALL.len() as u64
+pub fn steps(config: &ReportConfig) -> u64 {
+    ClockSpec::all().len() as u64
+        + 6
+        + SourceName::ALL.len() as u64
+        + u64::from(config.keep_trace.is_some())
 }
 
 /// Runs the report; `progress` gets a line per step. Between steps it
 /// looks at `stop`: once set, it returns what it has, marked interrupted.
-pub fn run(config: ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) -> Report {
+pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) -> Report {
     let q = config.quick;
     let mut report = Report {
         machine: machine(),
@@ -106,6 +162,7 @@ pub fn run(config: ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) -> 
         counters: None,
         debug_preempt: None,
         hammer: None,
+        kept_trace: None,
     };
     // Relaxed: a flag a signal handler sets; nothing else is published.
     let stopped = |r: &mut Report| {
@@ -177,8 +234,41 @@ pub fn run(config: ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) -> 
         }
     }
     report.hammer = Some(hammer_runs);
+    if stopped(&mut report) {
+        return report;
+    }
+    if let Some(path) = &config.keep_trace {
+        progress("hammer, its trace kept");
+        report.kept_trace = Some(keep_trace(path, q));
+    }
     stopped(&mut report);
     report
+}
+
+/// One more hammer run, into the ring file at `path`, without a consumer so
+/// that the file keeps all the ring holds at the end. Not one of the
+/// measured runs: a file ring zeroes each page as it claims it, which
+/// would change their figures.
+fn keep_trace(path: &Path, quick: bool) -> KeptTrace {
+    let hc = HammerConfig {
+        duration: if quick {
+            Duration::from_millis(300)
+        } else {
+            Duration::from_secs(1)
+        },
+        disable_reader: true,
+        producer_nice: 0,
+        file: Some(path.to_owned()),
+        ..HammerConfig::default()
+    };
+    KeptTrace {
+        path: path.to_string_lossy().into_owned(),
+        clock: hc.clock.to_string(),
+        seconds: hc.duration.as_secs_f64(),
+        events: hammer::run(&hc)
+            .map(|r| r.entries)
+            .map_err(|e| e.to_string()),
+    }
 }
 
 /// Three (quick) or five hammer runs with one clock.

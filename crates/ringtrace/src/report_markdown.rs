@@ -407,6 +407,27 @@ fn hammer_section(runs: &[crate::report::HammerRepeats]) -> String {
     md
 }
 
+fn kept_trace_section(k: &crate::report::KeptTrace) -> String {
+    let mut md = String::from(
+        "## The kept trace
+
+",
+    );
+    match &k.events {
+        Ok(n) => md.push_str(&format!(
+            "One more hammer run ({} s, clock {}, no consumer; not one of the runs above, \
+             since a file ring zeroes each page it claims) wrote its ring to `{}`: {n} events \
+             left in it. Read it with `ringtrace dump {}` (or `ringtrace recover`).\n\n",
+            k.seconds, k.clock, k.path, k.path
+        )),
+        Err(e) => md.push_str(&format!(
+            "The hammer run meant to keep its trace in `{}` failed: {e}\n\n",
+            k.path
+        )),
+    }
+    md
+}
+
 impl Report {
     /// The whole report as markdown.
     pub fn markdown(&self) -> String {
@@ -446,6 +467,9 @@ impl Report {
         }
         if let Some(h) = &self.hammer {
             md.push_str(&hammer_section(h));
+        }
+        if let Some(k) = &self.kept_trace {
+            md.push_str(&kept_trace_section(k));
         }
         md.push_str(LEGEND);
         md

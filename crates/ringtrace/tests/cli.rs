@@ -158,6 +158,8 @@ fn every_subcommand_has_help() {
         vec!["--help"],
         vec!["hammer", "--help"],
         vec!["clocks", "--help"],
+        vec!["recover", "--help"],
+        vec!["dump", "--help"],
     ] {
         let out = ringtrace(&sub);
         assert!(out.status.success());
@@ -318,7 +320,15 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
 fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
     let dir = std::env::temp_dir().join(format!("ringtrace-report-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let out = ringtrace(&["report", "--quick", "--out", dir.to_str().unwrap()]);
+    let trace_dir = dir.join("trace"); // made by the report
+    let out = ringtrace(&[
+        "report",
+        "--quick",
+        "--out",
+        dir.to_str().unwrap(),
+        "--keep-trace",
+        trace_dir.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -330,10 +340,23 @@ fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
         "tracing: do not disable interrupts for trace_clock_local",
         "## Every clock under every protection, under a tick",
         "## ring_buffer_benchmark per clock, repeated",
+        "## The kept trace",
         "## Legend",
     ] {
         assert!(md.contains(section), "{section} missing:\n{md}");
     }
+    // The kept trace: where the report says, private, and readable.
+    let ring = trace_dir.join("hammer.ring");
+    assert!(
+        md.contains(&format!("The hammer's trace is in {}.", ring.display())),
+        "{md}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&trace_dir).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let dumped = ringtrace(&["dump", ring.to_str().unwrap()]);
+    let dumped = String::from_utf8_lossy(&dumped.stdout);
+    assert!(dumped.contains(": hammer: producer=0 seq="), "{dumped}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     let seeds = json["seeds"].as_array().unwrap();
@@ -352,6 +375,11 @@ fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
         }
     }
     assert!(!json["clocks"].as_array().unwrap().is_empty());
+    assert_eq!(json["kept_trace"]["path"], ring.to_str().unwrap());
+    assert!(
+        json["kept_trace"]["events"]["Ok"].as_u64().unwrap() > 0,
+        "{json}"
+    );
     let svg = std::fs::read_to_string(dir.join("report.svg")).unwrap();
     assert!(
         svg.starts_with("<svg") && svg.contains("trace_clock_local"),

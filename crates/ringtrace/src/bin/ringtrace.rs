@@ -27,6 +27,8 @@ enum Command {
     /// producer's own CPU time (CLOCK_THREAD_CPUTIME_ID) and the CPU ns per
     /// entry are reported, which do not count the time a producer waited
     /// for a CPU; a run with more producers and consumer than CPUs says so.
+    /// With --file PATH the ring is laid out in that file (a flight
+    /// recorder), which `ringtrace dump PATH` reads back.
     Hammer(HammerArgs),
     /// "tracing: do not disable interrupts for trace_clock_local" (seed
     /// 004), both halves: every clock source under every protection, with
@@ -61,9 +63,67 @@ enum Command {
     /// the preemptirq pairs, the bh pair's irq save/restore, per-CPU lock
     /// event counters, DEBUG_PREEMPT's check, every clock under a tick, and
     /// ring_buffer_benchmark per clock, repeated. Markdown on stdout,
-    /// report.json and report.svg written (atomically). SIGINT or SIGTERM
-    /// prints what was measured so far and exits with 130.
+    /// report.json and report.svg written (atomically). With --keep-trace
+    /// DIR, one more hammer run's ring is kept in DIR/hammer.ring for
+    /// `ringtrace dump`. SIGINT or SIGTERM prints what was measured so far
+    /// and exits with 130.
     Report(ReportArgs),
+    /// Reads a ring file (a flight recorder: `hammer --file`, or a program's
+    /// `RingConfig::file`) without its program and says what it holds.
+    ///
+    /// Prints the writer's state (died, live snapshot, closed, setting up),
+    /// its pid and command, the clock, the geometry, the metadata, then for
+    /// each CPU the events recovered and those skipped (pending:
+    /// reservations open when the writer stopped; unreadable; changed
+    /// while read, for a live ring), the accounting words (hit, read,
+    /// overrun, lost, discarded, missed, ts_fixups), any problem (counts
+    /// that do not add up, damaged pages) in words, and a total. Exits 0
+    /// when the file was read, even in part; 2 with the file named when it
+    /// cannot be (not a ringtrace file, another version, cut off in its
+    /// header).
+    Recover(RecoverArgs),
+    /// Prints every event a ring file holds, every CPU merged in time
+    /// order, in ftrace's text format:
+    /// `<comm>-<tid> [cpu] <seconds>: <event>: <fields>`.
+    ///
+    /// `#` lines first: the file, the writer, the clock, the wall-clock
+    /// anchor (UTC), what the timestamps count from, the metadata, and the
+    /// events recovered and skipped (for a live ring, how many the
+    /// snapshot may miss). Fields are decoded by the metadata in the file,
+    /// not by this program's tracepoints. The tid is the one a tracepoint
+    /// event carries, and the writer's pid for an event without one (the
+    /// hammer's). Timestamps are seconds with nine decimals since the ring
+    /// was opened (or the first event, if earlier); a clock whose ticks are
+    /// not time (`counter`) prints raw ticks, and the `#` lines say so. A
+    /// payload that cannot be decoded (unknown id, fields cut off) prints
+    /// as hex with the reason.
+    Dump(DumpArgs),
+}
+
+#[derive(clap::Args)]
+struct RecoverArgs {
+    /// The ring file.
+    file: std::path::PathBuf,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct DumpArgs {
+    /// The ring file.
+    file: std::path::PathBuf,
+    /// Only this CPU buffer's events (0 to the file's CPU count - 1).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Each payload as hex instead of decoded fields.
+    #[arg(long)]
+    raw: bool,
+    /// One JSON object per event and line (cpu, ts in ticks, ns, wall_ns,
+    /// event, kind, tid, fields or raw hex), without the `#` lines
+    /// (`recover --json` has those).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -77,6 +137,12 @@ struct ReportArgs {
     /// Print the JSON on stdout instead of the markdown.
     #[arg(long)]
     json: bool,
+    /// After the measured runs, run the hammer once more without a
+    /// consumer into DIR/hammer.ring (a ring file; read it with `ringtrace
+    /// dump`). DIR is created (mode 0700) if missing; a DIR that is a file,
+    /// or a hammer.ring already in it, is refused before the run.
+    #[arg(long, value_name = "DIR")]
+    keep_trace: Option<std::path::PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -177,6 +243,17 @@ struct HammerArgs {
     /// Producer threads, pinned one per CPU (1 to 1024).
     #[arg(long, default_value_t = 1)]
     producers: usize,
+    /// Lay the ring out in this file (a flight recorder) with the metadata
+    /// that decodes its events; read it with `ringtrace dump PATH` or
+    /// `ringtrace recover PATH`. An existing file or a symbolic link is
+    /// refused. The consumer still reads (and so removes) events; with
+    /// --disable-reader the file keeps all the ring holds at the end.
+    #[arg(long, value_name = "PATH")]
+    file: Option<std::path::PathBuf>,
+    /// With --file: write into the file if it exists (a ring of the same
+    /// shape and clock whose writer is gone), going on from where it ended.
+    #[arg(long, requires = "file")]
+    append: bool,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -210,6 +287,8 @@ fn main() -> ExitCode {
         Command::Clocks(args) => clocks_cmd(args),
         Command::Pairs(args) => pairs_cmd(args),
         Command::Report(args) => report_cmd(args),
+        Command::Recover(args) => recover_cmd(args),
+        Command::Dump(args) => dump_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -255,6 +334,8 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         },
         buffer_size: args.buffer_size,
         producers: args.producers,
+        file: args.file,
+        append: args.append,
     };
     let result = timed("hammer", config.duration, || hammer::run(&config))?;
     if args.json {
@@ -451,17 +532,21 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
+    let config = ringtrace::report::ReportConfig {
+        quick: args.quick,
+        keep_trace: args
+            .keep_trace
+            .as_deref()
+            .map(ringtrace::report::trace_path)
+            .transpose()?,
+    };
     catch_stop_signals()?;
-    let progress = bar(ringtrace::report::steps(), "report");
+    let progress = bar(ringtrace::report::steps(&config), "report");
     let step = |s: &str| {
         progress.inc(1);
         progress.set_message(s.to_owned());
     };
-    let report = ringtrace::report::run(
-        ringtrace::report::ReportConfig { quick: args.quick },
-        &STOP,
-        &step,
-    );
+    let report = ringtrace::report::run(&config, &STOP, &step);
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
@@ -483,6 +568,14 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
                 svg.display()
             ))?;
         }
+        if let Some(ringtrace::report::KeptTrace {
+            path,
+            events: Ok(_),
+            ..
+        }) = &report.kept_trace
+        {
+            emit(&format!("The hammer's trace is in {path}.\n"))?;
+        }
     }
     written?;
     if report.interrupted {
@@ -496,9 +589,66 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .flat_map(|h| h.runs.iter().filter_map(|r| r.as_ref().ok()))
         .map(|h| h.bad_payloads)
         .sum();
-    Ok(if bad > 0 {
+    let trace_failed = match &report.kept_trace {
+        Some(ringtrace::report::KeptTrace {
+            path,
+            events: Err(e),
+            ..
+        }) => {
+            eprintln!("ringtrace: the trace to keep in {path} was not written: {e}");
+            true
+        }
+        _ => false,
+    };
+    Ok(if bad > 0 || trace_failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    if args.json {
+        let json = ringtrace::trace_file::recovery_json(&recovery);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
+    } else {
+        emit(&ringtrace::trace_file::recovery_text(&recovery))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use std::io::Write;
+    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    let options = ringtrace::trace_file::DumpOptions {
+        cpu: args.cpu,
+        raw: args.raw,
+    };
+    let dump = ringtrace::trace_file::Dump::new(&recovery, options)?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut put = |line: &str| -> Result<(), Box<dyn std::error::Error>> {
+        match writeln!(out, "{line}") {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+            Err(e) => Err(format!("cannot write to stdout: {e}").into()),
+        }
+    };
+    if !args.json {
+        for line in dump.comments() {
+            put(&line)?;
+        }
+    }
+    for event in dump.events() {
+        if args.json {
+            put(&serde_json::to_string(&dump.json(event))?)?;
+        } else {
+            put(&dump.line(event))?;
+        }
+    }
+    match out.flush() {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => Err(format!("cannot write to stdout: {e}").into()),
+    }
 }

@@ -1,0 +1,303 @@
+//! `ringtrace dump`: a recovered file's events in ftrace's text format (or
+//! one JSON object each), after `#` lines saying what the file is.
+
+use super::decode::{Decoded, Decoder};
+use super::summary::{clock_words, comm, metadata_decoder, writer_words};
+use super::time::{seconds, utc_time};
+use ringtrace_ring::file::{Recovery, RecoveryCounts, WriterState};
+use ringtrace_ring::Event;
+use ringtrace_tracepoint::FieldValue;
+use serde_json::{json, Map, Value};
+use thiserror::Error;
+
+/// What to dump.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// Only this CPU buffer's events.
+    pub cpu: Option<usize>,
+    /// Payloads as hex instead of decoded fields.
+    pub raw: bool,
+}
+
+/// Options that do not fit the file.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum DumpError {
+    /// A CPU the file has no buffer for.
+    #[error("--cpu {given} is out of range: {file} has CPU buffers 0 to {last}")]
+    CpuOutOfRange {
+        /// The CPU asked for.
+        given: usize,
+        /// The file.
+        file: String,
+        /// Its last CPU buffer.
+        last: usize,
+    },
+}
+
+/// A recovered file, ready to print event by event.
+///
+/// Each line is ftrace's: `<comm>-<tid> [cpu] <timestamp>: <event>:
+/// <fields>`. The comm is the writer's (from the header); the tid is the
+/// one a tracepoint event carries, and the writer's pid for an event
+/// without one (untagged or raw). The timestamp is in seconds with nine
+/// decimals since the earlier of the header's anchor (when the ring was
+/// opened) and the first event, converted by the file's clock; for a
+/// clock whose ticks are not time it is the raw tick count, and the `#`
+/// lines say so.
+///
+/// ```
+/// use ringtrace::ring::{file, RingBuffer, RingConfig};
+/// use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
+/// let dir = std::env::temp_dir().join(format!("ringtrace-dump-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("doc.ring");
+/// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).quarantine_pages(1)
+///     .file(&path).metadata(metadata_for_tracepoints().to_bytes());
+/// let clock = "mono".parse::<ringtrace::clock::ClockSpec>()?.build()?;
+/// let ring = RingBuffer::new(config, clock)?;
+/// ring.write(&[1, 2, 3])?;
+/// drop(ring);
+/// let recovery = file::recover(&path)?;
+/// let dump = Dump::new(&recovery, DumpOptions::default())?;
+/// assert!(dump.comments().iter().all(|l| l.starts_with('#')));
+/// let line = dump.line(dump.events()[0]);
+/// assert!(line.contains("[000]") && line.contains("raw: 010203"), "{line}");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Dump<'r> {
+    recovery: &'r Recovery,
+    decoder: Decoder,
+    metadata: Result<String, String>,
+    /// Timestamps count from here.
+    base_ticks: u64,
+    options: DumpOptions,
+    /// For a live ring: events that ended after the read, by the
+    /// accounting words read again (or why they could not be).
+    ended_after_read: Option<Result<u64, String>>,
+}
+
+impl<'r> Dump<'r> {
+    /// Prepares `recovery` for printing. For a live ring, reads the file's
+    /// accounting words again to count the events written since.
+    pub fn new(recovery: &'r Recovery, options: DumpOptions) -> Result<Dump<'r>, DumpError> {
+        let cpus = recovery.cpus.len();
+        if let Some(cpu) = options.cpu.filter(|&c| c >= cpus) {
+            return Err(DumpError::CpuOutOfRange {
+                given: cpu,
+                file: recovery.path.display().to_string(),
+                last: cpus.saturating_sub(1),
+            });
+        }
+        let (decoder, metadata) = metadata_decoder(recovery);
+        let first = recovery
+            .cpus
+            .iter()
+            .filter_map(|c| c.events.iter().map(|e| e.ts).min())
+            .min();
+        let anchor = recovery.header.anchor_ticks;
+        let ended_after_read = (recovery.writer == WriterState::Live).then(|| {
+            ringtrace_ring::file::recover(&recovery.path)
+                .map(|later| {
+                    later
+                        .file_stats()
+                        .hit
+                        .saturating_sub(recovery.file_stats().hit)
+                })
+                .map_err(|e| e.to_string())
+        });
+        Ok(Dump {
+            recovery,
+            decoder,
+            metadata,
+            base_ticks: first.map_or(anchor, |f| f.min(anchor)),
+            options,
+            ended_after_read,
+        })
+    }
+
+    /// The counts of the CPUs dumped.
+    fn counts(&self) -> RecoveryCounts {
+        match self.options.cpu {
+            Some(cpu) => self.recovery.cpus[cpu].counts,
+            None => self.recovery.totals(),
+        }
+    }
+
+    /// The `#` lines that come before the events.
+    pub fn comments(&self) -> Vec<String> {
+        let r = self.recovery;
+        let h = &r.header;
+        let mut out = vec![
+            format!("# ringtrace dump of {}", r.path.display()),
+            format!("# writer: {}", writer_words(r)),
+            format!("# clock: {}", clock_words(&h.clock)),
+            format!(
+                "# wall-clock anchor: {} at clock ticks {}",
+                utc_time(h.wall_ns),
+                h.anchor_ticks
+            ),
+        ];
+        out.push(if h.clock.mult.is_none() {
+            format!(
+                "# timestamps: raw ticks of clock `{}`, which are not time",
+                h.clock.name
+            )
+        } else if self.base_ticks == h.anchor_ticks {
+            "# timestamps: seconds since the anchor (when the ring was opened)".to_owned()
+        } else {
+            format!(
+                "# timestamps: seconds since the first event, {} ticks before the anchor",
+                h.anchor_ticks - self.base_ticks
+            )
+        });
+        match &self.metadata {
+            Ok(words) => out.push(format!("# metadata: {words}")),
+            Err(why) => out.push(format!(
+                "# metadata: none usable ({why}); events are shown raw"
+            )),
+        }
+        let c = self.counts();
+        let which = self
+            .options
+            .cpu
+            .map_or_else(|| "every CPU".to_owned(), |cpu| format!("CPU {cpu}"));
+        out.push(format!(
+            "# events ({which}): {} recovered; skipped: {} pending (reservations open when the writer stopped), {} unreadable, {} changed while read",
+            c.recovered, c.skipped_pending, c.skipped_unreadable, c.changed_while_read
+        ));
+        let s = match self.options.cpu {
+            Some(cpu) => r.cpus[cpu].file_stats,
+            None => r.file_stats(),
+        };
+        out.push(format!(
+            "# before them: {} overwritten (overrun), {} read by a consumer, {} lost, {} discarded",
+            s.overrun, s.read, s.lost, s.discarded
+        ));
+        if let Some(after) = &self.ended_after_read {
+            out.push(match after {
+                Ok(n) => format!(
+                    "# live: a snapshot; it may miss {} events: {} on pages that changed while they were read, {} ended after the read (reservations counted by the accounting words read again, discards included)",
+                    c.changed_while_read + n,
+                    c.changed_while_read,
+                    n
+                ),
+                Err(e) => format!(
+                    "# live: a snapshot; it misses {} events on pages that changed while they were read, and those written since (the file could not be read again: {e})",
+                    c.changed_while_read
+                ),
+            });
+        }
+        let cpus: Vec<_> = match self.options.cpu {
+            Some(cpu) => vec![&r.cpus[cpu]],
+            None => r.cpus.iter().collect(),
+        };
+        for c in cpus {
+            for p in &c.problems {
+                out.push(format!("# problem on CPU {}: {p}", c.cpu));
+            }
+        }
+        out.push("#".to_owned());
+        out.push("#           TASK-PID     CPU#     TIMESTAMP  FUNCTION".to_owned());
+        out.push("#              | |         |         |         |".to_owned());
+        out
+    }
+
+    /// The events to print, in time order (ties: by CPU).
+    pub fn events(&self) -> Vec<&'r Event> {
+        let mut events = self.recovery.merged();
+        if let Some(cpu) = self.options.cpu {
+            events.retain(|e| e.cpu == cpu);
+        }
+        events
+    }
+
+    /// Nanoseconds of `e` since the base, or `None` when ticks are not time.
+    fn ns(&self, e: &Event) -> Option<u64> {
+        self.recovery
+            .header
+            .clock
+            .ticks_to_ns(e.ts.saturating_sub(self.base_ticks))
+    }
+
+    /// One event as ftrace prints it.
+    pub fn line(&self, e: &Event) -> String {
+        let d = self.decoder.decode(&e.payload);
+        let tid = d.tid().unwrap_or(self.recovery.header.pid);
+        let ts = match self.ns(e) {
+            Some(ns) => format!("{:>15}", seconds(ns)),
+            None => format!("{:>15}", e.ts),
+        };
+        let what = match (&d, self.options.raw) {
+            (_, true) => format!("{}: {}", d.name().unwrap_or("raw"), hex(&e.payload)),
+            (Decoded::Raw { why }, false) => format!("raw: {} ({why})", hex(&e.payload)),
+            (_, false) => format!("{}: {}", d.name().unwrap_or("raw"), d.text()),
+        };
+        format!(
+            "{:>16}-{:<7} [{:03}] {ts}: {}",
+            comm(self.recovery),
+            tid,
+            e.cpu,
+            what.trim_end()
+        )
+    }
+
+    /// One event as a JSON object: `cpu`, `ts` (ticks), `ns` (since the
+    /// base; null when ticks are not time), `wall_ns` (null when unknown),
+    /// `event` (null when raw), `kind` (`tracepoint`, `untagged`, `raw`),
+    /// `tid`, and `fields` as an object, or `raw` as hex (with `why` when
+    /// the payload could not be decoded).
+    pub fn json(&self, e: &Event) -> Value {
+        let d = self.decoder.decode(&e.payload);
+        let kind = match d {
+            Decoded::Tracepoint { .. } => "tracepoint",
+            Decoded::Untagged { .. } => "untagged",
+            Decoded::Raw { .. } => "raw",
+        };
+        let mut out = json!({
+            "cpu": e.cpu,
+            "ts": e.ts,
+            "ns": self.ns(e),
+            "wall_ns": self.recovery.header.wall_ns_at(e.ts),
+            "event": d.name(),
+            "kind": kind,
+            "tid": d.tid().unwrap_or(self.recovery.header.pid),
+        });
+        if let Some(map) = out.as_object_mut() {
+            if let Decoded::Raw { why } = &d {
+                map.insert("why".into(), Value::from(why.as_str()));
+            }
+            if self.options.raw || matches!(d, Decoded::Raw { .. }) {
+                map.insert("raw".into(), Value::from(hex(&e.payload)));
+            } else {
+                let fields: Map<String, Value> = d
+                    .fields()
+                    .into_iter()
+                    .map(|(name, v)| (name.to_owned(), field_json(v)))
+                    .collect();
+                map.insert("fields".into(), Value::Object(fields));
+            }
+        }
+        out
+    }
+}
+
+/// Bytes as lowercase hex, two digits each.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn field_json(v: &FieldValue) -> Value {
+    match v {
+        FieldValue::Unsigned(n) => Value::from(*n),
+        FieldValue::Signed(n) => Value::from(*n),
+        FieldValue::Bool(b) => Value::from(*b),
+        // NaN and infinities, which JSON has no number for, become null.
+        FieldValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+        FieldValue::Str(s) => Value::from(s.as_str()),
+        FieldValue::Location { file, line, column } => {
+            json!({ "file": file, "line": line, "column": column })
+        }
+    }
+}

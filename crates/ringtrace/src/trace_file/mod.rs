@@ -1,0 +1,58 @@
+//! Trace files (flight recorders) read back without the program that wrote
+//! them: the JSON metadata a file ring carries so its events can be
+//! decoded ([`TraceMetadata`]), the decoding ([`Decoder`]), and what
+//! `ringtrace recover` and `ringtrace dump` print ([`recovery_text`],
+//! [`Dump`]).
+//!
+//! A program that records into a file ring hands the metadata to the
+//! ring; a reader then needs only the file:
+//!
+//! ```
+//! use ringtrace::ring::{file, RingBuffer, RingConfig};
+//! use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
+//! use ringtrace::tracepoint::{registry, trace, tracepoint};
+//!
+//! tracepoint! {
+//!     /// A page was read.
+//!     pub fn page_read(page: u64, hit: bool) = "page={} hit={}";
+//! }
+//!
+//! let dir = std::env::temp_dir().join(format!("ringtrace-trace-file-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let path = dir.join("app.ring");
+//! let config = RingConfig::default()
+//!     .cpus(1)
+//!     .per_cpu_bytes(64 * 1024)
+//!     .quarantine_pages(4)
+//!     .file(&path)
+//!     .metadata(metadata_for_tracepoints().to_bytes());
+//! let clock = "mono".parse::<ringtrace::clock::ClockSpec>()?.build()?;
+//! ringtrace::tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)));
+//! registry::enable("page_read")?;
+//! trace!(page_read(2, true));
+//!
+//! // Later, in another process (here the same one, the ring still open):
+//! let recovery = file::recover(&path)?;
+//! let dump = Dump::new(&recovery, DumpOptions::default())?;
+//! let line = dump.line(dump.events()[0]);
+//! assert!(line.ends_with(": page_read: page=2 hit=true"), "{line}");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod decode;
+mod dump;
+mod metadata;
+mod summary;
+mod time;
+
+pub use decode::{render, Decoded, Decoder};
+pub use dump::{hex, Dump, DumpError, DumpOptions};
+pub use metadata::{
+    kind_name, metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata,
+    TracepointDesc, METADATA_VERSION,
+};
+pub use summary::{
+    clock_words, comm, metadata_decoder, recovery_json, recovery_text, writer_name, writer_words,
+};
+pub use time::{seconds, utc_time};

@@ -1,0 +1,240 @@
+//! `ringtrace recover`: what a recovery found, as text or JSON, and the
+//! words for the writer, the clock and the metadata that `dump` shares.
+
+use super::decode::Decoder;
+use super::metadata::TraceMetadata;
+use super::time::utc_time;
+use ringtrace_ring::file::{FileClock, Recovery, RecoveryCounts, WriterState};
+use ringtrace_ring::Stats;
+use serde_json::{json, Value};
+
+/// The writer's state in one word: `died`, `live`, `closed`, `setting-up`
+/// or `unknown`.
+pub fn writer_name(state: WriterState) -> &'static str {
+    match state {
+        WriterState::Died => "died",
+        WriterState::Live => "live",
+        WriterState::Closed => "closed",
+        WriterState::SettingUp => "setting-up",
+        WriterState::Unknown(_) => "unknown",
+    }
+}
+
+/// The writer's state in words.
+pub fn writer_words(r: &Recovery) -> String {
+    let who = format!("process {} ({})", r.header.pid, comm(r));
+    match r.writer {
+        WriterState::Died => format!(
+            "died: the ring was open and {who} is gone (it crashed or was killed)"
+        ),
+        WriterState::Live => format!(
+            "live snapshot: {who} is still writing; what follows was read while it wrote"
+        ),
+        WriterState::Closed => format!("closed: {who} dropped the ring"),
+        WriterState::SettingUp => format!(
+            "setting up: {who} stopped before the file held a ring; nothing in it is an event"
+        ),
+        WriterState::Unknown(word) => format!(
+            "unknown: the status word is {word:#018x}, which ringtrace never writes (the file is corrupt); {who} wrote it"
+        ),
+    }
+}
+
+/// The writer's command name, or `<...>` when the header has none (as
+/// ftrace shows a command it does not know).
+pub fn comm(r: &Recovery) -> &str {
+    if r.header.comm.is_empty() {
+        "<...>"
+    } else {
+        &r.header.comm
+    }
+}
+
+/// The clock in words: name, ordering, and what its ticks are.
+pub fn clock_words(c: &FileClock) -> String {
+    let ticks = match (c.mult, c.frequency_hz) {
+        (None, _) => "ticks are not time (no conversion to ns)".to_owned(),
+        (Some(_), _) if c.ticks_are_ns => "ticks are nanoseconds".to_owned(),
+        (Some(_), Some(hz)) => format!("{hz} ticks a second"),
+        (Some(m), None) => format!("ns = ticks x {m} >> {}", c.shift),
+    };
+    format!("{}, ordered {}: {ticks}", c.name, c.guarantee)
+}
+
+/// A decoder for the file's metadata, and the metadata in words (or why
+/// it cannot be used).
+pub fn metadata_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
+    let parsed = r
+        .metadata
+        .as_ref()
+        .map_err(|e| format!("the file's metadata cannot be read: {e}"))
+        .and_then(|bytes| TraceMetadata::parse(bytes).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(meta) => {
+            let mut words = format!(
+                "{} tracepoint{}",
+                meta.tracepoints.len(),
+                if meta.tracepoints.len() == 1 { "" } else { "s" }
+            );
+            if let Some(u) = &meta.untagged {
+                words.push_str(&format!(", untagged layout `{}`", u.name));
+            }
+            (Decoder::new(&meta), Ok(words))
+        }
+        Err(why) => (Decoder::unusable(why.clone()), Err(why)),
+    }
+}
+
+fn geometry_words(r: &Recovery) -> String {
+    let h = &r.header;
+    format!(
+        "{} CPU{} x {} pages of {} bytes, {} quarantine pages, {} mode; file {} bytes",
+        h.cpus,
+        if h.cpus == 1 { "" } else { "s" },
+        h.pages_per_cpu,
+        h.page_size,
+        h.quarantine_pages,
+        h.mode,
+        h.layout.file_len
+    )
+}
+
+fn counts_words(c: &RecoveryCounts) -> String {
+    format!(
+        "recovered {}, skipped pending {}, skipped unreadable {}, changed while read {}",
+        c.recovered, c.skipped_pending, c.skipped_unreadable, c.changed_while_read
+    )
+}
+
+fn stats_words(s: &Stats) -> String {
+    format!(
+        "hit {}, read {}, overrun {}, lost {}, discarded {}, missed {}, ts_fixups {}",
+        s.hit, s.read, s.overrun, s.lost, s.discarded, s.missed, s.ts_fixups
+    )
+}
+
+/// What `ringtrace recover` prints: the file, the writer, the clock, the
+/// geometry, then each CPU's counts, accounting words and problems, and a
+/// total.
+pub fn recovery_text(r: &Recovery) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    let h = &r.header;
+    line(format!("file:      {}", r.path.display()));
+    line(format!("writer:    {}", writer_words(r)));
+    line(format!("clock:     {}", clock_words(&h.clock)));
+    line(format!(
+        "anchor:    {} (clock ticks {})",
+        utc_time(h.wall_ns),
+        h.anchor_ticks
+    ));
+    line(format!("geometry:  {}", geometry_words(r)));
+    match metadata_decoder(r).1 {
+        Ok(words) => line(format!("metadata:  {words}")),
+        Err(why) => line(format!("metadata:  none usable: {why}")),
+    }
+    for c in &r.cpus {
+        line(format!("cpu {:>3}:   {}", c.cpu, counts_words(&c.counts)));
+        line(format!(
+            "           accounting: {}",
+            stats_words(&c.file_stats)
+        ));
+        for p in &c.problems {
+            line(format!("           problem: {p}"));
+        }
+    }
+    line(format!("total:     {}", counts_words(&r.totals())));
+    line(format!(
+        "           accounting: {}",
+        stats_words(&r.file_stats())
+    ));
+    if r.has_problems() {
+        line("Recovered in part: the problems above say what could not be read.".into());
+    }
+    out
+}
+
+fn counts_json(c: &RecoveryCounts) -> Value {
+    json!({
+        "recovered": c.recovered,
+        "skipped_pending": c.skipped_pending,
+        "skipped_unreadable": c.skipped_unreadable,
+        "changed_while_read": c.changed_while_read,
+    })
+}
+
+fn stats_json(s: &Stats) -> Value {
+    json!({
+        "hit": s.hit,
+        "read": s.read,
+        "overrun": s.overrun,
+        "lost": s.lost,
+        "discarded": s.discarded,
+        "missed": s.missed,
+        "ts_fixups": s.ts_fixups,
+        "entries": s.entries,
+        "pages_reclaimed": s.pages_reclaimed,
+        "fixups_refused": s.fixups_refused,
+    })
+}
+
+/// What `ringtrace recover --json` prints: [`recovery_text`]'s contents
+/// as one object.
+pub fn recovery_json(r: &Recovery) -> Value {
+    let h = &r.header;
+    let c = &h.clock;
+    let metadata = match metadata_decoder(r).1 {
+        Ok(words) => json!({ "usable": true, "summary": words }),
+        Err(why) => json!({ "usable": false, "error": why }),
+    };
+    let status_word = match r.writer {
+        WriterState::Unknown(w) => Some(w),
+        _ => None,
+    };
+    json!({
+        "file": r.path.display().to_string(),
+        "writer": {
+            "state": writer_name(r.writer),
+            "status_word": status_word,
+            "pid": h.pid,
+            "comm": h.comm,
+            "words": writer_words(r),
+        },
+        "clock": {
+            "name": c.name,
+            "frequency_hz": c.frequency_hz,
+            "mult": c.mult,
+            "shift": c.shift,
+            "ticks_are_ns": c.ticks_are_ns,
+            "ticks_are_time": c.mult.is_some(),
+            "guarantee": c.guarantee.name(),
+            "precision_ns": c.precision_ns,
+        },
+        "wall_ns": h.wall_ns,
+        "wall_time": utc_time(h.wall_ns),
+        "anchor_ticks": h.anchor_ticks,
+        "geometry": {
+            "cpus": h.cpus,
+            "pages_per_cpu": h.pages_per_cpu,
+            "page_size": h.page_size,
+            "quarantine_pages": h.quarantine_pages,
+            "mode": h.mode.name(),
+            "file_len": h.layout.file_len,
+        },
+        "metadata": metadata,
+        "cpus": r.cpus.iter().map(|c| json!({
+            "cpu": c.cpu,
+            "counts": counts_json(&c.counts),
+            "accounting": stats_json(&c.file_stats),
+            "problems": c.problems,
+        })).collect::<Vec<_>>(),
+        "total": {
+            "counts": counts_json(&r.totals()),
+            "accounting": stats_json(&r.file_stats()),
+        },
+        "has_problems": r.has_problems(),
+    })
+}
