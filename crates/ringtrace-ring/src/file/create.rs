@@ -297,7 +297,7 @@ impl RingFile {
             )));
         }
         if source.status(path)? == Some(STATUS_OPEN)
-            && super::process_alive(have.pid)
+            && super::process_alive(have.pid, &have.comm)
             && have.pid != std::process::id()
         {
             return Err(mismatch(format!(

@@ -61,9 +61,11 @@ pub struct FileTarget {
     pub metadata: Vec<u8>,
 }
 
-/// Whether process `pid` exists (signal 0 reaches it, or it is another
-/// user's).
-pub(crate) fn process_alive(pid: u32) -> bool {
+/// Whether the process that wrote a file, `pid` running `comm`, is still
+/// at work: signal 0 reaches it (or it is another user's), it is not a
+/// zombie (killed, not yet reaped), and the pid was not reused by another
+/// command (where /proc says).
+pub(crate) fn process_alive(pid: u32, comm: &str) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
@@ -72,5 +74,20 @@ pub(crate) fn process_alive(pid: u32) -> bool {
     }
     // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
     let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    if r != 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EPERM) {
+        return false;
+    }
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // "pid (comm) S ...": the state follows the last parenthesis.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        if matches!(state, Some('Z' | 'X' | 'x')) {
+            return false;
+        }
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(now) if !comm.is_empty() => now.trim_end() == comm,
+        _ => true,
+    }
 }

@@ -48,7 +48,9 @@ impl RecoveryCounts {
 pub struct CpuRecovery {
     /// The buffer.
     pub cpu: usize,
-    /// Its events, oldest first.
+    /// Its events, oldest first. The first carries in `lost_before` the
+    /// events overwritten or lost before it (the file's `overrun + lost`),
+    /// as a reader's first event after a loss does.
     pub events: Vec<Event>,
     /// What was read and what was skipped.
     pub counts: RecoveryCounts,
@@ -172,7 +174,9 @@ fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     let status = source.status(path)?;
     let writer = match status {
         Some(super::STATUS_SETTING_UP) | None => WriterState::SettingUp,
-        Some(super::STATUS_OPEN) if super::process_alive(header.pid) => WriterState::Live,
+        Some(super::STATUS_OPEN) if super::process_alive(header.pid, &header.comm) => {
+            WriterState::Live
+        }
         Some(super::STATUS_OPEN) => WriterState::Died,
         Some(super::STATUS_CLOSED) => WriterState::Closed,
         Some(other) => WriterState::Unknown(other),
@@ -352,6 +356,11 @@ fn recover_cpu(
             continue;
         }
         decode_page(h, t, page, committed, &mut out);
+    }
+    // Whatever was overwritten or lost came before what is left: the
+    // first event recovered reports it, as a reader's would.
+    if let Some(first) = out.events.first_mut() {
+        first.lost_before = stats.overrun.saturating_add(stats.lost);
     }
     let entries = i128::from(stats.hit)
         - i128::from(stats.read)
