@@ -180,11 +180,13 @@ pub struct RingConfig {
     pub quarantine_pages: usize,
     /// Lay the ring out in this file (the flight recorder; see
     /// [`crate::file`]) rather than in anonymous memory. `None` by default.
-    pub file: Option<crate::file::FileTarget>,
-    /// Set by [`RingConfig::append`] before a file is named.
-    pub(crate) pending_append: bool,
-    /// Set by [`RingConfig::metadata`] before a file is named.
-    pub(crate) pending_metadata: Option<Vec<u8>>,
+    pub file: Option<std::path::PathBuf>,
+    /// With `file`: write into an existing file (its ring must have this
+    /// shape and clock, and its writer must be gone) rather than refuse it.
+    pub append: bool,
+    /// With `file`: bytes the file's header keeps for readers (ringtrace's
+    /// facade puts the tracepoint descriptions here). Empty by default.
+    pub metadata: Vec<u8>,
 }
 
 impl Default for RingConfig {
@@ -197,8 +199,8 @@ impl Default for RingConfig {
             fixup_after: Some(crate::reader::DEFAULT_FIXUP_AFTER),
             quarantine_pages: DEFAULT_QUARANTINE_PAGES,
             file: None,
-            pending_append: false,
-            pending_metadata: None,
+            append: false,
+            metadata: Vec::new(),
         }
     }
 }
@@ -304,16 +306,13 @@ impl RingConfig {
     /// ```
     /// use ringtrace_ring::RingConfig;
     /// let config = RingConfig::default().file("/tmp/app.ring").append(true);
-    /// assert!(config.file.unwrap().append);
+    /// assert!(config.append && config.file.is_some());
+    /// // append or metadata without a file is an error naming the fix
+    /// let err = RingConfig::default().append(true).validate().unwrap_err();
+    /// assert!(err.to_string().contains("RingConfig::file"));
     /// ```
     pub fn file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        let mut target = self.file.take().unwrap_or_default();
-        target.path = path.into();
-        target.append |= std::mem::take(&mut self.pending_append);
-        if let Some(m) = self.pending_metadata.take() {
-            target.metadata = m;
-        }
-        self.file = Some(target);
+        self.file = Some(path.into());
         self
     }
 
@@ -321,10 +320,7 @@ impl RingConfig {
     /// have this shape and clock, and its writer must be gone. The ring
     /// goes on from where the file left off.
     pub fn append(mut self, append: bool) -> Self {
-        match self.file.as_mut() {
-            Some(target) => target.append = append,
-            None => self.pending_append = append,
-        }
+        self.append = append;
         self
     }
 
@@ -332,20 +328,17 @@ impl RingConfig {
     /// the tracepoint descriptions here, so that a dump decodes events
     /// without the program).
     pub fn metadata(mut self, bytes: Vec<u8>) -> Self {
-        match self.file.as_mut() {
-            Some(target) => target.metadata = bytes,
-            None => self.pending_metadata = Some(bytes),
-        }
+        self.metadata = bytes;
         self
     }
 
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         if self.file.is_none() {
-            if self.pending_append {
+            if self.append {
                 return Err(ConfigError::NeedsFile("append"));
             }
-            if self.pending_metadata.is_some() {
+            if !self.metadata.is_empty() {
                 return Err(ConfigError::NeedsFile("metadata"));
             }
         }

@@ -44,8 +44,13 @@ impl<C: Clock> RingBuffer<C> {
         let geometry = config.validate()?;
         crate::cpu::init();
         #[cfg(not(loom))]
-        if let Some(target) = &config.file {
-            return Self::in_file(target, geometry, clock);
+        if let Some(path) = config.file {
+            let target = crate::file::FileTarget {
+                path,
+                append: config.append,
+                metadata: config.metadata,
+            };
+            return Self::in_file(&target, geometry, clock);
         }
         // loom cannot map files: there a file ring is modelled in memory,
         // with the file ring's claim (it zeroes its page).

@@ -47,10 +47,10 @@ pub const STATUS_OPEN: u64 = 0x4F50_454E_0000_0002;
 /// The status word: the ring was dropped, no writer was active at the end.
 pub const STATUS_CLOSED: u64 = 0x434C_4F53_4544_0003;
 
-/// Where a file ring goes, as [`RingConfig::file`](crate::RingConfig::file)
-/// sets it.
+/// Where a file ring goes, from [`RingConfig::file`](crate::RingConfig::file),
+/// `append` and `metadata`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FileTarget {
+pub(crate) struct FileTarget {
     /// The file.
     pub path: PathBuf,
     /// Write into an existing file (its ring must have the same shape and
