@@ -94,3 +94,28 @@ fn reserve_and_commit_never_allocate() {
         }
     }
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn a_file_ring_writes_without_allocating_either() {
+    // The flight recorder's write path, page zeroing at each claim
+    // included, is the anonymous ring's: no allocation (nor system call).
+    let dir = std::env::temp_dir().join(format!("ringtrace-noalloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for mode in [Mode::Overwrite, Mode::Discard] {
+        let path = dir.join(format!("{mode}.ring"));
+        let _ = std::fs::remove_file(&path);
+        let config = RingConfig::default()
+            .page_size(512)
+            .per_cpu_bytes(8 * 1024)
+            .mode(mode)
+            .file(&path);
+        let ring = RingBuffer::new(config, ringtrace_clock::Counter::new()).unwrap();
+        ring.write(b"warm up").unwrap();
+        let n = allocations_during(|| hammer(&ring));
+        assert_eq!(n, 0, "{n} allocations on a file ring's write path ({mode})");
+        let s = ring.stats();
+        assert!(s.overrun > 0 || s.missed > 0, "the ring never filled");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
