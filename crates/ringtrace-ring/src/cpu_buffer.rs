@@ -37,8 +37,12 @@ pub enum ReserveError {
     /// Discard mode, and the next page is not yet read.
     #[error("buffer full: the next page has not been read (discard mode)")]
     Full,
-    /// The page to reuse still holds a reservation that was never committed.
-    #[error("the page to reuse still has an uncommitted reservation")]
+    /// The page to reuse is not free yet: it still holds a reservation that
+    /// was never committed, or, in a file ring, the writer that claimed it
+    /// is zeroing it (a few hundred ns, longer if that writer was
+    /// preempted or interrupted mid-claim: a signal handler that writes
+    /// while its own thread zeroes gets this).
+    #[error("the page to reuse is not free yet: it holds an uncommitted reservation, or (file ring) the writer claiming it is still zeroing it")]
     Busy,
     /// The payload cannot fit in a page.
     #[error("an event of {len} bytes cannot fit in a page; the largest is {max} bytes")]

@@ -60,6 +60,28 @@ fn comm() -> String {
         .unwrap_or_default()
 }
 
+/// Reserves the file's blocks now: a write through the map into a hole
+/// needs a block, and with the disk full the kernel's answer is SIGBUS in
+/// the writer, mid-event. Better refused here, with the reason. A file
+/// system that cannot reserve (EOPNOTSUPP) leaves the file sparse.
+fn reserve_disk(file: &std::fs::File, len: u64, path: &Path) -> Result<(), FileError> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(len) else {
+        return Ok(());
+    };
+    // SAFETY: the descriptor is open for writing and owned by `file`;
+    // posix_fallocate only reserves blocks in it.
+    let err = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match err {
+        0 | libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+        e => Err(FileError::io(
+            path,
+            "given its disk space",
+            std::io::Error::from_raw_os_error(e),
+        )),
+    }
+}
+
 impl RingFile {
     /// Creates (or, with `append`, opens) the file of `target` for a ring of
     /// `geometry`, and maps it.
@@ -132,9 +154,9 @@ impl RingFile {
             ),
         })?;
         if !adopt {
-            // Sparse: the pages cost disk only once written.
             file.set_len(layout.file_len)
                 .map_err(|e| FileError::io(path, "sized", e))?;
+            reserve_disk(&file, layout.file_len, path)?;
         }
         // SAFETY: the file is ours, opened read-write; other processes may
         // map it too (a reader, or a dump), which is the point of a shared

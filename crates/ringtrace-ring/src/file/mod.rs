@@ -18,6 +18,11 @@
 //!   never committed is recognised and stepped over, and nothing half
 //!   written is ever returned.
 //!
+//! The file's blocks are reserved when it is created (`posix_fallocate`):
+//! a write into a hole of a full disk would otherwise be a SIGBUS in the
+//! writer. Nor may a ring file a process has open be truncated: its
+//! writers would fault on the pages cut off.
+//!
 //! docs/format.md describes the file byte by byte.
 
 #[cfg(not(loom))]
