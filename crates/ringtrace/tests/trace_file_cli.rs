@@ -76,9 +76,15 @@ fn hammer_file_then_dump_shows_the_hammer_events_with_producer_and_seq() {
     assert!(out.status.success(), "{err}");
     assert!(stdout.contains("# writer: closed"), "{stdout}");
     assert!(stdout.contains("untagged layout `hammer`"), "{stdout}");
+    // ftrace's marker of what was overwritten before the first event kept.
+    let lost: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CPU:0 [LOST "))
+        .map(|l| l.trim_end_matches(" EVENTS]").parse().unwrap())
+        .collect();
     let seqs: Vec<u64> = stdout
         .lines()
-        .filter(|l| !l.starts_with('#'))
+        .filter(|l| !l.starts_with('#') && !l.starts_with("CPU:"))
         .map(|l| {
             let fields = l
                 .split_once(": hammer: producer=0 seq=")
@@ -94,6 +100,9 @@ fn hammer_file_then_dump_shows_the_hammer_events_with_producer_and_seq() {
     // missing (overwriting takes whole pages from the front).
     let expected: Vec<u64> = (seqs[0]..seqs[0] + seqs.len() as u64).collect();
     assert_eq!(seqs, expected);
+    // The producer counted from 0: every event before the first kept was
+    // overwritten, and the marker says how many.
+    assert_eq!(lost, if seqs[0] > 0 { vec![seqs[0]] } else { vec![] });
 
     let out = ringtrace(&["dump", "--json", &path]);
     let (stdout, err) = text(&out);
@@ -104,10 +113,14 @@ fn hammer_file_then_dump_shows_the_hammer_events_with_producer_and_seq() {
     assert_eq!(first["fields"]["producer"], 0);
     assert_eq!(first["fields"]["seq"], seqs[0]);
     assert!(first["ns"].is_u64() && first["wall_ns"].is_u64(), "{first}");
+    assert_eq!(first["lost_before"], seqs[0], "{first}");
 
     let out = ringtrace(&["dump", "--raw", "--cpu", "0", &path]);
     let (stdout, _) = text(&out);
-    let line = stdout.lines().find(|l| !l.starts_with('#')).unwrap();
+    let line = stdout
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.starts_with("CPU:"))
+        .unwrap();
     let hex = line.split_once(": hammer: ").unwrap().1;
     assert_eq!(hex.len(), 20, "10 bytes as hex: {line:?}");
     assert!(hex.starts_with("0000"), "producer 0 first: {line:?}");

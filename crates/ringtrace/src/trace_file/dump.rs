@@ -221,8 +221,19 @@ impl<'r> Dump<'r> {
             .ticks_to_ns(e.ts.saturating_sub(self.base_ticks))
     }
 
-    /// One event as ftrace prints it.
+    /// One event as ftrace prints it, after ftrace's `CPU:N [LOST M
+    /// EVENTS]` line when events of its CPU were overwritten or lost
+    /// before it (`Event::lost_before`).
     pub fn line(&self, e: &Event) -> String {
+        let line = self.event_line(e);
+        if e.lost_before > 0 {
+            format!("CPU:{} [LOST {} EVENTS]\n{line}", e.cpu, e.lost_before)
+        } else {
+            line
+        }
+    }
+
+    fn event_line(&self, e: &Event) -> String {
         let d = self.decoder.decode(&e.payload);
         let tid = d.tid().unwrap_or(self.recovery.header.pid);
         let ts = match self.ns(e) {
@@ -246,7 +257,8 @@ impl<'r> Dump<'r> {
     /// One event as a JSON object: `cpu`, `ts` (ticks), `ns` (since the
     /// base; null when ticks are not time), `wall_ns` (null when unknown),
     /// `event` (null when raw), `kind` (`tracepoint`, `untagged`, `raw`),
-    /// `tid`, and `fields` as an object, or `raw` as hex (with `why` when
+    /// `tid`, `lost_before` (events of its CPU overwritten or lost just
+    /// before it), and `fields` as an object, or `raw` as hex (with `why` when
     /// the payload could not be decoded).
     pub fn json(&self, e: &Event) -> Value {
         let d = self.decoder.decode(&e.payload);
@@ -263,6 +275,7 @@ impl<'r> Dump<'r> {
             "event": d.name(),
             "kind": kind,
             "tid": d.tid().unwrap_or(self.recovery.header.pid),
+            "lost_before": e.lost_before,
         });
         if let Some(map) = out.as_object_mut() {
             if let Decoded::Raw { why } = &d {
