@@ -20,6 +20,9 @@
 //! ```
 
 pub use ringtrace_clock as clock;
+/// Trace files read back: the metadata, decoding, `dump` and `recover`
+/// (the `ringtrace-export` crate).
+pub use ringtrace_export as trace_file;
 pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
 
@@ -35,4 +38,3 @@ pub mod sched;
 pub mod seed004;
 pub mod spread;
 pub mod tick_run;
-pub mod trace_file;

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 /// Anything else is shown raw, with the reason.
 ///
 /// ```
-/// use ringtrace::trace_file::{metadata_for_tracepoints, Decoded, Decoder, EventLayout, FieldDesc};
-/// use ringtrace::tracepoint::FieldKind;
+/// use ringtrace_export::{metadata_for_tracepoints, Decoded, Decoder, EventLayout, FieldDesc};
+/// use ringtrace_tracepoint::FieldKind;
 /// let meta = metadata_for_tracepoints().with_untagged(EventLayout {
 ///     name: "sample".into(),
 ///     fields: vec![FieldDesc::new("v", FieldKind::U16)],

@@ -46,14 +46,14 @@ pub enum DumpError {
 /// lines say so.
 ///
 /// ```
-/// use ringtrace::ring::{file, RingBuffer, RingConfig};
-/// use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
+/// use ringtrace_ring::{file, RingBuffer, RingConfig};
+/// use ringtrace_export::{metadata_for_tracepoints, Dump, DumpOptions};
 /// let dir = std::env::temp_dir().join(format!("ringtrace-dump-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("doc.ring");
 /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).quarantine_pages(1)
 ///     .file(&path).metadata(metadata_for_tracepoints().to_bytes());
-/// let clock = "mono".parse::<ringtrace::clock::ClockSpec>()?.build()?;
+/// let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
 /// let ring = RingBuffer::new(config, clock)?;
 /// ring.write(&[1, 2, 3])?;
 /// drop(ring);

@@ -8,9 +8,9 @@
 //! ring; a reader then needs only the file:
 //!
 //! ```
-//! use ringtrace::ring::{file, RingBuffer, RingConfig};
-//! use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
-//! use ringtrace::tracepoint::{registry, trace, tracepoint};
+//! use ringtrace_ring::{file, RingBuffer, RingConfig};
+//! use ringtrace_export::{metadata_for_tracepoints, Dump, DumpOptions};
+//! use ringtrace_tracepoint::{registry, trace, tracepoint};
 //!
 //! tracepoint! {
 //!     /// A page was read.
@@ -26,8 +26,8 @@
 //!     .quarantine_pages(4)
 //!     .file(&path)
 //!     .metadata(metadata_for_tracepoints().to_bytes());
-//! let clock = "mono".parse::<ringtrace::clock::ClockSpec>()?.build()?;
-//! ringtrace::tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)));
+//! let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
+//! ringtrace_tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)));
 //! registry::enable("page_read")?;
 //! trace!(page_read(2, true));
 //!

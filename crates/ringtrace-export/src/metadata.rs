@@ -20,13 +20,13 @@ pub const METADATA_VERSION: u32 = 1;
 /// takes a new version.
 ///
 /// ```
-/// use ringtrace::trace_file::{metadata_for_tracepoints, TraceMetadata};
+/// use ringtrace_export::{metadata_for_tracepoints, TraceMetadata};
 /// let meta = metadata_for_tracepoints();
 /// let bytes = meta.to_bytes();
 /// assert_eq!(TraceMetadata::parse(&bytes)?, meta);
 /// let err = TraceMetadata::parse(br#"{"version": 7}"#).unwrap_err();
 /// assert!(err.to_string().contains("version 7"), "{err}");
-/// # Ok::<(), ringtrace::trace_file::MetadataError>(())
+/// # Ok::<(), ringtrace_export::MetadataError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceMetadata {
