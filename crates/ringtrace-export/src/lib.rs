@@ -42,6 +42,7 @@
 
 mod decode;
 mod dump;
+pub mod export;
 mod metadata;
 mod summary;
 mod time;

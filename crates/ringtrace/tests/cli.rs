@@ -160,6 +160,7 @@ fn every_subcommand_has_help() {
         vec!["clocks", "--help"],
         vec!["recover", "--help"],
         vec!["dump", "--help"],
+        vec!["export", "--help"],
     ] {
         let out = ringtrace(&sub);
         assert!(out.status.success());

@@ -326,3 +326,37 @@ fn report_refuses_a_trace_directory_that_is_a_file_before_running() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("hammer.ring already exists"), "{err}");
 }
+
+#[test]
+fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
+    let dir = TempDir::new("export");
+    let path = dir.file("h.ring");
+    hammer_into(&path);
+    let out_file = dir.file("h.txt");
+    let out = ringtrace(&["export", &path, "--format", "text", "-o", &out_file]);
+    let (_, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    let dumped = text(&ringtrace(&["dump", &path])).0;
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), dumped);
+
+    let out = ringtrace(&["export", &path, "--format", "pdf", "-o", &out_file]);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown export format `pdf`; valid formats: text"),
+        "{err}"
+    );
+
+    // An output in a directory that does not exist: an error naming it,
+    // and nothing left behind.
+    let missing = format!("{}/no/such/dir/h.txt", dir.0.display());
+    let out = ringtrace(&["export", &path, "-o", &missing]);
+    let (_, err) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("cannot write {missing}")), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "only the ring and the good export: {left:?}");
+}

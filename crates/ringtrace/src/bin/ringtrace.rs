@@ -98,6 +98,23 @@ enum Command {
     /// payload that cannot be decoded (unknown id, fields cut off) prints
     /// as hex with the reason.
     Dump(DumpArgs),
+    /// Writes a ring file's events in another tool's format: `text`
+    /// (`ringtrace dump`'s lines). The output is written under a temporary
+    /// name and renamed when complete, so a failure leaves no
+    /// half-written file. docs/export.md maps the fields.
+    Export(ExportArgs),
+}
+
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// The ring file.
+    file: std::path::PathBuf,
+    /// The format to write (`text`).
+    #[arg(long, default_value = "text")]
+    format: String,
+    /// Where to write it.
+    #[arg(short = 'o', long)]
+    output: std::path::PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -289,6 +306,7 @@ fn main() -> ExitCode {
         Command::Report(args) => report_cmd(args),
         Command::Recover(args) => recover_cmd(args),
         Command::Dump(args) => dump_cmd(args),
+        Command::Export(args) => export_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -615,6 +633,22 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
     } else {
         emit(&ringtrace::trace_file::recovery_text(&recovery))?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use ringtrace::trace_file::export;
+    let format = export::Format::parse(&args.format)?;
+    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    let done = export::export(&recovery, format, &args.output)?;
+    eprintln!(
+        "ringtrace export: {} events ({} marked lost) from {} to {} ({})",
+        done.events,
+        done.lost,
+        args.file.display(),
+        done.path.display(),
+        format.name()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

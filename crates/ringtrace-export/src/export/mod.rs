@@ -1,0 +1,129 @@
+//! `ringtrace export`: a recovered trace written in another tool's format.
+//!
+//! Every exporter takes a [`Recovery`] (a file ring read back, see
+//! [`ringtrace_ring::file::recover`]) and writes its output through
+//! [`output`], so that a failure leaves no half-written file. Where the
+//! ring lost or overwrote events, each format says so in its own way (see
+//! docs/export.md).
+
+pub mod output;
+
+use crate::dump::{Dump, DumpError, DumpOptions};
+use ringtrace_ring::file::Recovery;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The formats `ringtrace export --format` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `ringtrace dump`'s text: ftrace's lines.
+    Text,
+}
+
+impl Format {
+    /// Every format, as `--format` names them.
+    pub const ALL: &'static [Format] = &[Format::Text];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+        }
+    }
+
+    /// Parses a `--format` name.
+    ///
+    /// ```
+    /// use ringtrace_export::export::Format;
+    /// assert_eq!(Format::parse("text").unwrap(), Format::Text);
+    /// assert!(Format::parse("pdf").unwrap_err().to_string().contains("text"));
+    /// ```
+    pub fn parse(name: &str) -> Result<Format, ExportError> {
+        Format::ALL
+            .iter()
+            .copied()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| ExportError::UnknownFormat {
+                given: name.to_owned(),
+                valid: Format::ALL
+                    .iter()
+                    .map(|f| f.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportSummary {
+    /// The output.
+    pub path: PathBuf,
+    /// Events written.
+    pub events: u64,
+    /// Events the output marks as lost or overwritten.
+    pub lost: u64,
+}
+
+/// Why an export failed.
+#[derive(Debug, Error)]
+pub enum ExportError {
+    /// A `--format` that does not exist.
+    #[error("unknown export format `{given}`; valid formats: {valid}")]
+    UnknownFormat {
+        /// What was asked for.
+        given: String,
+        /// The formats there are.
+        valid: String,
+    },
+    /// The output could not be written.
+    #[error("cannot write {}: {reason}", path.display())]
+    Output {
+        /// The output asked for.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The trace cannot be put in this format.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The dump options do not fit the trace.
+    #[error(transparent)]
+    Dump(#[from] DumpError),
+}
+
+/// Writes `recovery` to `out` in `format`.
+pub fn export(
+    recovery: &Recovery,
+    format: Format,
+    out: &Path,
+) -> Result<ExportSummary, ExportError> {
+    match format {
+        Format::Text => text(recovery, out),
+    }
+}
+
+/// The text format: `ringtrace dump`'s output, `#` lines included.
+fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
+    let dump = Dump::new(recovery, DumpOptions::default())?;
+    let events = dump.events();
+    let lost = events.iter().map(|e| e.lost_before).sum();
+    let failed = |e: std::io::Error| ExportError::Output {
+        path: out.to_owned(),
+        reason: e.to_string(),
+    };
+    output::write_file(out, |w| {
+        for line in dump.comments() {
+            writeln!(w, "{line}").map_err(failed)?;
+        }
+        for e in &events {
+            writeln!(w, "{}", dump.line(e)).map_err(failed)?;
+        }
+        Ok(())
+    })?;
+    Ok(ExportSummary {
+        path: out.to_owned(),
+        events: events.len() as u64,
+        lost,
+    })
+}

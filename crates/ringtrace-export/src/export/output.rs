@@ -1,0 +1,114 @@
+//! Writing an export so that a failure leaves no half-written output: the
+//! file (or directory) is built under a temporary name beside the target
+//! and renamed over it only when complete.
+
+use super::ExportError;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The temporary name beside `target`: same directory, so the rename is
+/// atomic; hidden, and marked with the pid.
+fn temporary(target: &Path) -> Result<PathBuf, ExportError> {
+    let name = target.file_name().ok_or_else(|| ExportError::Output {
+        path: target.to_owned(),
+        reason: "the output path names no file".into(),
+    })?;
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".ringtrace-{}.tmp", std::process::id()));
+    Ok(target.with_file_name(tmp))
+}
+
+fn failed(path: &Path, e: std::io::Error) -> ExportError {
+    ExportError::Output {
+        path: path.to_owned(),
+        reason: e.to_string(),
+    }
+}
+
+/// Writes the file `target` with `fill`, through a buffered writer on a
+/// temporary file renamed over `target` once `fill` and the flush succeed.
+/// On any error the temporary file is removed and `target` is untouched.
+pub fn write_file(
+    target: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let tmp = temporary(target)?;
+    let result = (|| {
+        let file = std::fs::File::create(&tmp).map_err(|e| failed(target, e))?;
+        let mut out = std::io::BufWriter::new(file);
+        fill(&mut out)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| failed(target, e.into_error()))?;
+        file.sync_all().map_err(|e| failed(target, e))?;
+        std::fs::rename(&tmp, target).map_err(|e| failed(target, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Builds the directory `target` with `fill` (given the directory to fill),
+/// under a temporary name renamed to `target` once complete. `target` must
+/// not exist, or be an empty directory (replaced); on any error the
+/// temporary directory is removed.
+pub fn write_dir(
+    target: &Path,
+    fill: impl FnOnce(&Path) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    if let Ok(mut entries) = std::fs::read_dir(target) {
+        if entries.next().is_some() {
+            return Err(ExportError::Output {
+                path: target.to_owned(),
+                reason: "the directory exists and is not empty".into(),
+            });
+        }
+    } else if target.exists() {
+        return Err(ExportError::Output {
+            path: target.to_owned(),
+            reason: "it exists and is not a directory".into(),
+        });
+    }
+    let tmp = temporary(target)?;
+    let result = (|| {
+        std::fs::create_dir(&tmp).map_err(|e| failed(target, e))?;
+        fill(&tmp)?;
+        if target.exists() {
+            std::fs::remove_dir(target).map_err(|e| failed(target, e))?;
+        }
+        std::fs::rename(&tmp, target).map_err(|e| failed(target, e))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_export_leaves_neither_output_nor_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("ringtrace-export-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("t.out");
+        let err = write_file(&target, |w| {
+            w.write_all(b"half").unwrap();
+            Err(ExportError::Output {
+                path: target.clone(),
+                reason: "stopped".into(),
+            })
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        write_file(&target, |w| {
+            w.write_all(b"whole").map_err(|e| failed(&target, e))
+        })
+        .unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"whole");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
