@@ -301,7 +301,7 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn field_json(v: &FieldValue) -> Value {
+pub(crate) fn field_json(v: &FieldValue) -> Value {
     match v {
         FieldValue::Unsigned(n) => Value::from(*n),
         FieldValue::Signed(n) => Value::from(*n),

@@ -343,7 +343,7 @@ fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("unknown export format `pdf`; valid formats: text"),
+        err.contains("unknown export format `pdf`; valid formats: text, chrome"),
         "{err}"
     );
 
@@ -359,4 +359,35 @@ fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(left.len(), 2, "only the ring and the good export: {left:?}");
+}
+
+#[test]
+fn export_chrome_writes_trace_event_json_with_the_hammer_events_and_their_losses() {
+    let dir = TempDir::new("export-chrome");
+    let path = dir.file("h.ring");
+    hammer_into(&path);
+    let out_file = dir.file("trace.json");
+    let out = ringtrace(&["export", &path, "--format", "chrome", "-o", &out_file]);
+    let (_, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("(chrome)"), "{err}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(json["displayTimeUnit"], "ns");
+    let events = json["traceEvents"].as_array().unwrap();
+    let hammer: Vec<_> = events.iter().filter(|e| e["name"] == "hammer").collect();
+    assert!(!hammer.is_empty());
+    assert!(hammer
+        .iter()
+        .all(|e| e["ph"] == "i" && e["args"]["seq"].is_u64()));
+    // The producer counted from 0: what came before the first event kept
+    // was overwritten, and a `lost` instant says how much.
+    let first_seq = hammer[0]["args"]["seq"].as_u64().unwrap();
+    let lost: u64 = events
+        .iter()
+        .filter(|e| e["name"] == "lost")
+        .map(|e| e["args"]["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(lost, first_seq);
+    assert_eq!(json["otherData"]["lost_marked"], first_seq);
 }

@@ -6,6 +6,7 @@
 //! ring lost or overwrote events, each format says so in its own way (see
 //! docs/export.md).
 
+pub mod chrome;
 pub mod output;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
@@ -18,16 +19,20 @@ use thiserror::Error;
 pub enum Format {
     /// `ringtrace dump`'s text: ftrace's lines.
     Text,
+    /// The Chrome trace-event JSON that Perfetto UI and chrome://tracing
+    /// open (see [`chrome`]).
+    Chrome,
 }
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] = &[Format::Text];
+    pub const ALL: &'static [Format] = &[Format::Text, Format::Chrome];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
+            Format::Chrome => "chrome",
         }
     }
 
@@ -36,6 +41,7 @@ impl Format {
     /// ```
     /// use ringtrace_export::export::Format;
     /// assert_eq!(Format::parse("text").unwrap(), Format::Text);
+    /// assert_eq!(Format::parse("chrome").unwrap(), Format::Chrome);
     /// assert!(Format::parse("pdf").unwrap_err().to_string().contains("text"));
     /// ```
     pub fn parse(name: &str) -> Result<Format, ExportError> {
@@ -100,6 +106,7 @@ pub fn export(
 ) -> Result<ExportSummary, ExportError> {
     match format {
         Format::Text => text(recovery, out),
+        Format::Chrome => chrome::export(recovery, out),
     }
 }
 

@@ -99,9 +99,10 @@ enum Command {
     /// as hex with the reason.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
-    /// (`ringtrace dump`'s lines). The output is written under a temporary
-    /// name and renamed when complete, so a failure leaves no
-    /// half-written file. docs/export.md maps the fields.
+    /// (`ringtrace dump`'s lines) or `chrome` (the trace-event JSON that
+    /// Perfetto UI and chrome://tracing open). The output is written
+    /// under a temporary name and renamed when complete, so a failure
+    /// leaves no half-written file. docs/export.md maps the fields.
     Export(ExportArgs),
 }
 
@@ -109,7 +110,8 @@ enum Command {
 struct ExportArgs {
     /// The ring file.
     file: std::path::PathBuf,
-    /// The format to write (`text`).
+    /// The format to write: `text` (ftrace's lines) or `chrome` (Chrome
+    /// trace-event JSON: spans, instants, counters and `lost` markers).
     #[arg(long, default_value = "text")]
     format: String,
     /// Where to write it.
