@@ -7,6 +7,7 @@
 //! docs/export.md).
 
 pub mod output;
+mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
 use ringtrace_ring::file::Recovery;
@@ -18,16 +19,20 @@ use thiserror::Error;
 pub enum Format {
     /// `ringtrace dump`'s text: ftrace's lines.
     Text,
+    /// A trace-cmd `trace.dat` (version 6): `trace-cmd report -i FILE`
+    /// reads it.
+    TraceCmd,
 }
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] = &[Format::Text];
+    pub const ALL: &'static [Format] = &[Format::Text, Format::TraceCmd];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
+            Format::TraceCmd => "trace-cmd",
         }
     }
 
@@ -63,6 +68,9 @@ pub struct ExportSummary {
     pub events: u64,
     /// Events the output marks as lost or overwritten.
     pub lost: u64,
+    /// What the output could not carry (events left out, values cut), in
+    /// words; empty when it carries everything.
+    pub warnings: Vec<String>,
 }
 
 /// Why an export failed.
@@ -100,6 +108,7 @@ pub fn export(
 ) -> Result<ExportSummary, ExportError> {
     match format {
         Format::Text => text(recovery, out),
+        Format::TraceCmd => trace_cmd::write(recovery, out),
     }
 }
 
@@ -125,5 +134,6 @@ fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
         path: out.to_owned(),
         events: events.len() as u64,
         lost,
+        warnings: Vec::new(),
     })
 }

@@ -99,7 +99,8 @@ enum Command {
     /// as hex with the reason.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
-    /// (`ringtrace dump`'s lines). The output is written under a temporary
+    /// (`ringtrace dump`'s lines) or `trace-cmd` (a trace.dat that
+    /// `trace-cmd report -i FILE` reads). The output is written under a temporary
     /// name and renamed when complete, so a failure leaves no
     /// half-written file. docs/export.md maps the fields.
     Export(ExportArgs),
@@ -109,7 +110,7 @@ enum Command {
 struct ExportArgs {
     /// The ring file.
     file: std::path::PathBuf,
-    /// The format to write (`text`).
+    /// The format to write: `text` or `trace-cmd`.
     #[arg(long, default_value = "text")]
     format: String,
     /// Where to write it.
@@ -649,6 +650,9 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         done.path.display(),
         format.name()
     );
+    for warning in &done.warnings {
+        eprintln!("ringtrace export: warning: {warning}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
