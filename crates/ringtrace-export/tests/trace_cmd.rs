@@ -243,12 +243,12 @@ fn report(file: &Path, extra: &[&str]) -> String {
 fn parse_line(line: &str) -> Option<Line> {
     let (head, rest) = line.split_once(": ")?;
     let (name, text) = rest.split_once(':').unwrap_or((rest, ""));
-    let mut words = head.split_whitespace();
-    let task = words.next()?;
-    let cpu = words.next()?;
-    let ts = words.next()?;
-    let (comm, pid) = task.rsplit_once('-')?;
-    let cpu = cpu.strip_prefix('[')?.strip_suffix(']')?.parse().ok()?;
+    // A count too wide for its column follows the `]` without a space.
+    let (task, rest) = head.rsplit_once('[')?;
+    let (cpu, ts) = rest.split_once(']')?;
+    let (comm, pid) = task.trim().rsplit_once('-')?;
+    let cpu = cpu.parse().ok()?;
+    let ts = ts.trim();
     // Seconds with nine decimals, or a count when ticks are not time.
     let ts = ts.strip_suffix(':').unwrap_or(ts);
     let ns = match ts.split_once('.') {
@@ -547,4 +547,122 @@ fn a_preemptirq_event_reads_as_preemptirq_irq_disable_with_its_caller() {
     let formats = String::from_utf8_lossy(&formats.stdout);
     assert!(formats.contains("system: preemptirq"), "{formats}");
     assert!(formats.contains("field:s32 caller_offs;"), "{formats}");
+}
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn location() -> impl Strategy<Value = FieldValue> {
+        ("[a-z]{1,8}/[a-z_]{1,8}\\.rs", 0u32..5000, 0u32..120)
+            .prop_map(|(file, line, column)| loc(&file, line, column))
+    }
+
+    /// One event: (tracepoint index, or 3 for the untagged layout, its
+    /// values).
+    fn event() -> impl Strategy<Value = (usize, Vec<FieldValue>)> {
+        use FieldValue::*;
+        prop_oneof![
+            (
+                any::<u16>(),
+                any::<u64>(),
+                any::<i32>(),
+                any::<bool>(),
+                "[a-zA-Z0-9/._-]{0,40}",
+                location()
+            )
+                .prop_map(|(s, b, d, ok, p, site)| (
+                    0,
+                    vec![
+                        Unsigned(s.into()),
+                        Unsigned(b),
+                        Signed(d.into()),
+                        Bool(ok),
+                        Str(p),
+                        site
+                    ]
+                )),
+            (
+                any::<u8>(),
+                any::<i8>(),
+                any::<i16>(),
+                any::<u32>(),
+                any::<i64>(),
+                any::<f64>()
+            )
+                .prop_map(|(a, b, c, d, e, f)| (
+                    1,
+                    vec![
+                        Unsigned(a.into()),
+                        Signed(b.into()),
+                        Signed(c.into()),
+                        Unsigned(d.into()),
+                        Signed(e),
+                        Float(f)
+                    ]
+                )),
+            (location(), location()).prop_map(|(c, p)| (2, vec![c, p])),
+            (any::<u16>(), any::<u32>(), any::<u32>()).prop_map(|(p, s, c)| (
+                3,
+                vec![Unsigned(p.into()), Unsigned(s.into()), Unsigned(c.into())]
+            )),
+        ]
+    }
+
+    fn untagged(values: &[FieldValue]) -> Vec<u8> {
+        let layout = metadata().untagged.unwrap();
+        let mut p = Vec::new();
+        for (f, v) in layout.fields.iter().zip(values) {
+            encode(f.kind, v, &mut p);
+        }
+        p
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        #[test]
+        fn random_events_read_back_by_trace_cmd_as_ringtrace_decodes_them(
+            clock_kind in 0usize..3,
+            events in prop::collection::vec(
+                (0usize..2, 0u64..(1 << 34), 1u32..100_000, event()),
+                1..60,
+            ),
+        ) {
+            if !have_trace_cmd() {
+                return Ok(());
+            }
+            let dir = TempDir::new("random");
+            let clock = match clock_kind {
+                0 => ManualClock::new("tsc", Some(3_000_000_000)),
+                1 => ManualClock::new("mono", Some(1_000_000_000)),
+                _ => ManualClock::new("counter", None),
+            };
+            let meta = metadata();
+            let tps = meta.tracepoints.clone();
+            let r = ring_file(
+                &dir,
+                &clock,
+                RingConfig::default().cpus(2).per_cpu_bytes(64 * 1024).quarantine_pages(1),
+                &meta,
+                |ring| {
+                    let mut t = 1u64;
+                    for (cpu, delta, tid, (tp, values)) in &events {
+                        t += delta;
+                        clock.set(t);
+                        let p = match tp {
+                            3 => untagged(values),
+                            _ => payload(&tps[*tp], *tid, values),
+                        };
+                        ring.write_on(*cpu, &p).unwrap();
+                    }
+                },
+            );
+            prop_assert_eq!(r.merged().len(), events.len());
+            let out = export_to(&dir, &r);
+            let (got, other) = parse_report(&report(&out, &[]));
+            prop_assert_eq!(other, vec!["cpus=2".to_owned()]);
+            prop_assert_eq!(got, expected(&r, &meta));
+        }
+    }
 }
