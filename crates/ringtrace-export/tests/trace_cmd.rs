@@ -666,3 +666,95 @@ mod random {
         }
     }
 }
+
+#[test]
+fn undecodable_payloads_are_left_out_with_a_warning_and_no_metadata_is_an_error() {
+    let dir = TempDir::new("raw");
+    let clock = ManualClock::new("mono", Some(1_000_000_000));
+    let meta = metadata();
+    let tps = meta.tracepoints.clone();
+    let r = ring_file(
+        &dir,
+        &clock,
+        RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(64 * 1024)
+            .quarantine_pages(1),
+        &meta,
+        |ring| {
+            for (i, p) in [
+                payload(&tps[2], 3, &[loc("a.rs", 1, 1), loc("b.rs", 2, 2)]),
+                vec![9, 9, 9],
+                vec![0xff; 40],
+            ]
+            .iter()
+            .enumerate()
+            {
+                clock.set(100 + i as u64);
+                ring.write_on(0, p).unwrap();
+            }
+        },
+    );
+    let out = dir.0.join("trace.dat");
+    let done = export(&r, Format::TraceCmd, &out).unwrap();
+    assert_eq!((done.events, done.lost), (1, 0));
+    assert_eq!(done.warnings.len(), 1, "{:?}", done.warnings);
+    assert!(
+        done.warnings[0].starts_with("2 events could not be decoded"),
+        "{:?}",
+        done.warnings
+    );
+    if have_trace_cmd() {
+        let (got, _) = parse_report(&report(&out, &[]));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].text, "caller=a.rs:1:1 parent=b.rs:2:2");
+    }
+
+    // A loss recorded on an undecodable event goes on the next one
+    // exported; with none after it, a warning says so.
+    let mut moved = r.clone();
+    let events = &mut moved.cpus[0].events;
+    events[1].lost_before = 5;
+    events.rotate_left(1);
+    events[2].ts = 103;
+    let done = export(&moved, Format::TraceCmd, &out).unwrap();
+    assert_eq!(done.lost, 5);
+    if have_trace_cmd() {
+        let text = report(&out, &[]);
+        assert!(text.contains("CPU:0 [5 EVENTS DROPPED]\n"), "{text}");
+    }
+    let mut stranded = r.clone();
+    stranded.cpus[0].events[2].lost_before = 7;
+    let done = export(&stranded, Format::TraceCmd, &out).unwrap();
+    assert_eq!(done.lost, 0);
+    assert!(
+        done.warnings[1].contains("no decodable event after them")
+            && done.warnings[1].ends_with("CPU 0: 7"),
+        "{:?}",
+        done.warnings
+    );
+
+    // Without metadata there are no formats: an error, and no file.
+    let path = dir.0.join("bare.ring");
+    let ring = RingBuffer::new(
+        RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(16 * 1024)
+            .quarantine_pages(1)
+            .file(&path),
+        clock.clone(),
+    )
+    .unwrap();
+    ring.write(&[1, 2, 3]).unwrap();
+    drop(ring);
+    let bare = file::recover(&path).unwrap();
+    let out = dir.0.join("bare.dat");
+    let err = export(&bare, Format::TraceCmd, &out)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("trace-cmd needs each event's format") && err.contains("no metadata"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
