@@ -361,6 +361,8 @@ fn every_event_of_two_threads_on_two_cpus_reads_back_with_its_fields_cpu_pid_and
         (0, base, request(101, 200, "/index.html", true)),
         (1, base, small(102, 1)),
         (1, base + 7, request(102, 404, "/missing page", false)),
+        // Larger than a 4096-byte page: the file's pages grow.
+        (1, base + 8, request(102, 301, &"/long".repeat(1500), true)),
         (0, base + 10, small(101, 2)),
         (0, base + 3_000_000_000 * 150, request(101, 500, "", true)),
         (1, base + 3_000_000_000 * 151, small(101, 3)),
@@ -383,6 +385,7 @@ fn every_event_of_two_threads_on_two_cpus_reads_back_with_its_fields_cpu_pid_and
         &clock,
         RingConfig::default()
             .cpus(2)
+            .page_size(16 * 1024)
             .per_cpu_bytes(256 * 1024)
             .quarantine_pages(2),
         &meta,
@@ -396,6 +399,10 @@ fn every_event_of_two_threads_on_two_cpus_reads_back_with_its_fields_cpu_pid_and
     );
     assert_eq!(r.merged().len(), script.len());
     let out = export_to(&dir, &r);
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..12], b"\x17\x08\x44tracing6\0");
+    let page_size = u32::from_le_bytes(bytes[14..18].try_into().unwrap());
+    assert_eq!(page_size, 8192, "the 7.5 KB event's page");
 
     let want = expected(&r, &meta);
     let (got, other) = parse_report(&report(&out, &[]));

@@ -13,8 +13,9 @@
 //!  u64 size, saved_cmdlines ("pid comm" lines)
 //!  u32 cpus
 //!  "options  \0"  options (u16 id, u32 size, data), u16 0
-//!  "flyrecord\0"  per CPU: u64 offset, u64 size; then the pages, each
-//!                 CPU's starting at a multiple of the page size
+//!  "flyrecord\0"  per CPU: u64 offset, u64 size; u64 size, the
+//!                 trace_clock file; then the pages, each CPU's starting
+//!                 at a multiple of the page size
 //! ```
 //!
 //! docs/export.md maps ringtrace's fields to the file's.
@@ -221,6 +222,23 @@ fn trace_clock(clock: &FileClock) -> &'static str {
     }
 }
 
+/// The kernel's trace_clock file with `name` in use: every clock, the one
+/// in use in brackets.
+fn trace_clock_file(name: &str) -> String {
+    let mut out: Vec<String> = ["local", "global", "counter", "mono", "mono_raw"]
+        .iter()
+        .map(|c| {
+            if *c == name {
+                format!("[{c}]")
+            } else {
+                (*c).to_owned()
+            }
+        })
+        .collect();
+    out.push("\n".into());
+    out.join(" ").replace(" \n", "\n")
+}
+
 fn u16le(out: &mut Vec<u8>, v: u16) {
     out.extend_from_slice(&v.to_le_bytes());
 }
@@ -308,15 +326,19 @@ fn file_bytes(r: &Recovery, c: &Contents) -> Vec<u8> {
 
     u32le(&mut f, c.cpus.len() as u32);
     f.extend_from_slice(b"options  \0");
-    let clock = format!("[{}]\0", trace_clock(&r.header.clock));
+    let clock = trace_clock_file(trace_clock(&r.header.clock));
     u16le(&mut f, OPTION_TRACECLOCK);
-    u32le(&mut f, clock.len() as u32);
+    u32le(&mut f, clock.len() as u32 + 1);
     f.extend_from_slice(clock.as_bytes());
+    f.push(0);
     u16le(&mut f, 0); // TRACECMD_OPTION_DONE
 
     f.extend_from_slice(b"flyrecord\0");
     let table = f.len();
     f.resize(table + 16 * c.cpus.len(), 0);
+    // Version 6 has the trace_clock file again here.
+    u64le(&mut f, clock.len() as u64);
+    f.extend_from_slice(clock.as_bytes());
     for (i, cpu) in c.cpus.iter().enumerate() {
         let start = f.len().next_multiple_of(c.page_size);
         f.resize(start, 0);
