@@ -25,6 +25,8 @@ const PREEMPTIRQ_EVENTS: [&str; 6] = [
 /// The first event id given out (the kernel's own ftrace entries use the
 /// small ones).
 const FIRST_ID: u16 = 100;
+/// The most event formats a file holds: the ids after [`FIRST_ID`].
+pub const MAX_FORMATS: usize = (u16::MAX - FIRST_ID) as usize + 1;
 /// Bytes of the common fields.
 const COMMON_LEN: usize = 8;
 /// The common fields, as every kernel format lists them.
@@ -80,7 +82,8 @@ pub struct Formats {
 }
 
 impl Formats {
-    /// The formats for `meta`'s tracepoints, then its untagged layout.
+    /// The formats for `meta`'s tracepoints, then its untagged layout;
+    /// at most [`MAX_FORMATS`] of them, which the caller checks.
     pub fn new(meta: &TraceMetadata) -> Formats {
         let mut all = Vec::new();
         let mut by_tracepoint = HashMap::new();

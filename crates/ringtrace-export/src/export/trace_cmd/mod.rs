@@ -70,6 +70,14 @@ pub fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportErr
                 recovery.path.display()
             ))
         })?;
+    let formats = meta.tracepoints.len() + usize::from(meta.untagged.is_some());
+    if formats > events::MAX_FORMATS {
+        return Err(ExportError::Unsupported(format!(
+            "{} describes {formats} events; a trace-cmd file's 16-bit event ids hold {}",
+            recovery.path.display(),
+            events::MAX_FORMATS
+        )));
+    }
     let c = encode(recovery, &meta);
     let failed = |e: std::io::Error| ExportError::Output {
         path: out.to_owned(),
