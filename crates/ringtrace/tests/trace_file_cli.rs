@@ -343,7 +343,7 @@ fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("unknown export format `pdf`; valid formats: text, chrome"),
+        err.contains("unknown export format `pdf`; valid formats: text, trace-cmd, chrome"),
         "{err}"
     );
 
@@ -390,4 +390,59 @@ fn export_chrome_writes_trace_event_json_with_the_hammer_events_and_their_losses
         .sum();
     assert_eq!(lost, first_seq);
     assert_eq!(json["otherData"]["lost_marked"], first_seq);
+}
+
+#[test]
+fn export_trace_cmd_writes_what_trace_cmd_reports_as_the_dump_with_its_losses() {
+    if Command::new("trace-cmd").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
+            "trace-cmd is not installed and RINGTRACE_REQUIRE_TOOLS is set"
+        );
+        eprintln!("skipped: trace-cmd is not installed (Debian: apt-get install trace-cmd)");
+        return;
+    }
+    let dir = TempDir::new("export-trace-cmd");
+    let path = dir.file("h.ring");
+    hammer_into(&path);
+    let dat = dir.file("h.dat");
+    let out = ringtrace(&["export", &path, "--format", "trace-cmd", "-o", &dat]);
+    let (_, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("(trace-cmd)") && !err.contains("warning"),
+        "{err}"
+    );
+
+    let dumped = text(&ringtrace(&["dump", &path])).0;
+    let out = Command::new("trace-cmd")
+        .args(["report", "-i", &dat])
+        .output()
+        .unwrap();
+    let (reported, err) = text(&out);
+    assert!(out.status.success(), "{err}");
+    // Every hammer event, with the same fields.
+    let fields = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.split_once("hammer:"))
+            .map(|(_, f)| f.trim().to_owned())
+            .collect()
+    };
+    assert!(!fields(&dumped).is_empty(), "{dumped}");
+    assert_eq!(fields(&reported), fields(&dumped));
+    // ftrace's `CPU:N [LOST M EVENTS]` is trace-cmd's `CPU:N [M EVENTS DROPPED]`.
+    let lost: Vec<String> = dumped
+        .lines()
+        .filter_map(|l| l.strip_prefix("CPU:"))
+        .map(|l| {
+            l.replace("[LOST ", "[")
+                .replace(" EVENTS]", " EVENTS DROPPED]")
+        })
+        .collect();
+    let dropped: Vec<String> = reported
+        .lines()
+        .filter_map(|l| l.strip_prefix("CPU:"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(dropped, lost);
 }

@@ -8,6 +8,7 @@
 
 pub mod chrome;
 pub mod output;
+mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
 use ringtrace_ring::file::Recovery;
@@ -19,6 +20,9 @@ use thiserror::Error;
 pub enum Format {
     /// `ringtrace dump`'s text: ftrace's lines.
     Text,
+    /// A trace-cmd `trace.dat` (version 6): `trace-cmd report -i FILE`
+    /// reads it.
+    TraceCmd,
     /// The Chrome trace-event JSON that Perfetto UI and chrome://tracing
     /// open (see [`chrome`]).
     Chrome,
@@ -26,12 +30,13 @@ pub enum Format {
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] = &[Format::Text, Format::Chrome];
+    pub const ALL: &'static [Format] = &[Format::Text, Format::TraceCmd, Format::Chrome];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
+            Format::TraceCmd => "trace-cmd",
             Format::Chrome => "chrome",
         }
     }
@@ -69,6 +74,9 @@ pub struct ExportSummary {
     pub events: u64,
     /// Events the output marks as lost or overwritten.
     pub lost: u64,
+    /// What the output could not carry (events left out, values cut), in
+    /// words; empty when it carries everything.
+    pub warnings: Vec<String>,
 }
 
 /// Why an export failed.
@@ -106,6 +114,7 @@ pub fn export(
 ) -> Result<ExportSummary, ExportError> {
     match format {
         Format::Text => text(recovery, out),
+        Format::TraceCmd => trace_cmd::write(recovery, out),
         Format::Chrome => chrome::export(recovery, out),
     }
 }
@@ -132,5 +141,6 @@ fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
         path: out.to_owned(),
         events: events.len() as u64,
         lost,
+        warnings: Vec::new(),
     })
 }

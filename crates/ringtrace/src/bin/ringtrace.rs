@@ -99,8 +99,9 @@ enum Command {
     /// as hex with the reason.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
-    /// (`ringtrace dump`'s lines) or `chrome` (the trace-event JSON that
-    /// Perfetto UI and chrome://tracing open). The output is written
+    /// (`ringtrace dump`'s lines), `trace-cmd` (a trace.dat that
+    /// `trace-cmd report -i FILE` reads) or `chrome` (the trace-event JSON
+    /// that Perfetto UI and chrome://tracing open). The output is written
     /// under a temporary name and renamed when complete, so a failure
     /// leaves no half-written file. docs/export.md maps the fields.
     Export(ExportArgs),
@@ -110,8 +111,9 @@ enum Command {
 struct ExportArgs {
     /// The ring file.
     file: std::path::PathBuf,
-    /// The format to write: `text` (ftrace's lines) or `chrome` (Chrome
-    /// trace-event JSON: spans, instants, counters and `lost` markers).
+    /// The format to write: `text` (ftrace's lines), `trace-cmd` (a
+    /// trace.dat) or `chrome` (Chrome trace-event JSON: spans, instants,
+    /// counters and `lost` markers).
     #[arg(long, default_value = "text")]
     format: String,
     /// Where to write it.
@@ -651,6 +653,9 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         done.path.display(),
         format.name()
     );
+    for warning in &done.warnings {
+        eprintln!("ringtrace export: warning: {warning}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -58,6 +58,8 @@ pub(super) fn export(recovery: &Recovery, out: &Path) -> Result<ExportSummary, E
         path: out.to_owned(),
         events: trace.recovered,
         lost: trace.lost,
+        // Nothing is left out: raw payloads become `raw` instants.
+        warnings: Vec::new(),
     })
 }
 
