@@ -1007,3 +1007,52 @@ fn append_after_a_kill_between_a_page_switch_and_its_header_keeps_the_new_events
     );
     assert_eq!(seqs(&rec), want);
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn append_after_a_kill_before_a_page_tail_was_padded_pads_it() {
+    // A kill after a writer moved the write offset into the next page and
+    // before it padded the old page's tail leaves a closed page with a
+    // hole at its end, as small as 4 bytes: too small for a discard
+    // record, so the append pads it. (Found by CI: the append refused such
+    // a file as inconsistent.)
+    let scratch = Scratch::new("append-unpadded");
+    let path = scratch.path("t.ring");
+    let cfg = || config(&path, Mode::Discard, 1, 1024, 8);
+    let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
+    for _ in 0..81 {
+        ring.write_on(0, &[1u8; 8]).unwrap(); // 12 bytes each
+    }
+    ring.write_on(0, &[2u8; 12]).unwrap(); // 16 bytes: page 0 ends at 1020
+    ring.write_on(0, &[3u8; 8]).unwrap(); // on page 1; page 0's tail padded
+    drop(ring);
+    let mut img = Image::load(&path);
+    let (_, _, phys) = img.slot(0);
+    let commit_at = img.commit_at(phys);
+    let commit = img.get(commit_at);
+    assert_eq!(commit & 0xFFFFF, 1024, "page 0 is complete");
+    let tail = img.page_at(phys) + 1020;
+    assert_eq!(img.get32(tail) & 31, 29, "its last 4 bytes are padding");
+    // Undo the padding and its commit.
+    img.set(commit_at, commit - 4);
+    img.zero(tail, 4);
+    img.save(&path);
+    let dead = file::recover(&path).unwrap();
+    assert_eq!(dead.totals().recovered, 83);
+    let from = dead.merged().last().map_or(0, |e| e.ts) + 100;
+    let ring = RingBuffer::new(cfg().append(true), CounterFrom(AtomicU64::new(from))).unwrap();
+    for _ in 0..5 {
+        ring.write_on(0, &[4u8; 8]).unwrap();
+    }
+    drop(ring);
+    let rec = file::recover(&path).unwrap();
+    assert_eq!(
+        rec.totals().recovered,
+        88,
+        "{:?} {:?}",
+        rec.cpus[0].counts,
+        rec.cpus[0].problems
+    );
+    assert!(!rec.has_problems(), "{:?}", rec.cpus[0].problems);
+    assert_eq!(rec.cpus[0].events.last().unwrap().payload, [4u8; 8]);
+}

@@ -196,14 +196,22 @@ impl CpuBuffer {
         };
         if let Some(at) = hole {
             let size = end - at;
-            if size < 8 {
+            if end == self.page_size() {
+                // A closed page: its tail is padding (a writer that died
+                // before padding it leaves a hole of any size, even 4).
+                self.words
+                    .store(phys, at, format::record_header(format::TYPE_PADDING, 0));
+            } else if size >= 8 {
+                // The open page: writers go on after the hole, so a walk
+                // must step over it.
+                self.words.store(phys, at + 4, size as u32);
+                self.words
+                    .store(phys, at, format::record_header(format::TYPE_DISCARD, 0));
+            } else {
                 return Err(format!(
                     "page {seq} has {size} bytes after a hole at byte {at}, too few for a record"
                 ));
             }
-            self.words.store(phys, at + 4, size as u32);
-            self.words
-                .store(phys, at, format::record_header(format::TYPE_DISCARD, 0));
             RareCounters::bump(
                 &self.rare.lost,
                 u64::from(commit.events.saturating_sub(found)),
