@@ -6,6 +6,7 @@
 //! ring lost or overwrote events, each format says so in its own way (see
 //! docs/export.md).
 
+mod ctf;
 pub mod output;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
@@ -18,16 +19,20 @@ use thiserror::Error;
 pub enum Format {
     /// `ringtrace dump`'s text: ftrace's lines.
     Text,
+    /// A CTF 1.8 trace directory, as babeltrace2 and Trace Compass read
+    /// it.
+    Ctf,
 }
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] = &[Format::Text];
+    pub const ALL: &'static [Format] = &[Format::Text, Format::Ctf];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
         match self {
             Format::Text => "text",
+            Format::Ctf => "ctf",
         }
     }
 
@@ -100,6 +105,7 @@ pub fn export(
 ) -> Result<ExportSummary, ExportError> {
     match format {
         Format::Text => text(recovery, out),
+        Format::Ctf => ctf::write(recovery, out),
     }
 }
 
