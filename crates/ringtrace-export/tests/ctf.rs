@@ -586,6 +586,16 @@ fn overwritten_events_are_babeltrace2s_discarded_events_with_the_count() {
         "{stderr}"
     );
     assert!(warnings[0].contains("stream_0\""), "{stderr}");
+    // From the ring's opening to the first event kept (the counter's
+    // ticks shown as nanoseconds after midnight).
+    let first = 2_000 + 10 * (written - cpu0.len() as u64);
+    assert!(
+        warnings[0].contains(&format!(
+            "between [00:00:00.{:09}] and [00:00:00.{first:09}]",
+            recovery.header.anchor_ticks
+        )),
+        "{stderr}"
+    );
     let who = who(&recovery, None);
     let mut want: Vec<String> = (written - cpu0.len() as u64..written)
         .map(|n| {

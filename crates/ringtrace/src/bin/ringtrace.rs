@@ -99,8 +99,9 @@ enum Command {
     /// as hex with the reason.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
-    /// (`ringtrace dump`'s lines). The output is written under a temporary
-    /// name and renamed when complete, so a failure leaves no
+    /// (`ringtrace dump`'s lines), `ctf` (a CTF 1.8 trace directory for
+    /// babeltrace2 and Trace Compass). The output is written under a
+    /// temporary name and renamed when complete, so a failure leaves no
     /// half-written file. docs/export.md maps the fields.
     Export(ExportArgs),
 }
@@ -109,10 +110,11 @@ enum Command {
 struct ExportArgs {
     /// The ring file.
     file: std::path::PathBuf,
-    /// The format to write (`text`).
+    /// The format to write: `text` (a file), `ctf` (a directory, which must
+    /// not exist or be empty).
     #[arg(long, default_value = "text")]
     format: String,
-    /// Where to write it.
+    /// Where to write it: a file, or for `ctf` a directory.
     #[arg(short = 'o', long)]
     output: std::path::PathBuf,
 }

@@ -42,6 +42,10 @@ impl Writer<'_> {
     /// empty packet that comes before the first event when events were lost
     /// before it (so that a reader counts them from zero).
     ///
+    /// An event after a loss starts a packet of its own, whose
+    /// `events_discarded` counts the loss: a reader reports the events
+    /// discarded between the end of the packet before and that event.
+    ///
     /// A timestamp earlier than the one before it (which a sound file never
     /// has) is raised to it, as a stream is in time order.
     pub fn stream(&self, cpu: usize, events: &[Event], start: u64) -> Vec<u8> {
@@ -79,6 +83,11 @@ impl Writer<'_> {
             if let Some(p) = current.as_mut() {
                 p.end = ts;
                 p.events.extend_from_slice(&bytes);
+            }
+            if e.lost_before > 0 {
+                // Alone in its packet, so that a reader's discarded-events
+                // range ends at it.
+                packets.extend(current.take());
             }
         }
         packets.extend(current);
