@@ -129,3 +129,103 @@ impl CtfClock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringtrace_clock::{Guarantee, TickConversion};
+    use ringtrace_ring::file::{FileClock, FileLayout};
+    use ringtrace_ring::Mode;
+
+    fn header(name: &str, hz: Option<u64>, wall_ns: u64, anchor_ticks: u64) -> FileHeader {
+        let conversion = hz.and_then(TickConversion::from_frequency);
+        FileHeader {
+            version: 1,
+            page_size: 4096,
+            pages_per_cpu: 2,
+            cpus: 1,
+            quarantine_pages: 1,
+            mode: Mode::Overwrite,
+            layout: FileLayout {
+                metadata_offset: 0,
+                metadata_len: 0,
+                data_offset: 0,
+                cpu_stride: 0,
+                hot: 0,
+                rare: 0,
+                slots: 0,
+                commits: 0,
+                commit_stride: 0,
+                pages: 0,
+                file_len: 0,
+            },
+            clock: FileClock {
+                name: name.into(),
+                frequency_hz: hz,
+                mult: conversion.map(|c| c.mult()),
+                shift: TickConversion::SHIFT,
+                ticks_are_ns: hz == Some(1_000_000_000),
+                guarantee: Guarantee::Global,
+                precision_ns: hz.map(|_| 1.0),
+            },
+            wall_ns,
+            anchor_ticks,
+            pid: 1,
+            comm: "c".into(),
+            metadata_checksum: 0,
+        }
+    }
+
+    fn offset(c: &CtfClock) -> (i64, u64) {
+        (c.offset_s, c.offset)
+    }
+
+    #[test]
+    fn the_offset_puts_the_anchor_at_its_wall_clock_time() {
+        let ns = CtfClock::of(&header(
+            "mono",
+            Some(1_000_000_000),
+            1_796_101_745_500_000_000,
+            2_000_000_123,
+        ));
+        assert_eq!(offset(&ns), (1_796_101_743, 499_999_877));
+        assert_eq!((ns.freq, ns.precision), (1_000_000_000, Some(1)));
+        // 2.4 GHz: the anchor, one second of ticks, is at 10.25 s.
+        let tsc = CtfClock::of(&header(
+            "tsc",
+            Some(2_400_000_000),
+            10_250_000_000,
+            2_400_000_000,
+        ));
+        assert_eq!(offset(&tsc), (9, 600_000_000));
+        assert_eq!((tsc.freq, tsc.precision), (2_400_000_000, Some(3)));
+    }
+
+    #[test]
+    fn an_anchor_later_than_its_wall_clock_time_gives_a_negative_offset() {
+        let c = CtfClock::of(&header(
+            "mono",
+            Some(1_000_000_000),
+            1_500_000_000,
+            5_000_000_000,
+        ));
+        assert_eq!(offset(&c), (-4, 500_000_000));
+    }
+
+    #[test]
+    fn a_counter_counts_nanoseconds_from_the_epoch_and_says_its_ticks_are_not_time() {
+        let c = CtfClock::of(&header("counter", None, 1_796_101_745_500_000_000, 77));
+        assert_eq!((c.freq, offset(&c)), (1_000_000_000, (0, 0)));
+        assert!(c.description.contains("not time"), "{}", c.description);
+    }
+
+    #[test]
+    fn clock_names_become_identifiers_that_are_not_keywords() {
+        let ident = |name: &str| CtfClock::of(&header(name, Some(1_000_000_000), 0, 0)).ident;
+        assert_eq!(ident("tsc@irq"), "tsc_irq");
+        assert_eq!(ident("global:mono"), "global_mono");
+        assert_eq!(ident("9lives"), "clock_9lives");
+        assert_eq!(ident("clock"), "clock_clock");
+        assert_eq!(ident(""), "clock_");
+    }
+}

@@ -36,7 +36,7 @@ pub(super) fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, Ex
         mode: h.mode.name().to_owned(),
     };
     let text = tsdl::metadata(&classes, &CtfClock::of(h), uuid, &env);
-    let writer = stream::Writer {
+    let encoder = stream::Encoder {
         uuid,
         classes: &classes,
         decoder: &decoder,
@@ -50,24 +50,17 @@ pub(super) fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, Ex
         .filter_map(|c| c.events.first().map(|e| e.ts))
         .min();
     let start = first.map_or(h.anchor_ticks, |f| f.min(h.anchor_ticks));
-    let streams: Vec<(String, Vec<u8>)> = recovery
-        .cpus
-        .iter()
-        .map(|c| {
-            (
-                format!("stream_{}", c.cpu),
-                writer.stream(c.cpu, &c.events, start),
-            )
-        })
-        .collect();
     output::write_dir(out, |dir| {
         let failed = |name: &str, e: std::io::Error| ExportError::Output {
             path: out.to_owned(),
             reason: format!("{name}: {e}"),
         };
         std::fs::write(dir.join("metadata"), text).map_err(|e| failed("metadata", e))?;
-        for (name, bytes) in &streams {
-            std::fs::write(dir.join(name), bytes).map_err(|e| failed(name, e))?;
+        // One CPU's stream in memory at a time.
+        for c in &recovery.cpus {
+            let name = format!("stream_{}", c.cpu);
+            let bytes = encoder.stream(c.cpu, &c.events, start);
+            std::fs::write(dir.join(&name), bytes).map_err(|e| failed(&name, e))?;
         }
         Ok(())
     })?;

@@ -17,7 +17,7 @@ const PACKET_BYTES: usize = 4096;
 const PACKET_OVERHEAD: usize = 4 + 16 + 4 + 8 * 5 + 4;
 
 /// What every event of the trace needs to be written.
-pub(super) struct Writer<'a> {
+pub(super) struct Encoder<'a> {
     /// The trace's UUID, in every packet header.
     pub uuid: Uuid,
     /// The event classes.
@@ -36,7 +36,7 @@ struct Packet {
     events: Vec<u8>,
 }
 
-impl Writer<'_> {
+impl Encoder<'_> {
     /// The stream file of CPU `cpu` holding `events` (oldest first); `start`
     /// is the time of the packet a stream without events has, and of the
     /// empty packet that comes before the first event when events were lost
@@ -195,4 +195,90 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
         out.extend_from_slice(s.as_bytes());
     }
     out.push(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each packet's (begin, end, events_discarded, cpu_id, bytes).
+    fn packets(mut stream: &[u8]) -> Vec<(u64, u64, u64, u32, usize)> {
+        let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let mut out = Vec::new();
+        while !stream.is_empty() {
+            assert_eq!(stream[..4], PACKET_MAGIC.to_le_bytes());
+            let size = (u64_at(stream, 48) / 8) as usize;
+            assert_eq!(u64_at(stream, 40), u64_at(stream, 48), "no padding");
+            let cpu = u32::from_le_bytes(stream[64..68].try_into().unwrap());
+            out.push((
+                u64_at(stream, 24),
+                u64_at(stream, 32),
+                u64_at(stream, 56),
+                cpu,
+                size,
+            ));
+            stream = &stream[size..];
+        }
+        out
+    }
+
+    #[test]
+    fn packets_split_at_4_kib_and_at_losses_whose_count_accumulates() {
+        let classes = Classes::new(None);
+        let decoder = Decoder::unusable("none");
+        let encoder = Encoder {
+            uuid: Uuid([7; 16]),
+            classes: &classes,
+            decoder: &decoder,
+            pid: 9,
+        };
+        let event = |ts, lost_before| Event {
+            cpu: 3,
+            ts,
+            payload: vec![0xAB; 200],
+            lost_before,
+        };
+        let mut events = vec![event(100, 5)];
+        events.extend((1..40).map(|i| event(100 + i, 0)));
+        events.push(event(500, 2));
+        events.push(event(501, 0));
+        let got = packets(&encoder.stream(3, &events, 50));
+        let summary: Vec<(u64, u64, u64, u32)> = got.iter().map(|p| (p.0, p.1, p.2, p.3)).collect();
+        // An empty packet at the start, the first event after the loss
+        // alone, 4 KiB packets, then the second loss alone.
+        assert_eq!(summary[0], (50, 50, 0, 3));
+        assert_eq!(summary[1], (100, 100, 5, 3));
+        assert_eq!(summary[summary.len() - 2], (500, 500, 7, 3));
+        assert_eq!(summary[summary.len() - 1], (501, 501, 7, 3));
+        assert!(got.iter().all(|p| p.4 <= PACKET_BYTES), "{got:?}");
+        let middle = &summary[2..summary.len() - 2];
+        assert!(middle.len() >= 2, "{summary:?}");
+        assert_eq!(middle[0].0, 101);
+        assert_eq!(middle[middle.len() - 1].1, 139);
+        assert!(middle.windows(2).all(|w| w[0].1 < w[1].0 && w[1].2 == 5));
+    }
+
+    #[test]
+    fn a_stream_without_events_is_one_empty_packet_and_time_never_goes_back() {
+        let classes = Classes::new(None);
+        let decoder = Decoder::unusable("none");
+        let encoder = Encoder {
+            uuid: Uuid([7; 16]),
+            classes: &classes,
+            decoder: &decoder,
+            pid: 9,
+        };
+        assert_eq!(
+            packets(&encoder.stream(1, &[], 42)),
+            [(42, 42, 0, 1, PACKET_OVERHEAD)]
+        );
+        let event = |ts| Event {
+            cpu: 0,
+            ts,
+            payload: vec![1],
+            lost_before: 0,
+        };
+        let got = packets(&encoder.stream(0, &[event(10), event(5)], 0));
+        assert_eq!((got[0].0, got[0].1), (10, 10));
+    }
 }
