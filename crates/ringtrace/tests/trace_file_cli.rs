@@ -343,7 +343,7 @@ fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("unknown export format `pdf`; valid formats: text, trace-cmd, chrome"),
+        err.contains("unknown export format `pdf`; valid formats: text, trace-cmd, chrome, ctf"),
         "{err}"
     );
 

@@ -7,6 +7,7 @@
 //! docs/export.md).
 
 pub mod chrome;
+mod ctf;
 pub mod output;
 mod trace_cmd;
 
@@ -26,11 +27,15 @@ pub enum Format {
     /// The Chrome trace-event JSON that Perfetto UI and chrome://tracing
     /// open (see [`chrome`]).
     Chrome,
+    /// A CTF 1.8 trace directory, as babeltrace2 and Trace Compass read
+    /// it.
+    Ctf,
 }
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] = &[Format::Text, Format::TraceCmd, Format::Chrome];
+    pub const ALL: &'static [Format] =
+        &[Format::Text, Format::TraceCmd, Format::Chrome, Format::Ctf];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -38,6 +43,7 @@ impl Format {
             Format::Text => "text",
             Format::TraceCmd => "trace-cmd",
             Format::Chrome => "chrome",
+            Format::Ctf => "ctf",
         }
     }
 
@@ -116,6 +122,7 @@ pub fn export(
         Format::Text => text(recovery, out),
         Format::TraceCmd => trace_cmd::write(recovery, out),
         Format::Chrome => chrome::export(recovery, out),
+        Format::Ctf => ctf::write(recovery, out),
     }
 }
 

@@ -100,10 +100,11 @@ enum Command {
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
     /// (`ringtrace dump`'s lines), `trace-cmd` (a trace.dat that
-    /// `trace-cmd report -i FILE` reads) or `chrome` (the trace-event JSON
-    /// that Perfetto UI and chrome://tracing open). The output is written
-    /// under a temporary name and renamed when complete, so a failure
-    /// leaves no half-written file. docs/export.md maps the fields.
+    /// `trace-cmd report -i FILE` reads), `chrome` (the trace-event JSON
+    /// that Perfetto UI and chrome://tracing open) or `ctf` (a CTF 1.8
+    /// trace directory for babeltrace2 and Trace Compass). The output is
+    /// written under a temporary name and renamed when complete, so a
+    /// failure leaves no half-written file. docs/export.md maps the fields.
     Export(ExportArgs),
 }
 
@@ -112,11 +113,12 @@ struct ExportArgs {
     /// The ring file.
     file: std::path::PathBuf,
     /// The format to write: `text` (ftrace's lines), `trace-cmd` (a
-    /// trace.dat) or `chrome` (Chrome trace-event JSON: spans, instants,
-    /// counters and `lost` markers).
+    /// trace.dat), `chrome` (Chrome trace-event JSON: spans, instants,
+    /// counters and `lost` markers) or `ctf` (a CTF 1.8 directory, which
+    /// must not exist or be empty).
     #[arg(long, default_value = "text")]
     format: String,
-    /// Where to write it.
+    /// Where to write it: a file, or for `ctf` a directory.
     #[arg(short = 'o', long)]
     output: std::path::PathBuf,
 }
