@@ -54,7 +54,7 @@ pub(crate) struct Writer<'a> {
     pub anchor_ticks: u64,
 }
 
-fn comm() -> String {
+pub(crate) fn comm() -> String {
     std::fs::read_to_string("/proc/self/comm")
         .map(|s| s.trim_end().to_owned())
         .unwrap_or_default()

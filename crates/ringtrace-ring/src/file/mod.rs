@@ -34,6 +34,8 @@ mod header;
 pub mod layout;
 mod read;
 mod recover;
+#[cfg(not(loom))]
+mod snapshot;
 mod walk;
 
 #[cfg(not(loom))]
