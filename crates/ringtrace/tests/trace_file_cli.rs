@@ -446,3 +446,26 @@ fn export_trace_cmd_writes_what_trace_cmd_reports_as_the_dump_with_its_losses() 
         .collect();
     assert_eq!(dropped, lost);
 }
+
+#[test]
+fn export_of_a_file_that_is_not_a_ring_is_an_error_naming_it_and_writes_nothing() {
+    let dir = TempDir::new("export-bad");
+    let not_ring = dir.file("notes.txt");
+    std::fs::write(&not_ring, "not a ring file at all").unwrap();
+    for format in ["text", "trace-cmd", "chrome", "ctf"] {
+        let out_path = dir.file(&format!("out-{format}"));
+        let out = ringtrace(&["export", &not_ring, "--format", format, "-o", &out_path]);
+        let (_, err) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{format}: {err}");
+        assert!(
+            err.contains(&format!("{not_ring} is not a ringtrace file")),
+            "{format}: {err}"
+        );
+        assert!(!std::path::Path::new(&out_path).exists(), "{format}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "only the input: {left:?}");
+}
