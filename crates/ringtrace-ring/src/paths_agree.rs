@@ -1,6 +1,6 @@
 //! The reserve fast path and the general loop must place and stamp every
 //! event alike, on every clock sequence: readings that step back, repeat,
-//! jump past a record header's 27 bits or a TIME_EXTEND's 59, or wrap past
+//! jump past a record header's 26 bits or a TIME_EXTEND's 58, or wrap past
 //! `u64::MAX`. A wrap once slipped through the fast path as a small step
 //! forward, and time went back.
 
