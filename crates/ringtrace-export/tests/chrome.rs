@@ -3,6 +3,9 @@
 //! `E` events nest, timestamps are ringtrace's own ns as exact µs, and
 //! overwritten events show as `lost` instants with their count.
 
+mod common;
+
+use common::TempDir;
 use proptest::prelude::*;
 use ringtrace_clock::{Clock, ClockInfo, Counter, Guarantee, TickConversion};
 use ringtrace_export::export::{export, ExportSummary, Format};
@@ -14,33 +17,9 @@ use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::{FieldKind, SourceLocation, TraceField};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-chrome-{what}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A clock the test sets by hand: a 2.4 GHz counter, so that ticks turn
 /// into ns with fractions of a µs.

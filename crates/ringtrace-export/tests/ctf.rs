@@ -3,6 +3,9 @@
 //! every event with its name, fields, CPU, thread id, order and time, and
 //! the events an overwriting ring lost.
 
+mod common;
+
+use common::TempDir;
 use proptest::prelude::*;
 use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
 use ringtrace_export::export::{export, ExportSummary, Format};
@@ -51,37 +54,6 @@ fn counter_clock() -> ClockInfo {
         guarantee: Guarantee::Global,
         precision_ns: None,
         conversion: None,
-    }
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-ctf-{what}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

@@ -3,6 +3,9 @@
 //! them; the lost-events line of an overwritten ring; a preemptirq event
 //! with its caller; random events round-tripping.
 
+mod common;
+
+use common::TempDir;
 use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
 use ringtrace_export::export::{export, Format};
 use ringtrace_export::{Decoder, EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
@@ -13,30 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-trace-cmd-{what}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Whether trace-cmd can be run; without it the checks are skipped, or
 /// fail when `RINGTRACE_REQUIRE_TOOLS` is set (CI).

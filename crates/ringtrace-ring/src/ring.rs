@@ -73,23 +73,14 @@ impl<C: Clock> RingBuffer<C> {
         geometry: Geometry,
         clock: C,
     ) -> Result<Self, ConfigError> {
-        // The wall-clock anchor: CLOCK_REALTIME read on both sides of the
-        // clock's reading, and their midpoint taken.
-        let wall = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-        };
-        let before = wall();
-        let anchor_ticks = clock.read();
-        let after = wall();
+        let (wall_ns, anchor_ticks) = crate::file::wall_anchor(&clock);
         let info = clock.info();
         let opened = crate::file::RingFile::open(
             target,
             &geometry,
             crate::file::Writer {
                 clock: &info,
-                wall_ns: before / 2 + after / 2,
+                wall_ns,
                 anchor_ticks,
             },
         )?;

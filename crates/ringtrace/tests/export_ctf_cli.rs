@@ -3,38 +3,10 @@
 
 mod common;
 
+use common::TempDir;
+
 use common::ringtrace;
-use std::path::PathBuf;
 use std::process::Command;
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-cli-{what}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Whether babeltrace2 runs; when it does not, fails if
 /// `RINGTRACE_REQUIRE_TOOLS` is set, else says the check is skipped.

@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::TempDir;
+
 use ringtrace::clock::ClockSpec;
 use ringtrace::ring::{file, RingBuffer, RingConfig};
 use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
@@ -17,31 +19,6 @@ tracepoint! {
     pub fn tf_page_read(page: u64, hit: bool) = "page={} hit={}";
     /// Fired from two threads by the thread-id test.
     pub fn tf_marker(marker: u32, note: &str) = "marker={} note={}";
-}
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-test-{what}-{}-{:?}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The sink's directory, removed when the test process exits.

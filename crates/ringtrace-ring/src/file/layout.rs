@@ -88,6 +88,21 @@ fn round_up(n: u64, to: u64) -> Option<u64> {
 }
 
 impl FileLayout {
+    /// No layout: every offset and length zero (a ring that is in no file).
+    pub const NONE: FileLayout = FileLayout {
+        metadata_offset: 0,
+        metadata_len: 0,
+        data_offset: 0,
+        cpu_stride: 0,
+        hot: 0,
+        rare: 0,
+        slots: 0,
+        commits: 0,
+        commit_stride: 0,
+        pages: 0,
+        file_len: 0,
+    };
+
     /// The layout this build writes for `geometry` and `metadata_len` bytes
     /// of metadata; `None` if it overflows.
     pub(crate) fn for_geometry(geometry: &Geometry, metadata_len: usize) -> Option<FileLayout> {

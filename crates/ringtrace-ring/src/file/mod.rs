@@ -98,3 +98,19 @@ pub(crate) fn process_alive(pid: u32, comm: &str) -> bool {
         _ => true,
     }
 }
+
+/// A wall-clock anchor for `clock`: (CLOCK_REALTIME in ns since the epoch,
+/// the clock's reading), the realtime read on both sides of the clock's
+/// reading and their midpoint taken. A header records it so ticks convert
+/// to real time.
+pub(crate) fn wall_anchor<C: ringtrace_clock::Clock + ?Sized>(clock: &C) -> (u64, u64) {
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    };
+    let before = wall();
+    let ticks = clock.read();
+    let after = wall();
+    (before / 2 + after / 2, ticks)
+}

@@ -30,22 +30,10 @@ impl<C: Clock> RingBuffer<C> {
     /// ```
     pub fn snapshot(&self, metadata: Vec<u8>) -> Recovery {
         let geometry = self.geometry();
-        let before = wall_ns();
-        let anchor_ticks = self.clock().read();
-        let after = wall_ns();
-        let layout = FileLayout::for_geometry(&geometry, metadata.len()).unwrap_or(FileLayout {
-            metadata_offset: 0,
-            metadata_len: metadata.len() as u64,
-            data_offset: 0,
-            cpu_stride: 0,
-            hot: 0,
-            rare: 0,
-            slots: 0,
-            commits: 0,
-            commit_stride: 0,
-            pages: 0,
-            file_len: 0,
-        });
+        let (wall_ns, anchor_ticks) = super::wall_anchor(self.clock());
+        // The layout the ring would have in a file (it has none).
+        let layout =
+            FileLayout::for_geometry(&geometry, metadata.len()).unwrap_or(FileLayout::NONE);
         let header = FileHeader {
             version: VERSION,
             page_size: geometry.page_size,
@@ -55,7 +43,7 @@ impl<C: Clock> RingBuffer<C> {
             mode: geometry.mode,
             layout,
             clock: FileClock::from_info(&self.clock_info()),
-            wall_ns: before / 2 + after / 2,
+            wall_ns,
             anchor_ticks,
             pid: std::process::id(),
             comm: super::create::comm(),
@@ -93,10 +81,4 @@ impl<C: Clock> RingBuffer<C> {
             cpus,
         }
     }
-}
-
-fn wall_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
