@@ -57,7 +57,7 @@ step "cargo clippy (tracepoint features: static-keys, debug-preempt)"
 cargo clippy -p ringtrace-tracepoint --all-targets --locked --features static-keys,debug-preempt -- -D warnings
 
 step "cargo clippy (the command with patched keys: --features static-keys, as the README runs it)"
-cargo clippy -p ringtrace --all-targets --locked --features static-keys -- -D warnings
+cargo clippy -p ringtrace-cli --all-targets --locked --features static-keys -- -D warnings
 
 step "cargo clippy (aarch64)"
 cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
@@ -72,7 +72,7 @@ step "cargo test ringtrace-ring (aarch64 under qemu-user: its atomics, 128-bit C
 cargo test -p ringtrace-ring --locked --target aarch64-unknown-linux-gnu
 
 step "pairs with patched keys (the README's report build)"
-cargo test -p ringtrace --locked --features static-keys --test pairs_batched
+cargo test -p ringtrace-cli --locked --features static-keys --test pairs_batched
 
 step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
 cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys

@@ -27,7 +27,7 @@
 //!     .file(&path)
 //!     .metadata(metadata_for_tracepoints().to_bytes());
 //! let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
-//! ringtrace_tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)));
+//! ringtrace_tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)))?;
 //! registry::enable("page_read")?;
 //! trace!(page_read(2, true));
 //!

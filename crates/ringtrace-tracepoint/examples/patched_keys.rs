@@ -20,7 +20,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         RingConfig::default().cpus(1).per_cpu_bytes(64 * 1024),
         clock,
     )?;
-    ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+    ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)))
+        .expect("the first sink of this process");
 
     // Single-threaded here: the flip is allowed.
     let flipped = registry::enable("turn");

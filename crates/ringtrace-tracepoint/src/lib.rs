@@ -23,7 +23,7 @@
 //!
 //! let clock = "mono".parse::<ClockSpec>()?.build()?;
 //! let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(64 * 1024), clock)?;
-//! ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+//! ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)))?;
 //!
 //! trace!(page_read(1, false)); // off: nothing recorded
 //! registry::enable("page_read")?;
@@ -50,7 +50,7 @@ pub use counters::EventCounters;
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
 pub use location::SourceLocation;
 pub use registry::TracepointError;
-pub use sink::{dropped, set_sink, sink, EVENT_HEADER_LEN};
+pub use sink::{dropped, set_sink, sink, SinkAlreadySet, EVENT_HEADER_LEN};
 pub use static_key::StaticKey;
 pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint};
 

@@ -16,24 +16,67 @@ pub const EVENT_HEADER_LEN: usize = 8;
 /// refused the reservation).
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
-/// Makes `ring` the ring that enabled tracepoints record into.
+/// Makes `ring` the ring that enabled tracepoints record into, once per
+/// process.
+///
+/// A second call is refused with [`SinkAlreadySet`] and leaves the first
+/// ring in place: tracepoints may be writing into it at that moment, and a
+/// silent swap would split one trace over two rings. (`ringtrace::Tracer::
+/// install` is the usual way in; it leaks the ring for the process's
+/// lifetime, as this needs.)
 ///
 /// ```
 /// use ringtrace_clock::ClockSpec;
 /// use ringtrace_ring::{RingBuffer, RingConfig};
-/// let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
-/// let ring = RingBuffer::new(RingConfig::default().per_cpu_bytes(64 * 1024), clock).unwrap();
-/// ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+/// let build = || {
+///     let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
+///     RingBuffer::new(RingConfig::default().per_cpu_bytes(64 * 1024), clock).unwrap()
+/// };
+/// ringtrace_tracepoint::set_sink(Box::leak(Box::new(build())))?;
 /// assert!(ringtrace_tracepoint::sink().is_some());
+/// let again = ringtrace_tracepoint::set_sink(Box::leak(Box::new(build())));
+/// assert!(again.unwrap_err().to_string().contains("already"));
+/// # Ok::<(), ringtrace_tracepoint::SinkAlreadySet>(())
 /// ```
-pub fn set_sink(ring: &'static RingBuffer<AnyClock>) {
+pub fn set_sink(ring: &'static RingBuffer<AnyClock>) -> Result<(), SinkAlreadySet> {
     // Here rather than at a thread's first event, which may be in a signal
     // handler, where registering (a lock, an allocation) is not safe. No
     // event is recorded before a sink is set.
     forget_tid_in_fork_children();
-    // Release: a tracepoint that loads the pointer with Acquire sees the
-    // ring fully built (and the fork handler registered).
-    SINK.store(ring as *const _ as *mut _, Ordering::Release);
+    // Release on success: a tracepoint that loads the pointer with Acquire
+    // sees the ring fully built (and the fork handler registered). Acquire
+    // on failure: the error reads the ring already installed.
+    SINK.compare_exchange(
+        std::ptr::null_mut(),
+        ring as *const _ as *mut _,
+        Ordering::Release,
+        Ordering::Acquire,
+    )
+    .map(|_| ())
+    .map_err(|installed| {
+        // SAFETY: a non-null value in SINK came from a `&'static
+        // RingBuffer` stored by an earlier successful call.
+        let installed = unsafe { &*installed };
+        SinkAlreadySet {
+            clock: installed.clock_info().name,
+            file: installed.file_path().map(|p| p.display().to_string()),
+        }
+    })
+}
+
+/// A second [`set_sink`] (or `Tracer::install`) in one process.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a ring is already installed as the process-wide tracepoint sink (clock {clock}{}); \
+     it can be set once per process: record into the installed ring, or use a ring that is \
+     not installed (its own Tracer) for other events",
+    file.as_ref().map(|f| format!(", file {f}")).unwrap_or_default()
+)]
+pub struct SinkAlreadySet {
+    /// The installed ring's clock.
+    pub clock: String,
+    /// The installed ring's file, for a file ring.
+    pub file: Option<String>,
 }
 
 /// The ring tracepoints record into, if one is set.

@@ -25,7 +25,8 @@ fn serial() -> MutexGuard<'static, ()> {
     INIT.call_once(|| {
         let clock = "counter".parse::<ClockSpec>().unwrap().build().unwrap();
         let ring = RingBuffer::new(RingConfig::default().per_cpu_bytes(512 * 1024), clock).unwrap();
-        ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+        ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)))
+            .expect("the first sink of this process");
     });
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }

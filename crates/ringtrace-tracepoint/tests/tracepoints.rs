@@ -27,7 +27,8 @@ fn sink() -> &'static RingBuffer<ringtrace_clock::AnyClock> {
     INIT.call_once(|| {
         let clock = "counter".parse::<ClockSpec>().unwrap().build().unwrap();
         let ring = RingBuffer::new(RingConfig::default().per_cpu_bytes(256 * 1024), clock).unwrap();
-        ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)));
+        ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)))
+            .expect("the first sink of this process");
     });
     ringtrace_tracepoint::sink().unwrap()
 }

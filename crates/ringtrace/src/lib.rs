@@ -1,40 +1,59 @@
-//! ringtrace: a userspace tracing engine shaped like the Linux kernel's
-//! ftrace ring buffer, and the measurements it exists for.
+//! ringtrace: a tracing engine shaped like the Linux kernel's ftrace ring
+//! buffer, to embed as a program's tracing backend.
 //!
-//! This facade re-exports the engine's crates and holds the measuring
-//! commands' logic, so that the `ringtrace` binary only parses arguments
-//! and prints:
+//! Events go into per-CPU lock-free ring buffers, each stamped by a clock
+//! chosen at run time; recording takes no lock, makes no system call and
+//! allocates nothing, and is safe in a signal handler. A trace can live in
+//! a file that survives a crash of the program and opens in trace-cmd,
+//! Perfetto and babeltrace2.
 //!
-//! - [`clock`]: clock sources, protections, the irq/preempt emulation;
-//! - [`ring`]: the per-CPU lock-free ring buffers;
-//! - [`tracepoint`]: static keys, tracepoints, preemptirq, latency tracers;
-//! - [`hammer`]: the kernel's ring_buffer_benchmark in userspace;
-//! - [`trace_file`]: trace files (file rings) read back without their
-//!   program: the metadata they carry, `recover` and `dump`.
-//!
-//! ```no_run
-//! use ringtrace::hammer::{self, HammerConfig};
-//! let result = hammer::run(&HammerConfig::default())?;
-//! assert_eq!(result.total, result.hit);
-//! # Ok::<(), ringtrace::hammer::HammerError>(())
 //! ```
+//! use ringtrace::{Mode, Tracer};
+//!
+//! let tracer = Tracer::builder()
+//!     .clock("mono")            // or "tsc@preempt", a ClockSpec, a Clock value
+//!     .buffer_size(256 << 10)   // bytes per CPU
+//!     .mode(Mode::Overwrite)
+//!     .build()?;
+//! tracer.write(b"hello")?;      // one event, stamped by the tracer's clock
+//! let event = tracer.merged().next().unwrap();
+//! assert_eq!(event.payload, b"hello");
+//! let stats = tracer.finish()?;
+//! assert_eq!(stats.ring.hit, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - [`Tracer`] and [`Tracer::builder`]: the ring, its clock, recording,
+//!   readers, stats, dumps and exports; [`Tracer::install`] makes it the
+//!   ring the process's tracepoints record into (once per process).
+//! - [`tracepoint!`] declares typed tracepoints, off until enabled by name
+//!   through [`tracepoint::registry`]; [`trace!`] fires one.
+//! - [`clock`]: the clock sources and the irq/preempt emulation;
+//!   [`ring`]: the ring itself; [`tracepoint`]: static keys, preemptirq,
+//!   latency tracers; [`trace_file`]: trace files read back, and the
+//!   exporters.
+//!
+//! The `ringtrace` command (`hammer`, `pairs`, `clocks`, `report`, `dump`,
+//! `export`) is the `ringtrace-cli` crate; this crate links none of its
+//! dependencies.
+
+mod builder;
+mod error;
+mod tracer;
+
+pub use builder::{ClockChoice, TracerBuilder, DEFAULT_BUFFER_SIZE, DEFAULT_CLOCK};
+pub use error::TracerError;
+pub use tracer::{Tracer, TracerStats};
 
 pub use ringtrace_clock as clock;
-/// Trace files read back: the metadata, decoding, `dump` and `recover`
-/// (the `ringtrace-export` crate).
+/// Trace files read back: the metadata, decoding, `dump`, `recover` and
+/// the exporters (the `ringtrace-export` crate).
 pub use ringtrace_export as trace_file;
 pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
 
-pub mod clocks;
-pub mod hammer;
-mod hammer_threads;
-pub mod instrumentation;
-pub mod pairs;
-pub mod report;
-mod report_markdown;
-mod report_plot;
-pub mod sched;
-pub mod seed004;
-pub mod spread;
-pub mod tick_run;
+pub use ringtrace_clock::{AnyClock, Clock, ClockSpec};
+pub use ringtrace_export::export::Format as ExportFormat;
+pub use ringtrace_export::DumpOptions;
+pub use ringtrace_ring::{Event, Mode, Reservation, ReserveError};
+pub use ringtrace_tracepoint::{trace, tracepoint};

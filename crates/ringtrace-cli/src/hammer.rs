@@ -16,7 +16,7 @@
 //! producer and sequence number ([`event_layout`]).
 
 use crate::hammer_threads::{self, Consumed};
-use crate::trace_file::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
+use ringtrace::trace_file::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
 use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::FieldKind;
@@ -405,7 +405,7 @@ fn path_lossy<S: serde::Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::O
 /// (`(producer ^ seq) * 0x9E3779B1`).
 ///
 /// ```
-/// let layout = ringtrace::hammer::event_layout();
+/// let layout = ringtrace_cli::hammer::event_layout();
 /// let names: Vec<&str> = layout.fields.iter().map(|f| f.name.as_str()).collect();
 /// assert_eq!(names, ["producer", "seq", "check"]);
 /// ```

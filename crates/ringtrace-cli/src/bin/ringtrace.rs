@@ -2,8 +2,8 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use ringtrace::clock::ClockSpec;
-use ringtrace::hammer::{self, ConsumerKind, HammerConfig, ReadBy};
 use ringtrace::ring::Mode;
+use ringtrace_cli::hammer::{self, ConsumerKind, HammerConfig, ReadBy};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -182,7 +182,7 @@ struct PairsArgs {
     /// How a sample is timed: batched (K pairs per sample on the local
     /// timer) or seed (one pair per sample on the ns clock, as the patch).
     #[arg(long, default_value = "batched", value_parser = method_parser())]
-    method: ringtrace::pairs::Method,
+    method: ringtrace_cli::pairs::Method,
     /// Samples of each pair per thread and strategy, 1 to 10^8 (default:
     /// 100000 batches with --method batched, 10^7 with --method seed).
     #[arg(long)]
@@ -386,13 +386,13 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 }
 
 fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    let config = ringtrace::clocks::ClocksConfig {
+    let config = ringtrace_cli::clocks::ClocksConfig {
         tick_run: Duration::from_millis(args.tick_ms),
         tick_period: Duration::from_micros(args.tick_us),
         ..Default::default()
     };
     let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
-    let (rows, unavailable) = ringtrace::clocks::run(
+    let (rows, unavailable) = ringtrace_cli::clocks::run(
         &config,
         &|name| {
             progress.inc(1);
@@ -401,9 +401,9 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         &|| false,
     );
     progress.set_message("sched: irq over preempt, paired");
-    let cost = ringtrace::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
+    let cost = ringtrace_cli::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
     progress.finish_and_clear();
-    let seed004 = ringtrace::seed004::Seed004::new(cost, &rows);
+    let seed004 = ringtrace_cli::seed004::Seed004::new(cost, &rows);
     if args.json {
         let out = serde_json::json!({
             "tick_period_us": args.tick_us,
@@ -413,8 +413,8 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
-        emit(&ringtrace::clocks::text(&rows, &unavailable))?;
-        emit(&format!("\n{}", ringtrace::seed004::text(&seed004)))?;
+        emit(&ringtrace_cli::clocks::text(&rows, &unavailable))?;
+        emit(&format!("\n{}", ringtrace_cli::seed004::text(&seed004)))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -432,7 +432,7 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         )
         .into());
     }
-    let config = ringtrace::pairs::PairsConfig {
+    let config = ringtrace_cli::pairs::PairsConfig {
         cpus,
         samples: args
             .samples
@@ -444,8 +444,11 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             IrqArg::Hard => ringtrace::clock::emulation::IrqBackend::Hard,
         },
     };
-    let progress = bar(ringtrace::pairs::progress_steps(cpus, args.method), "pairs");
-    let result = ringtrace::pairs::run_method(&config, args.method, &|| progress.inc(1))?;
+    let progress = bar(
+        ringtrace_cli::pairs::progress_steps(cpus, args.method),
+        "pairs",
+    );
+    let result = ringtrace_cli::pairs::run_method(&config, args.method, &|| progress.inc(1))?;
     progress.finish_and_clear();
     if args.json {
         emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
@@ -455,12 +458,12 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--method`: the names of [`ringtrace::pairs::Method`], listed in the
+/// `--method`: the names of [`ringtrace_cli::pairs::Method`], listed in the
 /// help and in the error for any other.
-fn method_parser() -> impl clap::builder::TypedValueParser<Value = ringtrace::pairs::Method> {
+fn method_parser() -> impl clap::builder::TypedValueParser<Value = ringtrace_cli::pairs::Method> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(ringtrace::pairs::Method::ALL.map(|m| m.name()))
-        .try_map(|name| name.parse::<ringtrace::pairs::Method>())
+    clap::builder::PossibleValuesParser::new(ringtrace_cli::pairs::Method::ALL.map(|m| m.name()))
+        .try_map(|name| name.parse::<ringtrace_cli::pairs::Method>())
 }
 
 /// A progress bar on stderr; indicatif draws nothing when stderr is not a
@@ -556,21 +559,21 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
-    let config = ringtrace::report::ReportConfig {
+    let config = ringtrace_cli::report::ReportConfig {
         quick: args.quick,
         keep_trace: args
             .keep_trace
             .as_deref()
-            .map(ringtrace::report::trace_path)
+            .map(ringtrace_cli::report::trace_path)
             .transpose()?,
     };
     catch_stop_signals()?;
-    let progress = bar(ringtrace::report::steps(&config), "report");
+    let progress = bar(ringtrace_cli::report::steps(&config), "report");
     let step = |s: &str| {
         progress.inc(1);
         progress.set_message(s.to_owned());
     };
-    let report = ringtrace::report::run(&config, &STOP, &step);
+    let report = ringtrace_cli::report::run(&config, &STOP, &step);
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
@@ -592,7 +595,7 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
                 svg.display()
             ))?;
         }
-        if let Some(ringtrace::report::KeptTrace {
+        if let Some(ringtrace_cli::report::KeptTrace {
             path,
             events: Ok(_),
             ..
@@ -614,7 +617,7 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .map(|h| h.bad_payloads)
         .sum();
     let trace_failed = match &report.kept_trace {
-        Some(ringtrace::report::KeptTrace {
+        Some(ringtrace_cli::report::KeptTrace {
             path,
             events: Err(e),
             ..

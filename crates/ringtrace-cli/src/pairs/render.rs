@@ -11,7 +11,7 @@ use ringtrace_tracepoint::preemptirq::StrategyKind;
 /// `resolution_ns` (the bound rounded up, so that it stays a bound).
 ///
 /// ```
-/// use ringtrace::pairs::fmt_ns;
+/// use ringtrace_cli::pairs::fmt_ns;
 /// assert_eq!(fmt_ns(1.234, 0.5), "1.23");
 /// assert_eq!(fmt_ns(0.3, 0.861), "<0.87");
 /// ```

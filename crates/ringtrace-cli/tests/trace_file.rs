@@ -50,7 +50,8 @@ fn sink() -> (&'static Path, MutexGuard<'static, ()>) {
             .metadata(metadata_for_tracepoints().to_bytes());
         let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
         let ring = RingBuffer::new(config, clock).unwrap();
-        ringtrace::tracepoint::set_sink(Box::leak(Box::new(ring)));
+        ringtrace::tracepoint::set_sink(Box::leak(Box::new(ring)))
+            .expect("the first sink of this process");
         path
     });
     (path, LOCK.lock().unwrap_or_else(|e| e.into_inner()))

@@ -31,7 +31,7 @@
 //! the kernel patch's and a [`Verdict`] on its two claims.
 //!
 //! ```no_run
-//! use ringtrace::pairs::{self, Method, PairsConfig};
+//! use ringtrace_cli::pairs::{self, Method, PairsConfig};
 //! use ringtrace::clock::emulation::IrqBackend;
 //! let config = PairsConfig { cpus: 1, samples: 10_000, highest: 100, percentile: 99, irq: IrqBackend::Soft };
 //! let result = pairs::run_method(&config, Method::Batched, &|| {})?;
@@ -140,7 +140,7 @@ impl FromStr for Method {
     type Err = PairsError;
 
     /// ```
-    /// use ringtrace::pairs::Method;
+    /// use ringtrace_cli::pairs::Method;
     /// assert_eq!("seed".parse::<Method>().unwrap(), Method::Seed);
     /// let err = "fast".parse::<Method>().unwrap_err().to_string();
     /// assert!(err.contains("`fast`") && err.contains("batched, seed"), "{err}");

@@ -4,7 +4,7 @@
 //! faster (timings are measured, not tested).
 
 use ringtrace::clock::emulation::IrqBackend;
-use ringtrace::pairs::{self, Method, PairsConfig};
+use ringtrace_cli::pairs::{self, Method, PairsConfig};
 use serde_json::Value;
 mod common;
 

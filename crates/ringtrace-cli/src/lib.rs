@@ -1,0 +1,33 @@
+//! The `ringtrace` command's measurements: what `ringtrace hammer`,
+//! `pairs`, `clocks` and `report` run, so that the binary only parses
+//! arguments and prints.
+//!
+//! This crate is the tool, with its argument parsing, progress bars, plots
+//! and JSON. A program that embeds ringtrace as its tracing backend depends
+//! on the `ringtrace` facade crate instead, which links none of them.
+//!
+//! - [`hammer`]: the kernel's ring_buffer_benchmark in userspace;
+//! - [`pairs`]: what an irq disable/enable pair costs with each
+//!   preemptirq instrumentation strategy;
+//! - [`clocks`]: every clock source's read cost and guarantees;
+//! - [`report`]: every seed's measurement, in one run.
+//!
+//! ```no_run
+//! use ringtrace_cli::hammer::{self, HammerConfig};
+//! let result = hammer::run(&HammerConfig::default())?;
+//! assert_eq!(result.total, result.hit);
+//! # Ok::<(), ringtrace_cli::hammer::HammerError>(())
+//! ```
+
+pub mod clocks;
+pub mod hammer;
+mod hammer_threads;
+pub mod instrumentation;
+pub mod pairs;
+pub mod report;
+mod report_markdown;
+mod report_plot;
+pub mod sched;
+pub mod seed004;
+pub mod spread;
+pub mod tick_run;

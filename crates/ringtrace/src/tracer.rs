@@ -1,0 +1,228 @@
+//! The tracer: one ring, its clock, and what a program does with them:
+//! install, record, read, export, finish.
+
+use crate::builder::TracerBuilder;
+use crate::error::TracerError;
+use ringtrace_clock::{AnyClock, ClockInfo};
+use ringtrace_export::export::{self, ExportSummary, Format};
+use ringtrace_export::{metadata_for_tracepoints, Dump, DumpOptions};
+use ringtrace_ring::file::Recovery;
+use ringtrace_ring::{CpuIter, MergedReader, Reservation, ReserveError, RingBuffer, RingConfig};
+use std::path::Path;
+use std::sync::Arc;
+
+/// A ring, stamped by one clock, that a program records its events into.
+///
+/// Build one with [`Tracer::builder`]; [`install`](Tracer::install) it to
+/// make it the ring the process's tracepoints record into. Recording
+/// ([`write`](Tracer::write), [`reserve`](Tracer::reserve)) is lock-free,
+/// allocation-free and async-signal-safe; everything else is for the
+/// program's quiet moments.
+///
+/// # At exit
+///
+/// Dropping a tracer, or [`finish`](Tracer::finish), closes each CPU's
+/// open page so every committed event can be read, and `finish` writes a
+/// file ring to disk. A tracer that is [installed](Tracer::install) keeps
+/// its ring for the rest of the process (tracepoints may write into it at
+/// any moment), so the ring is never torn down: a file ring then reads, in
+/// `ringtrace recover`, as the trace of a program that exited without
+/// closing it. Every committed event is kept; an event reserved but not
+/// committed when the process exits (a thread killed mid-event) is counted
+/// lost, never read torn.
+pub struct Tracer {
+    ring: Arc<RingBuffer<AnyClock>>,
+}
+
+/// What a tracer recorded and what it could not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TracerStats {
+    /// The ring's counters summed over CPUs. At a quiet moment `hit ==
+    /// read + overrun + lost + entries + discarded`; `missed` counts the
+    /// reservations the ring refused (full in discard mode, or the page
+    /// to reuse still being written), whoever asked.
+    pub ring: ringtrace_ring::Stats,
+    /// Events enabled tracepoints did not record, process-wide: no sink
+    /// installed yet, or refused by the ring (those are in `ring.missed`
+    /// too, when this tracer is the installed one).
+    pub tracepoints_dropped: u64,
+}
+
+impl Tracer {
+    /// A builder with the defaults: the `mono` clock, 1 MiB per CPU,
+    /// overwrite mode, in memory.
+    pub fn builder() -> TracerBuilder {
+        TracerBuilder::default()
+    }
+
+    pub(crate) fn from_parts(
+        mut config: RingConfig,
+        clock: AnyClock,
+    ) -> Result<Tracer, TracerError> {
+        if config.file.is_some() && config.metadata.is_empty() {
+            // The tracepoints' descriptions, so that a reader without the
+            // program decodes the file.
+            config.metadata = metadata_for_tracepoints().to_bytes();
+        }
+        let ring = RingBuffer::new(config, clock)?;
+        Ok(Tracer {
+            ring: Arc::new(ring),
+        })
+    }
+
+    /// Makes this tracer's ring the one the process's tracepoints (and the
+    /// preemptirq tracepoints) record into. Once per process: a second
+    /// install, of this tracer or another, is an error naming the ring
+    /// installed first, which stays.
+    ///
+    /// The ring then lives until the process exits, whatever becomes of
+    /// this `Tracer`.
+    pub fn install(&self) -> Result<(), TracerError> {
+        let leaked: &'static RingBuffer<AnyClock> = {
+            let extra = Arc::clone(&self.ring);
+            // SAFETY: `into_raw` gives up one strong count and never
+            // releases it, so the allocation is never freed: the pointer
+            // stays valid for the rest of the process, as 'static needs.
+            unsafe { &*Arc::into_raw(extra) }
+        };
+        if let Err(e) = ringtrace_tracepoint::set_sink(leaked) {
+            // SAFETY: the pointer came from `Arc::into_raw` just above and
+            // nothing else holds it (the sink refused it): rebuild the Arc
+            // to give the count back.
+            drop(unsafe { Arc::from_raw(leaked as *const RingBuffer<AnyClock>) });
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Whether this tracer's ring is the installed one.
+    pub fn is_installed(&self) -> bool {
+        ringtrace_tracepoint::sink().is_some_and(|s| std::ptr::eq(s, &*self.ring))
+    }
+
+    /// The ring itself, for everything the tracer does not wrap (per-CPU
+    /// buffers, `reserve_on`, the geometry).
+    pub fn ring(&self) -> &RingBuffer<AnyClock> {
+        &self.ring
+    }
+
+    /// The ring, shared: what a `tracing` layer or a reader thread holds.
+    pub fn shared_ring(&self) -> Arc<RingBuffer<AnyClock>> {
+        Arc::clone(&self.ring)
+    }
+
+    /// What the clock is, to convert timestamps (ticks to nanoseconds).
+    pub fn clock_info(&self) -> ClockInfo {
+        self.ring.clock_info()
+    }
+
+    /// The file of a file-backed tracer.
+    pub fn file_path(&self) -> Option<&Path> {
+        self.ring.file_path()
+    }
+
+    /// Records `payload` as one event on the calling CPU's buffer and
+    /// returns its timestamp. Lock-free, allocation-free,
+    /// async-signal-safe. A refusal is counted in the ring's `missed`.
+    #[inline]
+    pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
+        self.ring.write(payload)
+    }
+
+    /// Reserves `len` bytes on the calling CPU's buffer to fill in place
+    /// and [`commit`](Reservation::commit); dropped uncommitted, it becomes
+    /// a discarded record.
+    #[inline]
+    pub fn reserve(&self, len: usize) -> Result<Reservation<'_>, ReserveError> {
+        self.ring.reserve(len)
+    }
+
+    /// A consuming reader over every CPU, in timestamp order.
+    pub fn merged(&self) -> MergedReader<'_, AnyClock> {
+        self.ring.merged()
+    }
+
+    /// A non-consuming iterator over the unread events of `cpu`.
+    pub fn iter(&self, cpu: usize) -> Option<CpuIter<'_>> {
+        self.ring.iter(cpu)
+    }
+
+    /// The ring's counters and the tracepoints' drops.
+    pub fn stats(&self) -> TracerStats {
+        TracerStats {
+            ring: self.ring.stats(),
+            tracepoints_dropped: ringtrace_tracepoint::dropped(),
+        }
+    }
+
+    /// Closes each CPU's open page, so every event committed so far can be
+    /// read as a whole page.
+    pub fn flush(&self) {
+        self.ring.flush();
+    }
+
+    /// Every unread event, without consuming them, with the descriptions
+    /// that decode them: what [`export`](Tracer::export) and
+    /// [`dump`](Tracer::dump) read.
+    pub fn snapshot(&self) -> Recovery {
+        self.ring.snapshot(metadata_for_tracepoints().to_bytes())
+    }
+
+    /// The unread events as `ringtrace dump` prints them: `#` comment lines,
+    /// then one ftrace-like line per event.
+    pub fn dump(&self, options: DumpOptions) -> Result<String, TracerError> {
+        let snapshot = self.snapshot();
+        let dump = Dump::new(&snapshot, options)?;
+        let mut text = String::new();
+        for line in dump.comments() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        for event in dump.events() {
+            text.push_str(&dump.line(event));
+            text.push('\n');
+        }
+        Ok(text)
+    }
+
+    /// Writes the unread events (not consuming them) to `out` in `format`:
+    /// text, trace-cmd's trace.dat, Chrome's trace-event JSON (Perfetto),
+    /// or CTF (babeltrace2). See `docs/export.md`.
+    pub fn export(&self, format: Format, out: &Path) -> Result<ExportSummary, TracerError> {
+        Ok(export::export(&self.snapshot(), format, out)?)
+    }
+
+    /// Flushes, writes a file ring to disk, and returns the final counts.
+    /// Events committed by other threads after this are recorded but not
+    /// in the counts.
+    pub fn finish(self) -> Result<TracerStats, TracerError> {
+        self.ring.flush();
+        self.ring.sync_file().map_err(|e| TracerError::Sync {
+            path: self
+                .ring
+                .file_path()
+                .map_or_else(String::new, |p| p.display().to_string()),
+            reason: e.to_string(),
+        })?;
+        Ok(self.stats())
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        // The ring may live on (installed, or held by a layer); either way
+        // every event committed so far becomes readable.
+        self.ring.flush();
+    }
+}
+
+impl std::fmt::Debug for Tracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracer")
+            .field("clock", &self.ring.clock_info().name)
+            .field("geometry", &self.ring.geometry())
+            .field("file", &self.ring.file_path())
+            .field("installed", &self.is_installed())
+            .finish()
+    }
+}

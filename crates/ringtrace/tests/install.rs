@@ -1,0 +1,54 @@
+//! The process-wide sink: installed once, never silently swapped. One test
+//! in this binary, since the sink is per process.
+
+use ringtrace::tracepoint::registry;
+use ringtrace::{trace, tracepoint, Tracer};
+
+tracepoint! {
+    /// An event of this test.
+    pub fn install_probe(value: u64) = "value={}";
+}
+
+#[test]
+fn a_second_install_is_refused_and_the_first_ring_keeps_recording() {
+    let first = Tracer::builder()
+        .clock("counter")
+        .buffer_size(64 << 10)
+        .build()
+        .unwrap();
+    let second = Tracer::builder()
+        .clock("mono")
+        .buffer_size(64 << 10)
+        .build()
+        .unwrap();
+    assert!(!first.is_installed());
+    first.install().unwrap();
+    assert!(first.is_installed());
+
+    let err = second.install().unwrap_err().to_string();
+    assert!(err.contains("already installed"), "{err}");
+    assert!(
+        err.contains("counter"),
+        "names the installed ring's clock: {err}"
+    );
+    let again = first.install().unwrap_err().to_string();
+    assert!(again.contains("already installed"), "{again}");
+    assert!(!second.is_installed());
+
+    registry::enable("install_probe").unwrap();
+    trace!(install_probe(7));
+    assert_eq!(second.stats().ring.hit, 0, "the refused ring got nothing");
+    let text = first.dump(Default::default()).unwrap();
+    assert!(text.contains("install_probe: value=7"), "{text}");
+
+    // Dropping the installed tracer leaves its ring in place for the
+    // tracepoints: later events still land, and stay readable.
+    let ring = first.shared_ring();
+    drop(first);
+    trace!(install_probe(8));
+    assert_eq!(
+        ringtrace::tracepoint::sink().unwrap() as *const _,
+        &*ring as *const _
+    );
+    assert_eq!(ring.stats().hit, 2);
+}
