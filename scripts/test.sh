@@ -65,6 +65,11 @@ cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-
 step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
 cargo test --workspace --locked
 
+step "examples, as the README runs them (built by cargo test above)"
+for example in producer_thread; do
+  cargo run -q --locked --example "$example"
+done
+
 step "cargo test ringtrace-clock (aarch64 under qemu-user)"
 cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
 
