@@ -5,7 +5,8 @@
 //! pseudo-random scripts long enough to reach page switches, overwrites
 //! and fixups. The committed corpus was made with it, then fuzzed and
 //! minimised (`cargo fuzz cmin`). For `recover`: small ring files, whole
-//! and as a writer would leave them mid-event.
+//! and as a writer would leave them mid-event, with metadata records (one
+//! annex full, one with a record torn by a crash mid-append).
 //!
 //! `cargo run -p ringtrace-check --example seed_corpus [-- DIR]`
 
@@ -53,7 +54,9 @@ fn pages(page_size: usize) -> Vec<Vec<u8>> {
 }
 
 /// Small ring files' bytes: discard and overwrite mode, one with a
-/// reservation that never ended, one wrapped with a reader partway.
+/// reservation that never ended and a metadata record torn (its bytes
+/// written, its committed length not), one wrapped with a reader partway
+/// and its metadata annex full.
 fn ring_files(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
     let scratch = dir.join("recover-scratch");
     std::fs::create_dir_all(&scratch)?;
@@ -71,9 +74,15 @@ fn ring_files(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
             .page_size(64)
             .per_cpu_bytes(64 * pages)
             .quarantine_pages(1)
+            .metadata_capacity(ANNEX)
             .mode(mode)
             .file(&path);
         let ring = RingBuffer::new(config, ScriptClock::at(7)).map_err(std::io::Error::other)?;
+        let records = if name == "wrapped" { 100 } else { 3 };
+        for i in 0..records {
+            // Until the annex is full, for "wrapped".
+            let _ = ring.append_metadata(format!("callsite {i} of {name}").as_bytes());
+        }
         for i in 0..12u32 {
             let _ = ring.write_on(i as usize % 2, &i.to_le_bytes()[..1 + i as usize % 4]);
         }
@@ -87,10 +96,31 @@ fn ring_files(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
             }
         }
         drop(ring);
-        out.push((name.to_owned(), std::fs::read(&path)?));
+        let mut bytes = std::fs::read(&path)?;
+        if pending {
+            tear_a_record(&mut bytes)?;
+        }
+        out.push((name.to_owned(), bytes));
     }
     std::fs::remove_dir_all(&scratch)?;
     Ok(out)
+}
+
+/// Bytes of the seed files' metadata annex.
+const ANNEX: usize = 256;
+
+/// Writes a record after the last one in `file`'s metadata annex without
+/// raising the committed length: what a crash mid-append leaves.
+fn tear_a_record(file: &mut [u8]) -> std::io::Result<()> {
+    let rec = ringtrace_ring::file::recover_bytes("seed", file.to_vec())
+        .map_err(std::io::Error::other)?;
+    let at = rec.header.layout.annex_offset as usize;
+    let committed: usize = rec.metadata_records().iter().map(|r| 4 + r.len()).sum();
+    let torn = b"a callsite torn by a crash";
+    let end = at + 8 + committed;
+    file[end..end + 4].copy_from_slice(&(torn.len() as u32).to_le_bytes());
+    file[end + 4..end + 4 + torn.len()].copy_from_slice(torn);
+    Ok(())
 }
 
 fn main() -> std::io::Result<()> {

@@ -22,7 +22,9 @@ pub struct Recovered {
 ///   record no writer would have placed, but never one past its end);
 /// - `merged()` returns every event once, in time order;
 /// - the events of one page never go back in time (they are walked from
-///   one base time, deltas added).
+///   one base time, deltas added);
+/// - the metadata records are never empty and, framed (each its length
+///   plus 4), fit in the annex's capacity.
 pub fn check(bytes: &[u8]) -> Result<Recovered, Violation> {
     let fail = |detail: String| {
         Err(Violation {
@@ -69,6 +71,17 @@ pub fn check(bytes: &[u8]) -> Result<Recovered, Violation> {
             return fail(format!("CPU {} returned another CPU's event", cpu.cpu));
         }
         total += cpu.events.len();
+    }
+    let records = recovery.metadata_records();
+    if records.iter().any(|r| r.is_empty()) {
+        return fail("an empty metadata record".into());
+    }
+    let framed: u64 = records.iter().map(|r| 4 + r.len() as u64).sum();
+    if framed > recovery.header.layout.annex_capacity {
+        return fail(format!(
+            "metadata records of {framed} bytes framed in an annex of {}",
+            recovery.header.layout.annex_capacity
+        ));
     }
     let merged = recovery.merged();
     if merged.len() != total {

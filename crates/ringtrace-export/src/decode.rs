@@ -32,6 +32,9 @@ pub struct Decoder {
     untagged: Option<EventLayout>,
     /// Why there is nothing to decode by, when there is not.
     unusable: Option<String>,
+    /// The file's metadata records appended at run time (its metadata
+    /// annex), in order, not interpreted yet.
+    metadata_records: Vec<Vec<u8>>,
 }
 
 /// One payload, decoded.
@@ -109,6 +112,7 @@ impl Decoder {
             by_id: meta.tracepoints.iter().map(|t| (t.id, t.clone())).collect(),
             untagged: meta.untagged.clone(),
             unusable: None,
+            metadata_records: Vec::new(),
         }
     }
 
@@ -119,7 +123,23 @@ impl Decoder {
             by_id: HashMap::new(),
             untagged: None,
             unusable: Some(why.into()),
+            metadata_records: Vec::new(),
         }
+    }
+
+    /// This decoder with the trace's metadata records beside its metadata
+    /// (`Recovery::metadata_records`: what a `tracing` layer appended at
+    /// run time). [`metadata_decoder`](crate::metadata_decoder) sets them.
+    /// They are kept as they are: nothing decodes by them yet.
+    pub fn with_metadata_records(mut self, records: Vec<Vec<u8>>) -> Decoder {
+        self.metadata_records = records;
+        self
+    }
+
+    /// The trace's metadata records appended at run time, in order (empty
+    /// unless set by [`Decoder::with_metadata_records`]).
+    pub fn metadata_records(&self) -> &[Vec<u8>] {
+        &self.metadata_records
     }
 
     /// Decodes one payload; never panics, whatever its bytes.

@@ -117,6 +117,12 @@ impl<'r> Dump<'r> {
         })
     }
 
+    /// The file's metadata records appended at run time (its metadata
+    /// annex), in order, beside the metadata the events are decoded by.
+    pub fn metadata_records(&self) -> &[Vec<u8>] {
+        self.decoder.metadata_records()
+    }
+
     /// The counts of the CPUs dumped.
     fn counts(&self) -> RecoveryCounts {
         match self.options.cpu {
@@ -157,6 +163,17 @@ impl<'r> Dump<'r> {
             Err(why) => out.push(format!(
                 "# metadata: none usable ({why}); events are shown raw"
             )),
+        }
+        let records = self.metadata_records();
+        if !records.is_empty() {
+            out.push(format!(
+                "# metadata records: {} appended at run time ({} bytes); events are not decoded by them yet",
+                records.len(),
+                records.iter().map(Vec::len).sum::<usize>()
+            ));
+        }
+        for p in r.annex_problems() {
+            out.push(format!("# problem in the metadata records: {p}"));
         }
         let c = self.counts();
         let which = self

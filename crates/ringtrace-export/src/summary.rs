@@ -61,9 +61,18 @@ pub fn clock_words(c: &FileClock) -> String {
     format!("{}, ordered {}: {ticks}", c.name, c.guarantee)
 }
 
-/// A decoder for the file's metadata, and the metadata in words (or why
-/// it cannot be used).
+/// A decoder for the file's metadata, carrying its metadata records
+/// ([`Decoder::metadata_records`]), and the metadata in words (or why it
+/// cannot be used).
 pub fn metadata_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
+    let (decoder, words) = base_decoder(r);
+    (
+        decoder.with_metadata_records(r.metadata_records().to_vec()),
+        words,
+    )
+}
+
+fn base_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
     let parsed = r
         .metadata
         .as_ref()
@@ -99,6 +108,17 @@ fn geometry_words(r: &Recovery) -> String {
     )
 }
 
+/// The metadata records in words: how many, in how many bytes.
+fn records_words(r: &Recovery) -> String {
+    let records = r.metadata_records();
+    let bytes: usize = records.iter().map(Vec::len).sum();
+    format!(
+        "{} metadata record{} appended at run time ({bytes} bytes)",
+        records.len(),
+        if records.len() == 1 { "" } else { "s" }
+    )
+}
+
 fn counts_words(c: &RecoveryCounts) -> String {
     format!(
         "recovered {}, skipped pending {}, skipped unreadable {}, changed while read {}",
@@ -114,8 +134,9 @@ fn stats_words(s: &Stats) -> String {
 }
 
 /// What `ringtrace recover` prints: the file, the writer, the clock, the
-/// geometry, then each CPU's counts, accounting words and problems, and a
-/// total.
+/// geometry, the metadata (and the records appended at run time, with
+/// any damage to them, when there are), then each CPU's counts,
+/// accounting words and problems, and a total.
 pub fn recovery_text(r: &Recovery) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
@@ -135,6 +156,12 @@ pub fn recovery_text(r: &Recovery) -> String {
     match metadata_decoder(r).1 {
         Ok(words) => line(format!("metadata:  {words}")),
         Err(why) => line(format!("metadata:  none usable: {why}")),
+    }
+    if !r.metadata_records().is_empty() || !r.annex_problems().is_empty() {
+        line(format!("records:   {}", records_words(r)));
+        for p in r.annex_problems() {
+            line(format!("           problem: {p}"));
+        }
     }
     for c in &r.cpus {
         line(format!("cpu {:>3}:   {}", c.cpu, counts_words(&c.counts)));
@@ -225,6 +252,12 @@ pub fn recovery_json(r: &Recovery) -> Value {
             "file_len": h.layout.file_len,
         },
         "metadata": metadata,
+        "metadata_records": {
+            "count": r.metadata_records().len(),
+            "bytes": r.metadata_records().iter().map(Vec::len).sum::<usize>(),
+            "annex_capacity": h.layout.annex_capacity,
+            "problems": r.annex_problems(),
+        },
         "cpus": r.cpus.iter().map(|c| json!({
             "cpu": c.cpu,
             "counts": counts_json(&c.counts),

@@ -101,6 +101,14 @@ pub enum ConfigError {
     /// The ring's file could not be created, opened or mapped.
     #[error(transparent)]
     File(#[from] crate::file::FileError),
+    /// A metadata annex larger than ringtrace keeps.
+    #[error("a metadata annex of {given} bytes is too large: it can be at most {max} bytes (0 for none); the records are callsite descriptions, a few hundred bytes each")]
+    MetadataCapacity {
+        /// What was asked for.
+        given: usize,
+        /// The largest capacity.
+        max: usize,
+    },
     /// `append` or `metadata` without `file`.
     #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
     NeedsFile(&'static str),
@@ -187,6 +195,14 @@ pub struct RingConfig {
     /// With `file`: bytes the file's header keeps for readers (ringtrace's
     /// facade puts the tracepoint descriptions here). Empty by default.
     pub metadata: Vec<u8>,
+    /// Bytes for the records appended at run time with
+    /// [`RingBuffer::append_metadata`](crate::RingBuffer::append_metadata)
+    /// (the metadata annex): each record takes its length plus 4. In a
+    /// file ring they are in the file (and the file that much longer);
+    /// in a memory ring in memory, taken as records come. 0: no annex.
+    /// [`DEFAULT_METADATA_CAPACITY`] (256 KiB) by default, at most
+    /// [`MAX_METADATA_CAPACITY`].
+    pub metadata_capacity: usize,
 }
 
 impl Default for RingConfig {
@@ -201,6 +217,7 @@ impl Default for RingConfig {
             file: None,
             append: false,
             metadata: Vec::new(),
+            metadata_capacity: DEFAULT_METADATA_CAPACITY,
         }
     }
 }
@@ -222,6 +239,8 @@ pub struct Geometry {
     /// Pages a fixup may hold for writers that have not committed (see
     /// [`RingConfig::quarantine_pages`]).
     pub quarantine_pages: usize,
+    /// Bytes of the metadata annex (see [`RingConfig::metadata_capacity`]).
+    pub metadata_capacity: usize,
     /// log2 of the page size, kept so the write path need not compute it.
     page_shift: u32,
 }
@@ -257,6 +276,11 @@ pub const MAX_PHYSICAL_PAGES: usize = 1 << 16;
 /// a CPU buffer outlives this many writers that die mid-event. (Fewer under
 /// Miri, where every page is built word by word.)
 pub const DEFAULT_QUARANTINE_PAGES: usize = if cfg!(miri) { 8 } else { 1024 };
+/// Bytes of the metadata annex by default: room for about a thousand
+/// callsite descriptions of a couple of hundred bytes.
+pub const DEFAULT_METADATA_CAPACITY: usize = 256 * 1024;
+/// The largest metadata annex.
+pub const MAX_METADATA_CAPACITY: usize = 64 * 1024 * 1024;
 
 impl RingConfig {
     /// Sets the page size.
@@ -332,6 +356,21 @@ impl RingConfig {
         self
     }
 
+    /// Sets the bytes kept for records appended at run time (see
+    /// [`RingConfig::metadata_capacity`]); 0 for none.
+    ///
+    /// ```
+    /// use ringtrace_ring::RingConfig;
+    /// let config = RingConfig::default().metadata_capacity(64 * 1024);
+    /// assert_eq!(config.validate().unwrap().metadata_capacity, 64 * 1024);
+    /// let err = RingConfig::default().metadata_capacity(1 << 40).validate().unwrap_err();
+    /// assert!(err.to_string().contains("at most 67108864 bytes"));
+    /// ```
+    pub fn metadata_capacity(mut self, bytes: usize) -> Self {
+        self.metadata_capacity = bytes;
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         if self.file.is_none() {
@@ -367,6 +406,12 @@ impl RingConfig {
                 pages,
             });
         }
+        if self.metadata_capacity > MAX_METADATA_CAPACITY {
+            return Err(ConfigError::MetadataCapacity {
+                given: self.metadata_capacity,
+                max: MAX_METADATA_CAPACITY,
+            });
+        }
         let cpus = self.cpus.unwrap_or_else(crate::cpu::possible_cpus);
         if !(1..=MAX_CPUS).contains(&cpus) {
             return Err(ConfigError::Cpus {
@@ -397,6 +442,7 @@ impl RingConfig {
             cpus,
             fixup_after: self.fixup_after,
             quarantine_pages: self.quarantine_pages,
+            metadata_capacity: self.metadata_capacity,
             page_shift: page_size.trailing_zeros(),
         })
     }

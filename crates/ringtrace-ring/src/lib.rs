@@ -57,7 +57,12 @@
 //! `CpuBuffer::prepare_page`; the bit layouts are in the `meta` module and the
 //! byte format in [`format`] and docs/format.md. Every atomic goes through
 //! a facade that loom replaces under `cfg(loom)`.
+//!
+//! Beside the events, a ring keeps metadata records appended at run time
+//! ([`RingBuffer::append_metadata`], the metadata annex): in its file for a
+//! file ring, so that a crashed program's trace still decodes.
 
+mod annex;
 pub mod config;
 pub mod cpu;
 mod cpu_buffer;
@@ -79,6 +84,7 @@ mod zeroed;
 #[cfg(test)]
 mod paths_agree;
 
+pub use annex::MetadataError;
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
 pub use cpu_buffer::{CpuBuffer, ReserveError};
 pub use event::{Event, PageBuf};

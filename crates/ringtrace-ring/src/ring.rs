@@ -29,6 +29,8 @@ pub struct RingBuffer<C: Clock> {
     clock: C,
     buffers: Box<[CpuBuffer]>,
     geometry: Geometry,
+    /// The metadata records appended at run time (see `annex`).
+    pub(crate) annex: crate::annex::Annex,
     /// The mapped file of a file ring.
     #[cfg(not(loom))]
     file: Option<crate::file::RingFile>,
@@ -62,6 +64,7 @@ impl<C: Clock> RingBuffer<C> {
             clock,
             buffers,
             geometry,
+            annex: crate::annex::Annex::in_memory(geometry.metadata_capacity),
             #[cfg(not(loom))]
             file: None,
         })
@@ -110,6 +113,7 @@ impl<C: Clock> RingBuffer<C> {
             clock,
             buffers,
             geometry,
+            annex: opened.annex,
             file: Some(opened.file),
         })
     }

@@ -3,10 +3,10 @@
 //! reserve/commit/read code is model-checked. As tokio and bytes do it.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// Lets another thread make progress while this one waits for it: a spin
 /// hint normally, a yield to loom's scheduler under `cfg(loom)` (which
@@ -155,7 +155,7 @@ impl AtomicPair {
     }
 }
 
-/// The reader lock: parking_lot's normally, loom's under `cfg(loom)` (a real
+/// The reader lock (and the metadata annex's): parking_lot's normally, loom's under `cfg(loom)` (a real
 /// mutex would block loom's single OS thread).
 #[derive(Debug)]
 pub(crate) struct Mutex<T> {

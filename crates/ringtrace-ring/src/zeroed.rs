@@ -34,6 +34,12 @@ unsafe impl Zeroable for crate::sync::AtomicU32 {
         Self::new(0)
     }
 }
+// SAFETY: as for AtomicU32, with a u8.
+unsafe impl Zeroable for crate::sync::AtomicU8 {
+    fn zero() -> Self {
+        Self::new(0)
+    }
+}
 // SAFETY: as for AtomicU32.
 unsafe impl Zeroable for crate::sync::AtomicU64 {
     fn zero() -> Self {

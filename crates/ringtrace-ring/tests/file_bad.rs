@@ -29,6 +29,8 @@ struct Fixture {
     events: Vec<Written>,
     /// Every payload committed (some since overwritten).
     written: BTreeSet<Vec<u8>>,
+    /// The metadata records appended.
+    records: Vec<Vec<u8>>,
 }
 
 /// Two CPU buffers of six 256-byte pages, checksummed events of 16 to 55
@@ -38,6 +40,12 @@ fn make_fixture(mode: Mode) -> Fixture {
     let scratch = Scratch::new("fixture");
     let path = scratch.path("t.ring");
     let ring = RingBuffer::new(config(&path, mode, 2, 256, 6), Counter::new()).unwrap();
+    let records: Vec<Vec<u8>> = (0..8)
+        .map(|seq| common::payload(RECORDS, seq, 16 + (seq * 3) as usize))
+        .collect();
+    for r in &records {
+        ring.append_metadata(r).unwrap();
+    }
     let mut written = BTreeSet::new();
     let before = if mode == Mode::Discard { 16 } else { 70 };
     let mut write = |cpu: usize, seq: u64| {
@@ -61,14 +69,19 @@ fn make_fixture(mode: Mode) -> Fixture {
     let rec = file::recover(&path).unwrap();
     assert!(!rec.has_problems(), "the fixture is sound");
     assert_eq!(rec.totals().skipped_pending, 1);
+    assert_eq!(rec.metadata_records(), records);
     let events = (0..2).map(|cpu| events_of(&rec, cpu)).collect();
     Fixture {
         bytes: std::fs::read(&path).unwrap(),
         header: rec.header,
         events,
         written,
+        records,
     }
 }
+
+/// The writer id of the fixtures' metadata records' payloads.
+const RECORDS: u32 = 50;
 
 /// The two fixtures, made once.
 fn fixtures() -> &'static [Fixture; 2] {
@@ -427,13 +440,15 @@ fn a_consumed_count_past_a_pages_events_is_counted_not_a_panic() {
     );
 }
 
-/// Where a flip lands: anywhere, the header, a CPU buffer's control
-/// words, or its pages; or a header field changed and its checksum made
-/// to match, so that the geometry and layout checks are what stand.
+/// Where a flip lands: anywhere, the header, the metadata annex, a CPU
+/// buffer's control words, or its pages; or a header field changed and
+/// its checksum made to match, so that the geometry and layout checks are
+/// what stand.
 #[derive(Debug, Clone, Copy)]
 enum Region {
     Anywhere,
     Header,
+    Annex,
     Control,
     Pages,
     ForgedHeader,
@@ -443,6 +458,7 @@ fn region() -> impl Strategy<Value = Region> {
     prop_oneof![
         1 => Just(Region::Anywhere),
         1 => Just(Region::Header),
+        1 => Just(Region::Annex),
         3 => Just(Region::Control),
         3 => Just(Region::Pages),
         2 => Just(Region::ForgedHeader),
@@ -476,6 +492,9 @@ proptest! {
                     forged = true;
                     (12, hlen as u64 - 12 - 16)
                 }
+                // The committed length and the records (not the zeros
+                // after them, where a flip changes nothing).
+                Region::Annex => (l.annex_offset, 8 + f.records.iter().map(|r| 4 + r.len() as u64).sum::<u64>()),
                 Region::Control => (base, l.commits + f.header.physical_pages() as u64 * l.commit_stride),
                 Region::Pages => (base + l.pages, (f.header.physical_pages() * f.header.page_size) as u64),
             };
@@ -503,6 +522,14 @@ proptest! {
                 }
             }
             let _ = checked;
+            for r in rec.metadata_records() {
+                prop_assert!(!r.is_empty(), "an empty record");
+                if common::check(r).is_ok() {
+                    prop_assert!(f.records.contains(r), "a record with a valid checksum that was never appended: {:?}", r);
+                }
+            }
+            let framed: u64 = rec.metadata_records().iter().map(|r| 4 + r.len() as u64).sum();
+            prop_assert!(framed <= rec.header.layout.annex_capacity, "records past the annex's capacity");
         }
     }
 }

@@ -5,7 +5,8 @@
 //! while holding a half-written reservation, or panics in the middle of
 //! one. The parent recovers the file: nothing torn, invented or out of
 //! order comes back, every event the child reported committed is there,
-//! and a reservation that never ended is counted, never returned.
+//! and a reservation that never ended is counted, never returned. The
+//! same of metadata records a third thread appends while it is killed.
 
 mod common;
 mod file_support;
@@ -36,19 +37,46 @@ const SEED: &str = "RINGTRACE_FILE_CRASH_SEED";
 const DOOMED: u32 = 7;
 /// Each writer reports its last committed seq every this many events.
 const REPORT_EVERY: u64 = 8;
+/// The writer id of the metadata records' payloads.
+const RECORDS: u32 = 50;
 
 /// The child's ring: two CPU buffers of 1024-byte pages; 16 KB each in
 /// overwrite mode, so that it wraps many times. In discard mode 64 KB each
 /// when the parent kills it, so that a kill lands while it is still
 /// filling about as often as after it filled up; 1 MB when it ends by
 /// itself, so that the writers are still at work when it does.
+/// With metadata records appended, an annex of 64 KiB: room for about
+/// 1,500, filled in about a tenth of a second.
 fn child_config(path: &Path, mode: Mode, scenario: &str) -> ringtrace_ring::RingConfig {
     let pages = match (mode, scenario) {
         (Mode::Overwrite, _) => 16,
-        (Mode::Discard, "kill" | "stay") => 64,
+        (Mode::Discard, "kill" | "kill_records" | "stay") => 64,
         (Mode::Discard, _) => 1024,
     };
-    config(path, mode, 2, 1024, pages)
+    let config = config(path, mode, 2, 1024, pages);
+    if scenario == "kill_records" {
+        config.metadata_capacity(64 * 1024)
+    } else {
+        config
+    }
+}
+
+/// Metadata record `seq`: checksummed, 16 to 63 bytes.
+fn annex_record(seq: u64) -> Vec<u8> {
+    common::payload(RECORDS, seq, 16 + (seq % 48) as usize)
+}
+
+/// Appends records 0, 1, 2, ... a few tens of microseconds apart, and
+/// reports each (`M seq`) once it is in, until the annex is full (`MF`).
+fn append_records(shared: &Shared) {
+    for seq in 0.. {
+        if shared.ring.append_metadata(&annex_record(seq)).is_err() {
+            say("MF");
+            return;
+        }
+        say(&format!("M {seq}"));
+        std::thread::sleep(Duration::from_micros(50));
+    }
 }
 
 /// A line on the child's stdout, whole (a pipe write of under PIPE_BUF
@@ -201,6 +229,14 @@ fn child_entry() {
         "kill" => loop {
             std::thread::sleep(Duration::from_secs(1));
         },
+        // The same, while a third thread appends metadata records.
+        "kill_records" => {
+            let appender = Arc::clone(&shared);
+            std::thread::spawn(move || append_records(&appender));
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
         // abort() while this thread holds a half-written reservation on
         // buffer 0, writer 0 writing around it.
         "abort_holding" => {
@@ -573,6 +609,50 @@ fn sigkill_at_random_moments_in_overwrite_mode_loses_nothing_committed() {
 #[cfg_attr(miri, ignore = "processes and signals")]
 fn sigkill_at_random_moments_in_discard_mode_loses_nothing_committed() {
     killed_at_random(Mode::Discard, 12);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "processes and signals")]
+fn sigkill_while_metadata_records_are_appended_keeps_every_record_reported() {
+    let scratch = Scratch::new("kill-records");
+    let mut rng = Rng::from_env("sigkill_while_metadata_records_are_appended");
+    for i in 0..8 {
+        let mode = [Mode::Overwrite, Mode::Discard][i % 2];
+        let path = scratch.path(&format!("{i}.ring"));
+        let mut child = spawn("kill_records", &path, mode).started();
+        std::thread::sleep(Duration::from_millis(1 + rng.below(30)));
+        child.kill();
+        let run = child.finish();
+        assert_eq!(run.status.signal(), Some(libc::SIGKILL), "{run:?}");
+        let rec = recover_after(&path, &run, WriterState::Died);
+        check_recovery(&rec, mode, &run);
+        assert!(
+            rec.annex_problems().is_empty(),
+            "{:?}",
+            rec.annex_problems()
+        );
+        let records = rec.metadata_records();
+        for (seq, r) in records.iter().enumerate() {
+            assert_eq!(*r, annex_record(seq as u64), "record {seq} is torn");
+        }
+        let reported = run
+            .said
+            .iter()
+            .filter_map(|l| l.strip_prefix("M ")?.parse::<u64>().ok())
+            .max();
+        if let Some(last) = reported {
+            assert!(
+                records.len() as u64 > last,
+                "record {last} was reported, {} recovered",
+                records.len()
+            );
+        }
+        eprintln!(
+            "{mode}: killed after {reported:?} reported, {} recovered",
+            records.len()
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
 }
 
 /// Runs `scenario` to its end in both modes and checks the file: the

@@ -43,6 +43,8 @@ fn open_here() -> std::sync::MutexGuard<'static, Vec<(u64, u64)>> {
 pub(crate) struct Opened {
     pub file: RingFile,
     pub memory: Vec<CpuMemory>,
+    /// The file's metadata annex, with the records an earlier run left.
+    pub annex: crate::annex::Annex,
     /// The file held a ring already (append): take it over as it is.
     pub adopt: bool,
 }
@@ -200,6 +202,23 @@ impl RingFile {
             // Relaxed: nothing is shared yet; `set_open` publishes.
             status.store(STATUS_SETTING_UP, Ordering::Relaxed);
         }
+        // Checked before anything is changed, as the CPUs' words are below.
+        let annex = super::annex::in_map(&map, &layout).map_err(|why| {
+            if adopt {
+                FileError::Mismatch {
+                    path: path.to_owned(),
+                    what: format!(
+                        "its metadata annex is damaged: {why}; read it with `ringtrace recover` and start a new file"
+                    ),
+                }
+            } else {
+                FileError::Io {
+                    path: path.to_owned(),
+                    action: "mapped",
+                    reason: why,
+                }
+            }
+        })?;
         let memory = (0..geometry.cpus)
             .map(|cpu| CpuMemory::in_file(&map, layout.cpu_offsets(cpu), geometry))
             .collect::<Result<Vec<_>, _>>()
@@ -241,6 +260,7 @@ impl RingFile {
                 opened: std::sync::atomic::AtomicBool::new(false),
             },
             memory,
+            annex,
             adopt,
         })
     }
@@ -269,6 +289,12 @@ impl RingFile {
             path: path.to_owned(),
             what,
         };
+        if have.version != VERSION {
+            return Err(mismatch(format!(
+                "it is a format version {} file, which has no metadata annex; this build appends to version {VERSION} files only: start a new file (`ringtrace recover` still reads the old one)",
+                have.version
+            )));
+        }
         let shape = |h: &FileHeader| {
             format!(
                 "{} CPUs x {} pages of {} bytes, {} quarantine pages, {} mode",
@@ -299,6 +325,12 @@ impl RingFile {
                 "its metadata (the event descriptions, {} bytes) differs from this ring's ({} bytes), or is damaged",
                 have.layout.metadata_len,
                 metadata.len()
+            )));
+        }
+        if have.layout.annex_capacity != want.layout.annex_capacity {
+            return Err(mismatch(format!(
+                "its metadata annex holds {} bytes of records, this ring's would hold {} (RingConfig::metadata_capacity): use the file's",
+                have.layout.annex_capacity, want.layout.annex_capacity
             )));
         }
         if have.layout != want.layout {

@@ -41,13 +41,14 @@ pub enum FileError {
         found: String,
     },
     /// A format version this build does not read.
-    #[error("{} is a ringtrace file of format version {found}; this build reads version {supported}", path.display())]
+    #[error("{} is a ringtrace file of format version {found}; this build reads versions {} to {supported}", path.display(), super::header::OLDEST_VERSION)]
     Version {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads (it reads from
+        /// [`OLDEST_VERSION`](super::OLDEST_VERSION) up).
         supported: u32,
     },
     /// The file ends inside its header.

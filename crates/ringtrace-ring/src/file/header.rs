@@ -9,8 +9,21 @@ use ringtrace_clock::{ClockInfo, Guarantee, TickConversion};
 
 /// The first eight bytes of every ring file.
 pub const MAGIC: [u8; 8] = *b"RINGTRC\0";
-/// The format version this build writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this build writes (and the newest it reads).
+/// Version 2 added the metadata annex: two layout words, its offset and
+/// capacity.
+pub const VERSION: u32 = 2;
+/// The oldest format version this build reads: a version 1 file recovers
+/// (with no metadata records), but is not appended to.
+pub const OLDEST_VERSION: u32 = 1;
+/// Layout words in the header: 11 in version 1, 13 since the annex.
+fn layout_words(version: u32) -> usize {
+    if version >= 2 {
+        13
+    } else {
+        11
+    }
+}
 /// Written in the machine's own byte order: a reader on a machine of the
 /// other order reads it reversed.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -184,7 +197,8 @@ fn guarantee_code(g: Guarantee) -> u8 {
 
 impl FileHeader {
     /// The header's bytes, checksum last; at most `STATUS_OFFSET` long
-    /// (the names are cut to 64 bytes).
+    /// (the names are cut to 64 bytes). In the format of `self.version`
+    /// (a version 1 header has no annex words).
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut p = Put(Vec::with_capacity(512));
         p.0.extend_from_slice(&MAGIC);
@@ -199,7 +213,7 @@ impl FileHeader {
             Mode::Discard => 1,
         });
         let l = &self.layout;
-        for v in [
+        let words = [
             l.metadata_offset,
             l.metadata_len,
             l.data_offset,
@@ -211,8 +225,11 @@ impl FileHeader {
             l.commit_stride,
             l.pages,
             l.file_len,
-        ] {
-            p.u64(v);
+            l.annex_offset,
+            l.annex_capacity,
+        ];
+        for v in &words[..layout_words(self.version)] {
+            p.u64(*v);
         }
         let c = &self.clock;
         p.str(&c.name);
@@ -262,8 +279,8 @@ impl FileHeader {
                 ))
             }
         };
-        let mut l = [0u64; 11];
-        for v in l.iter_mut() {
+        let mut l = [0u64; 13];
+        for v in l.iter_mut().take(layout_words(version)) {
             *v = t.u64("layout")?;
         }
         let layout = FileLayout {
@@ -278,6 +295,8 @@ impl FileHeader {
             commit_stride: l[8],
             pages: l[9],
             file_len: l[10],
+            annex_offset: l[11],
+            annex_capacity: l[12],
         };
         let name = t.str("clock name")?;
         let frequency_hz = Some(t.u64("clock frequency")?).filter(|&f| f != 0);

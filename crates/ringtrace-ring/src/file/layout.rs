@@ -1,10 +1,13 @@
-//! Where everything is in a ring file: the header, the metadata, and each
-//! CPU buffer's control words and pages. docs/format.md has the picture.
+//! Where everything is in a ring file: the header, the metadata, the
+//! metadata annex, and each CPU buffer's control words and pages.
+//! docs/format.md has the picture.
 //!
 //! ```text
 //!   0      header (fixed fields, then a checksum)       HEADER_AREA bytes
 //!   2048   status word: being set up, open, or closed
 //!   4096   metadata (opaque to the ring: the tracepoint descriptions)
+//!   annex  committed length (u64), then records appended at run time
+//!          (4096-aligned; absent when its capacity is 0)
 //!   data   CPU 0: | hot line | rare line | slots | commit words | pages |
 //!          CPU 1: ... every CPU `cpu_stride` bytes after the last
 //! ```
@@ -81,6 +84,13 @@ pub struct FileLayout {
     pub pages: u64,
     /// The whole file.
     pub file_len: u64,
+    /// Where the metadata annex starts: its committed-length word (u64),
+    /// then the records. 0 when it has no capacity.
+    pub annex_offset: u64,
+    /// Bytes for the annex's records, after the committed-length word
+    /// ([`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity));
+    /// 0 for no annex (and in a version 1 file, which has none).
+    pub annex_capacity: u64,
 }
 
 fn round_up(n: u64, to: u64) -> Option<u64> {
@@ -101,6 +111,8 @@ impl FileLayout {
         commit_stride: 0,
         pages: 0,
         file_len: 0,
+        annex_offset: 0,
+        annex_capacity: 0,
     };
 
     /// The layout this build writes for `geometry` and `metadata_len` bytes
@@ -121,6 +133,7 @@ impl FileLayout {
             rare_size as u64,
             commit_stride,
             metadata_len as u64,
+            geometry.metadata_capacity as u64,
         )
     }
 
@@ -134,6 +147,7 @@ impl FileLayout {
         rare_size: u64,
         commit_stride: u64,
         metadata_len: u64,
+        annex_capacity: u64,
     ) -> Option<FileLayout> {
         let line = LINE as u64;
         let hot = 0;
@@ -149,10 +163,17 @@ impl FileLayout {
             AREA_ALIGN as u64,
         )?;
         let metadata_offset = HEADER_AREA as u64;
-        let data_offset = round_up(
-            metadata_offset.checked_add(metadata_len)?,
-            AREA_ALIGN as u64,
-        )?;
+        let metadata_end = metadata_offset.checked_add(metadata_len)?;
+        let (annex_offset, annex_end) = if annex_capacity == 0 {
+            (0, metadata_end)
+        } else {
+            let at = round_up(metadata_end, AREA_ALIGN as u64)?;
+            let end = at
+                .checked_add(crate::annex::COMMITTED_WORD as u64)?
+                .checked_add(annex_capacity)?;
+            (at, end)
+        };
+        let data_offset = round_up(annex_end, AREA_ALIGN as u64)?;
         let file_len = data_offset.checked_add(cpus.checked_mul(cpu_stride)?)?;
         Some(FileLayout {
             metadata_offset,
@@ -166,6 +187,8 @@ impl FileLayout {
             commit_stride,
             pages: pages_at,
             file_len,
+            annex_offset,
+            annex_capacity,
         })
     }
 
@@ -249,6 +272,20 @@ impl FileLayout {
                 self.metadata_offset, HEADER_AREA, self.data_offset
             ));
         }
+        if self.annex_capacity > 0 {
+            let end = self
+                .annex_offset
+                .checked_add(crate::annex::COMMITTED_WORD as u64)
+                .and_then(|e| e.checked_add(self.annex_capacity))
+                .ok_or("the metadata annex overflows")?;
+            if self.annex_offset < meta_end || end > self.data_offset || self.annex_offset % 8 != 0
+            {
+                return Err(format!(
+                    "the metadata annex at {}..{end} is not 8-aligned or is outside the space between the metadata and the CPU areas ({meta_end}..{})",
+                    self.annex_offset, self.data_offset
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -296,10 +333,34 @@ mod tests {
         l.check(16, 22, 256, 3).unwrap();
         assert_eq!(l.data_offset % 4096, 0);
         assert_eq!(l.cpu_stride % 4096, 0);
+        assert_eq!(
+            l.annex_offset, 8192,
+            "the annex after the metadata, aligned"
+        );
+        assert_eq!(l.data_offset, 8192 + 8 + 256 * 1024 + 4088);
         let bad = FileLayout { slots: 0, ..l };
         assert!(bad
             .check(16, 22, 256, 3)
             .unwrap_err()
             .contains("slot words"));
+        let into_metadata = FileLayout {
+            annex_offset: 4096,
+            ..l
+        };
+        assert!(into_metadata
+            .check(16, 22, 256, 3)
+            .unwrap_err()
+            .contains("metadata annex"));
+        let g = crate::RingConfig::default()
+            .cpus(3)
+            .page_size(256)
+            .per_cpu_bytes(4096)
+            .quarantine_pages(5)
+            .metadata_capacity(0)
+            .validate()
+            .unwrap();
+        let none = FileLayout::for_geometry(&g, 1000).unwrap();
+        none.check(16, 22, 256, 3).unwrap();
+        assert_eq!((none.annex_offset, none.data_offset), (0, 8192));
     }
 }

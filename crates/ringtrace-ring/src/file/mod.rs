@@ -10,6 +10,9 @@
 //!   anchor, the writer's pid and command, and the metadata a higher layer
 //!   hands in ([`RingConfig::metadata`](crate::RingConfig::metadata)) to
 //!   decode events;
+//! - the metadata annex: records appended at run time
+//!   ([`RingBuffer::append_metadata`](crate::RingBuffer::append_metadata)),
+//!   each made visible by a committed length stored after its bytes;
 //! - the control words (the state, the accounting counters, the slot and
 //!   commit words) in the file, so recovered counts are real;
 //! - each page zeroed when a writer claims it, and each event's header
@@ -27,6 +30,7 @@
 
 #[cfg(not(loom))]
 mod adopt;
+mod annex;
 #[cfg(not(loom))]
 mod create;
 mod error;
@@ -41,7 +45,7 @@ mod walk;
 #[cfg(not(loom))]
 pub(crate) use create::{RingFile, Writer};
 pub use error::FileError;
-pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, VERSION};
+pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 pub use layout::FileLayout;
 pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};
 

@@ -2,7 +2,7 @@
 //! file holds: every length is checked before it is used.
 
 use super::error::{kind_of, FileError};
-use super::header::{FileHeader, MAGIC, VERSION};
+use super::header::{FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 use super::layout::STATUS_OFFSET;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -134,7 +134,7 @@ impl Source {
             .get(8..12)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .ok_or_else(truncated)?;
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(FileError::Version {
                 path: path.to_owned(),
                 found: version,

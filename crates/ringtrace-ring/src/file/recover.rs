@@ -92,6 +92,11 @@ pub struct Recovery {
     pub writer: WriterState,
     /// One entry per CPU buffer.
     pub cpus: Vec<CpuRecovery>,
+    /// The metadata records appended at run time (the annex), in order:
+    /// those before any damage.
+    pub(crate) metadata_records: Vec<Vec<u8>>,
+    /// What is wrong with the annex, in words.
+    pub(crate) annex_problems: Vec<String>,
 }
 
 impl Recovery {
@@ -120,9 +125,28 @@ impl Recovery {
         s
     }
 
+    /// The metadata records appended at run time
+    /// ([`RingBuffer::append_metadata`](crate::RingBuffer::append_metadata)),
+    /// in the order they were appended: opaque bytes for the layer that
+    /// wrote them (a `tracing` layer's callsite descriptions). After damage
+    /// to the annex, the records before it ([`Recovery::annex_problems`]
+    /// says what).
+    pub fn metadata_records(&self) -> &[Vec<u8>] {
+        &self.metadata_records
+    }
+
+    /// What is wrong with the metadata annex, in words: a committed length
+    /// past its capacity, a record running past it, the file's end inside
+    /// it. Empty when it is sound.
+    pub fn annex_problems(&self) -> &[String] {
+        &self.annex_problems
+    }
+
     /// Whether anything is wrong or does not add up.
     pub fn has_problems(&self) -> bool {
-        self.metadata.is_err() || self.cpus.iter().any(|c| !c.problems.is_empty())
+        self.metadata.is_err()
+            || !self.annex_problems.is_empty()
+            || self.cpus.iter().any(|c| !c.problems.is_empty())
     }
 }
 
@@ -187,6 +211,9 @@ fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     for cpu in 0..header.cpus {
         cpus.push(recover_cpu(&source, path, &header, cpu)?);
     }
+    // After the events: in a live ring, a record is appended before the
+    // events that need it, so each event read has its record.
+    let annex = super::annex::read(&source, &header, path)?;
     if source.len < header.layout.file_len {
         if let Some(first) = cpus.first_mut() {
             first.problems.push(format!(
@@ -201,6 +228,8 @@ fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
         metadata,
         writer,
         cpus,
+        metadata_records: annex.records,
+        annex_problems: annex.problems,
     })
 }
 

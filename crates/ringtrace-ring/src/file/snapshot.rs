@@ -16,7 +16,9 @@ impl<C: Clock> RingBuffer<C> {
     /// (a file ring's path, or `<memory>`), with a wall-clock anchor read
     /// now; the first event of each CPU reports in `lost_before` the
     /// events overwritten or lost before it, and the counts are the
-    /// buffers' own.
+    /// buffers' own. The metadata records appended so far
+    /// ([`RingBuffer::append_metadata`]) come with it, for a memory ring as
+    /// for a file ring.
     ///
     /// ```
     /// use ringtrace_clock::Counter;
@@ -79,6 +81,8 @@ impl<C: Clock> RingBuffer<C> {
             metadata: Ok(metadata),
             writer: WriterState::Live,
             cpus,
+            metadata_records: self.metadata_records(),
+            annex_problems: Vec::new(),
         }
     }
 }

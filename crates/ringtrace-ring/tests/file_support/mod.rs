@@ -44,7 +44,8 @@ impl Drop for Scratch {
 }
 
 /// A file ring's configuration: `cpus` buffers of `pages` pages of `page`
-/// bytes, two quarantine pages (a small file), no fixup on its own.
+/// bytes, two quarantine pages and a metadata annex of 1 KiB (a small
+/// file), no fixup on its own.
 pub fn config(path: &Path, mode: Mode, cpus: usize, page: usize, pages: usize) -> RingConfig {
     RingConfig::default()
         .cpus(cpus)
@@ -52,9 +53,13 @@ pub fn config(path: &Path, mode: Mode, cpus: usize, page: usize, pages: usize) -
         .per_cpu_bytes(page * pages)
         .mode(mode)
         .quarantine_pages(2)
+        .metadata_capacity(ANNEX)
         .fixup_after(None)
         .file(path)
 }
+
+/// The metadata annex of [`config`]'s rings, in bytes.
+pub const ANNEX: usize = 1024;
 
 /// The file error a ring that could not be made gave; panics if it was
 /// made, or failed for another reason.
@@ -69,7 +74,7 @@ pub fn file_error<C: Clock>(made: Result<RingBuffer<C>, ConfigError>) -> FileErr
 /// Bytes of the encoded header (its checksum last), from its fields, as
 /// docs/format.md lays them out.
 pub fn header_len(h: &FileHeader) -> usize {
-    let fixed = 8 + 4 + 4 + 5 * 4 + 11 * 8;
+    let fixed = 8 + 4 + 4 + 5 * 4 + 13 * 8;
     let clock = 1 + h.clock.name.len() + 8 + 8 + 4 + 1 + 1 + 8;
     let writer = 8 + 8 + 4 + 1 + h.comm.len();
     fixed + clock + writer + 8 + 8

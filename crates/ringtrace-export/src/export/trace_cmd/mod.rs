@@ -103,7 +103,9 @@ fn timestamp(clock: &FileClock, ticks: u64) -> u64 {
 
 /// Decodes every event and encodes it as the kernel would have.
 fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
-    let decoder = Decoder::new(meta);
+    // The run-time records beside the metadata, as every exporter's
+    // decoder has them (not decoded by yet).
+    let decoder = Decoder::new(meta).with_metadata_records(r.metadata_records().to_vec());
     let formats = Formats::new(meta);
     // The symbols first: every preemptirq location.
     let mut symbols = Symbols::default();

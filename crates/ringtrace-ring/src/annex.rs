@@ -1,0 +1,344 @@
+//! The metadata annex: records a higher layer appends at run time (a
+//! `tracing` layer's callsite descriptions, learnt one callsite at a
+//! time), kept where readers find them: in the ring's file for a file
+//! ring, so that a crashed program's trace still decodes, and in memory
+//! otherwise (for [`RingBuffer::snapshot`]). Append-only, in order, and
+//! bounded by [`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity).
+//! The records are opaque bytes to the ring.
+//!
+//! Each record is framed as its length (u32, little-endian), never 0,
+//! then its bytes. In a file the framed records follow a committed-length
+//! word (u64) that an append stores only after the record's bytes, so a
+//! crash mid-append leaves the word covering the earlier records only and
+//! the torn one past it, unseen (docs/format.md, "The metadata annex").
+//!
+//! Appends are serialised by a lock: they are rare (once per callsite),
+//! not the hot path, and not async-signal-safe.
+
+use crate::ring::RingBuffer;
+use crate::sync::Mutex;
+#[cfg(not(loom))]
+use crate::sync::Ordering;
+use ringtrace_clock::Clock;
+
+/// Bytes of a record's length word.
+pub(crate) const RECORD_HEADER: usize = 4;
+/// Bytes of a file annex's committed-length word, before the records.
+pub(crate) const COMMITTED_WORD: usize = 8;
+
+/// Why a metadata record was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetadataError {
+    /// The record does not fit in what is left of the annex (a ring
+    /// without one, `capacity` 0, has room for none).
+    Full {
+        /// Bytes the record takes: its length plus 4.
+        needed: usize,
+        /// Bytes left.
+        free: usize,
+        /// The annex's size ([`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity)).
+        capacity: usize,
+    },
+    /// An empty record: a zero length is where the records end.
+    Empty,
+}
+
+impl std::fmt::Display for MetadataError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            MetadataError::Full {
+                needed,
+                capacity: 0,
+                ..
+            } => write!(
+                f,
+                "the ring has no metadata annex (RingConfig::metadata_capacity is 0), so a record of {needed} bytes cannot be kept; give it a capacity (256 KiB by default)"
+            ),
+            MetadataError::Full {
+                needed,
+                free,
+                capacity,
+            } => write!(
+                f,
+                "the metadata annex is full: the record needs {needed} bytes (its length plus 4) and {free} of {capacity} are free; raise RingConfig::metadata_capacity"
+            ),
+            MetadataError::Empty => f.write_str(
+                "an empty metadata record is refused: a record holds at least one byte",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MetadataError {}
+
+/// The records framed in `framed`, and why the walk stopped before its
+/// end if it did (the records before that point are returned). Never
+/// panics, whatever the bytes.
+pub(crate) fn parse(framed: &[u8]) -> (Vec<Vec<u8>>, Option<String>) {
+    let mut records = Vec::new();
+    let mut at = 0usize;
+    while at < framed.len() {
+        let end = framed.len();
+        let Some(word) = framed.get(at..at + RECORD_HEADER) else {
+            let why = format!("byte {at}: a record's length is cut off by the end at byte {end}");
+            return (records, Some(why));
+        };
+        let len = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize;
+        if len == 0 {
+            let why = format!("byte {at}: a record of length 0 (records are never empty)");
+            return (records, Some(why));
+        }
+        let start = at + RECORD_HEADER;
+        let Some(bytes) = start.checked_add(len).and_then(|e| framed.get(start..e)) else {
+            let why = format!("byte {at}: a record of {len} bytes runs past the end at byte {end}");
+            return (records, Some(why));
+        };
+        records.push(bytes.to_vec());
+        at = start + len;
+    }
+    (records, None)
+}
+
+/// Where the framed records are.
+#[derive(Debug)]
+enum Store {
+    /// A memory ring's, grown as records come.
+    Memory(Vec<u8>),
+    /// A file ring's: views into its map.
+    #[cfg(not(loom))]
+    File(FileStore),
+}
+
+/// A file annex: its committed-length word and the bytes after it.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct FileStore {
+    committed: crate::zeroed::ZeroedBox<crate::sync::AtomicU64>,
+    bytes: crate::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
+    /// What `committed` holds: read from the file once, when checked.
+    used: usize,
+}
+
+#[cfg(not(loom))]
+impl FileStore {
+    /// The annex of a file over `committed` and `bytes` (its capacity), as
+    /// the file holds it: empty for a new file, the records of an earlier
+    /// run for one appended to. Its writer must be gone (checked by the
+    /// caller). A committed length past the capacity, or records that do
+    /// not fill it exactly, are what is wrong, in words.
+    pub(crate) fn adopt(
+        committed: crate::zeroed::ZeroedBox<crate::sync::AtomicU64>,
+        bytes: crate::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
+    ) -> Result<FileStore, String> {
+        // Relaxed: nothing else touches the words (see above).
+        let word = committed.load(Ordering::Relaxed);
+        let capacity = bytes.len();
+        let used = usize::try_from(word)
+            .ok()
+            .filter(|&u| u <= capacity)
+            .ok_or_else(|| {
+                format!("its committed length {word} is past its capacity of {capacity} bytes")
+            })?;
+        let store = FileStore {
+            committed,
+            bytes,
+            used,
+        };
+        match parse(&store.framed()) {
+            (_, Some(why)) => Err(why),
+            (_, None) => Ok(store),
+        }
+    }
+
+    /// The framed records, copied out.
+    fn framed(&self) -> Vec<u8> {
+        // Relaxed: only this process writes the annex, under the lock
+        // the caller holds (or before the ring is shared).
+        self.bytes[..self.used]
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// A ring's metadata annex.
+#[derive(Debug)]
+pub(crate) struct Annex {
+    capacity: usize,
+    store: Mutex<Store>,
+}
+
+impl Annex {
+    /// An empty annex of `capacity` bytes in memory.
+    pub(crate) fn in_memory(capacity: usize) -> Annex {
+        Annex {
+            capacity,
+            store: Mutex::new(Store::Memory(Vec::new())),
+        }
+    }
+
+    /// The annex of a file ring.
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(store: FileStore) -> Annex {
+        Annex {
+            capacity: store.bytes.len(),
+            store: Mutex::new(Store::File(store)),
+        }
+    }
+
+    /// Appends `record`, or says why not.
+    fn append(&self, record: &[u8]) -> Result<(), MetadataError> {
+        if record.is_empty() {
+            return Err(MetadataError::Empty);
+        }
+        let needed = record.len().saturating_add(RECORD_HEADER);
+        let mut store = self.store.lock();
+        let used = match &*store {
+            Store::Memory(framed) => framed.len(),
+            #[cfg(not(loom))]
+            Store::File(f) => f.used,
+        };
+        let free = self.capacity.saturating_sub(used);
+        // A record that fits is under MAX_METADATA_CAPACITY, so its length
+        // fits in the u32.
+        let len = u32::try_from(record.len()).ok().filter(|_| needed <= free);
+        let Some(len) = len else {
+            return Err(MetadataError::Full {
+                needed,
+                free,
+                capacity: self.capacity,
+            });
+        };
+        match &mut *store {
+            Store::Memory(framed) => {
+                framed.extend_from_slice(&len.to_le_bytes());
+                framed.extend_from_slice(record);
+            }
+            #[cfg(not(loom))]
+            Store::File(f) => {
+                let end = used + needed;
+                let framed = len.to_le_bytes().into_iter().chain(record.iter().copied());
+                for (at, byte) in f.bytes[used..end].iter().zip(framed) {
+                    // Relaxed: published by the Release store below.
+                    at.store(byte, Ordering::Relaxed);
+                }
+                // Release: the record's bytes come before the length that
+                // covers them, in program order and for the compiler. That
+                // is what a crash needs (a killed thread stops between two
+                // instructions, and every store it made before reaches the
+                // page cache); this process's readers take the lock, and
+                // another process's read the word first.
+                f.committed.store(end as u64, Ordering::Release);
+                f.used = end;
+            }
+        }
+        Ok(())
+    }
+
+    /// The records so far, in order.
+    fn records(&self) -> Vec<Vec<u8>> {
+        let store = self.store.lock();
+        match &*store {
+            Store::Memory(framed) => parse(framed).0,
+            #[cfg(not(loom))]
+            Store::File(f) => parse(&f.framed()).0,
+        }
+    }
+}
+
+impl<C: Clock> RingBuffer<C> {
+    /// Appends `record` to the ring's metadata annex: bytes that describe
+    /// events (a `tracing` layer's description of a callsite, learnt at
+    /// run time), opaque to the ring. A file ring keeps them in its file,
+    /// where [`file::recover`](crate::file::recover) finds them after a
+    /// crash; a memory ring keeps them for [`RingBuffer::snapshot`].
+    /// Records come back in the order they were appended.
+    ///
+    /// A record that does not fit in what is left of
+    /// [`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity)
+    /// is refused ([`MetadataError::Full`]) and the earlier ones are kept;
+    /// so is an empty one. Appends are serialised by a lock: not for the
+    /// hot path, and not async-signal-safe (never from a signal handler).
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::{MetadataError, RingBuffer, RingConfig};
+    /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).metadata_capacity(16);
+    /// let ring = RingBuffer::new(config, Counter::new())?;
+    /// ring.append_metadata(b"callsite 1")?; // 4 + 10 bytes of 16
+    /// let err = ring.append_metadata(b"callsite 2").unwrap_err();
+    /// assert_eq!(err, MetadataError::Full { needed: 14, free: 2, capacity: 16 });
+    /// assert!(err.to_string().contains("raise RingConfig::metadata_capacity"));
+    /// assert_eq!(ring.metadata_records(), vec![b"callsite 1".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn append_metadata(&self, record: &[u8]) -> Result<(), MetadataError> {
+        self.annex.append(record)
+    }
+
+    /// The records appended so far (by this run, and for a file ring
+    /// appended to, by the earlier runs first), in order.
+    pub fn metadata_records(&self) -> Vec<Vec<u8>> {
+        self.annex.records()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(records: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in records {
+            out.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            out.extend_from_slice(r);
+        }
+        out
+    }
+
+    #[test]
+    fn whole_records_parse_back_in_order() {
+        let bytes = framed(&[b"a", b"bcd", &[7; 300]]);
+        let (records, why) = parse(&bytes);
+        assert_eq!(records, vec![b"a".to_vec(), b"bcd".to_vec(), vec![7; 300]]);
+        assert_eq!(why, None);
+    }
+
+    #[test]
+    fn damage_stops_the_parse_with_a_reason_and_keeps_what_came_before() {
+        let whole = framed(&[b"one", b"two"]);
+        // cut inside the second record's length, then inside its bytes
+        for (cut, says) in [(9, "cut off"), (12, "runs past")] {
+            let (records, why) = parse(&whole[..cut]);
+            assert_eq!(records, vec![b"one".to_vec()]);
+            assert!(why.as_deref().unwrap().contains(says), "{why:?}");
+        }
+        let mut zero = whole.clone();
+        zero[7..11].copy_from_slice(&0u32.to_le_bytes());
+        let (records, why) = parse(&zero);
+        assert_eq!(records, vec![b"one".to_vec()]);
+        assert!(why.unwrap().contains("byte 7: a record of length 0"));
+        let mut huge = whole;
+        huge[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(parse(&huge).0, Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn a_memory_annex_refuses_what_does_not_fit_and_keeps_the_rest() {
+        let annex = Annex::in_memory(10);
+        annex.append(b"12345").unwrap();
+        assert_eq!(
+            annex.append(b"x"),
+            Err(MetadataError::Full {
+                needed: 5,
+                free: 1,
+                capacity: 10
+            })
+        );
+        assert_eq!(annex.append(b""), Err(MetadataError::Empty));
+        assert_eq!(annex.records(), vec![b"12345".to_vec()]);
+        let none = Annex::in_memory(0);
+        let err = none.append(b"x").unwrap_err().to_string();
+        assert!(err.contains("no metadata annex"), "{err}");
+    }
+}

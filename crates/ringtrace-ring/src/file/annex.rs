@@ -1,0 +1,152 @@
+//! The metadata annex in a ring file (see [`crate::annex`]): its views
+//! for the writer, and reading it back in a recovery, where its bytes
+//! cannot be trusted.
+//!
+//! ```text
+//!   annex_offset      committed length, u64: bytes of whole records
+//!   annex_offset + 8  len u32 LE | bytes | len u32 LE | bytes | ...
+//!                     (up to annex_capacity bytes; past the committed
+//!                      length: zeros, or a record a crash left torn)
+//! ```
+
+use super::header::FileHeader;
+use super::read::Source;
+use super::FileError;
+use crate::annex::COMMITTED_WORD;
+use std::path::Path;
+
+/// What a recovery found in a file's annex: the records before any
+/// damage, and the damage in words.
+pub(crate) struct Recovered {
+    pub records: Vec<Vec<u8>>,
+    pub problems: Vec<String>,
+}
+
+/// Reads the annex of the file `source` with header `h`. A committed
+/// length past the capacity is clamped to it; a record running past the
+/// committed length, an empty one, or the file's end inside the annex
+/// stop the reading there. Each is a problem in words, and the records
+/// before it are kept. Never panics, whatever the bytes.
+pub(crate) fn read(source: &Source, h: &FileHeader, path: &Path) -> Result<Recovered, FileError> {
+    let mut out = Recovered {
+        records: Vec::new(),
+        problems: Vec::new(),
+    };
+    let (offset, capacity) = (h.layout.annex_offset, h.layout.annex_capacity);
+    if capacity == 0 {
+        return Ok(out); // no annex (or a version 1 file)
+    }
+    let word = source.read_at(offset, COMMITTED_WORD, path)?;
+    let Ok(word) = <[u8; 8]>::try_from(word.as_slice()) else {
+        out.problems.push(format!(
+            "the file ends before the metadata annex's committed length (byte {offset})"
+        ));
+        return Ok(out);
+    };
+    let committed = u64::from_le_bytes(word);
+    let end = if committed > capacity {
+        out.problems.push(format!(
+            "the metadata annex's committed length {committed} is past its capacity of {capacity} bytes: the word is corrupt; records are read up to the capacity"
+        ));
+        capacity
+    } else {
+        committed
+    };
+    // Read after the word: an append stores its record before the word,
+    // so every byte the word covers is written. (A forged length is
+    // bounded by the file: `read_at` reads what is there.)
+    let want = usize::try_from(end).unwrap_or(usize::MAX);
+    let start = offset.saturating_add(COMMITTED_WORD as u64);
+    let framed = source.read_at(start, want, path)?;
+    if framed.len() < want {
+        out.problems.push(format!(
+            "the file ends inside the metadata annex, after {} of its {end} committed bytes",
+            framed.len()
+        ));
+    }
+    let (records, stopped) = crate::annex::parse(&framed);
+    if let Some(why) = stopped {
+        let n = records.len();
+        out.problems.push(format!(
+            "the metadata annex is damaged at {why}; the {n} record{} before it {} kept",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" }
+        ));
+    }
+    out.records = records;
+    Ok(out)
+}
+
+/// The writer's annex over `map`, laid out by `layout`: empty in a new
+/// file, the earlier runs' records in a file appended to (or what is
+/// wrong with them).
+#[cfg(not(loom))]
+pub(crate) fn in_map(
+    map: &std::sync::Arc<memmap2::MmapMut>,
+    layout: &super::FileLayout,
+) -> Result<crate::annex::Annex, String> {
+    let capacity = usize::try_from(layout.annex_capacity)
+        .map_err(|_| format!("{} bytes do not fit in memory", layout.annex_capacity))?;
+    if capacity == 0 {
+        return Ok(crate::annex::Annex::in_memory(0));
+    }
+    let at = usize::try_from(layout.annex_offset).map_err(|e| e.to_string())?;
+    let failed = |e: crate::zeroed::ZeroedError| e.reason;
+    let committed = crate::zeroed::ZeroedBox::from_slice(
+        crate::zeroed::ZeroedSlice::in_file(map, at, 1).map_err(failed)?,
+    )
+    .map_err(failed)?;
+    let bytes =
+        crate::zeroed::ZeroedSlice::in_file(map, at + COMMITTED_WORD, capacity).map_err(failed)?;
+    let store = crate::annex::FileStore::adopt(committed, bytes)?;
+    Ok(crate::annex::Annex::in_file(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::file::{recover_bytes, FileError};
+    use crate::{ConfigError, RingBuffer, RingConfig};
+    use ringtrace_clock::Counter;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "creates and maps a file")]
+    fn a_version_1_file_recovers_without_records_and_is_not_appended_to() {
+        let dir = std::env::temp_dir().join(format!("ringtrace-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.ring");
+        let _ = std::fs::remove_file(&path);
+        let config = || {
+            RingConfig::default()
+                .cpus(1)
+                .page_size(1024)
+                .per_cpu_bytes(4096)
+                .quarantine_pages(1)
+                .metadata_capacity(0)
+                .file(&path)
+        };
+        let ring = RingBuffer::new(config(), Counter::new()).unwrap();
+        ring.write_on(0, b"old").unwrap();
+        drop(ring);
+        // The same file as version 1 wrote it: 11 layout words, no annex.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mut header = recover_bytes("v2", bytes.clone()).unwrap().header;
+        header.version = 1;
+        let encoded = header.encode();
+        bytes[..super::super::layout::STATUS_OFFSET].fill(0);
+        bytes[..encoded.len()].copy_from_slice(&encoded);
+        let old = recover_bytes("v1", bytes.clone()).unwrap();
+        assert_eq!(old.header, header);
+        assert!(!old.has_problems(), "{:?}", old.cpus[0].problems);
+        assert_eq!(old.merged()[0].payload, b"old");
+        assert!(old.metadata_records().is_empty());
+        std::fs::write(&path, &bytes).unwrap();
+        match RingBuffer::new(config().append(true), Counter::new()) {
+            Err(ConfigError::File(FileError::Mismatch { what, .. })) => {
+                assert!(what.contains("format version 1"), "{what}");
+                assert!(what.contains("start a new file"), "{what}");
+            }
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
