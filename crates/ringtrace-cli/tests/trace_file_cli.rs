@@ -160,6 +160,9 @@ fn recover_json_parses_and_its_counts_match_the_text() {
     assert_eq!(json["writer"]["state"], "closed");
     assert_eq!(json["clock"]["name"], "local");
     assert_eq!(json["metadata"]["usable"], true);
+    // The hammer registers nothing at run time: an empty, undamaged annex.
+    assert_eq!(json["metadata_records"]["count"], 0);
+    assert!(json["metadata_records"]["annex_capacity"].as_u64().unwrap() > 0);
     let cpus = json["cpus"].as_array().unwrap();
     assert_eq!(
         cpus.len() as u64,

@@ -149,6 +149,15 @@ impl TracerBuilder {
         self
     }
 
+    /// Bytes kept for descriptions registered while the program runs (the
+    /// `tracing` layer's callsites, local span sites): 256 KiB by default,
+    /// at most 64 MiB, 0 for none. When they run out, further callsites
+    /// are counted unregistered and their events are not recorded.
+    pub fn metadata_capacity(mut self, bytes: usize) -> Self {
+        self.config.metadata_capacity = bytes;
+        self
+    }
+
     /// How long a reader waits for a writer that reserved an event and
     /// never committed it (it died, or stalls) before it skips the page
     /// and counts its events lost; `None`: never on its own. 500 ms by
