@@ -182,7 +182,16 @@ pub fn run(
             .info()
             .conversion
             .unwrap_or(TickConversion::NANOSECONDS);
-        let read_ns = measure_read_cost(&clock, 101, 256).median_ns;
+        let read_ns = match measure_read_cost(&clock, 101, 256) {
+            Ok(cost) => cost.median_ns,
+            Err(e) => {
+                unavailable.push(Unavailable {
+                    clock: name,
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        };
         let skew_ns = conversion.ticks_to_ns(skew(&clock, config.skew_rounds)) as f64;
         let record_ns = small_ring(clock)
             .ok()

@@ -14,7 +14,8 @@ fn main() {
         match spec.build() {
             Ok(clock) => {
                 let info = clock.info();
-                let cost = measure_read_cost(&clock, 201, 256);
+                let cost = measure_read_cost(&clock, 201, 256)
+                    .expect("201 batches of 256 reads are within the limits");
                 let freq = info
                     .frequency_hz
                     .map_or_else(|| "-".to_owned(), |f| f.to_string());

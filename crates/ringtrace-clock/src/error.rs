@@ -55,6 +55,28 @@ pub enum ClockError {
         /// The C library's SIGRTMIN: 32 up to it are reserved.
         rtmin: i32,
     },
+    /// A signal would be sent that no handler catches: its default action
+    /// would end (or stop) the process, or ignoring it would make the
+    /// interrupts silently vanish.
+    #[error("signal {signal} has no handler installed (its disposition is {disposition}); sending it would {consequence}; route it first with interrupt::install_irq_handler (or install your own handler with sigaction)")]
+    NoHandler {
+        /// The signal asked for.
+        signal: i32,
+        /// `default` or `ignored`.
+        disposition: &'static str,
+        /// What sending it would do.
+        consequence: &'static str,
+    },
+    /// A measurement asked for more samples than can be held.
+    #[error("{what} = {given} is too many; valid values are 1..={max}")]
+    TooManySamples {
+        /// The parameter.
+        what: &'static str,
+        /// What was asked for.
+        given: usize,
+        /// The largest valid value.
+        max: usize,
+    },
 }
 
 impl ClockError {

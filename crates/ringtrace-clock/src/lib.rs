@@ -40,7 +40,7 @@ mod spec;
 
 pub use calibrate::calibrate_frequency;
 pub use clock::Clock;
-pub use cost::{measure_read_cost, ReadCost};
+pub use cost::{measure_read_cost, ReadCost, MAX_BATCHES, MAX_READS_PER_BATCH};
 pub use error::ClockError;
 pub use info::{ClockInfo, Guarantee, TickConversion};
 pub use protection::{Protected, Protection};

@@ -3,7 +3,7 @@
 //!
 //! Signals are process-wide, so each test routes its own signal number.
 
-use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
+use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer, ThreadTimer};
 use ringtrace_clock::emulation::{hard_irq, interrupt, irqs_disabled, preempt, soft_irq};
 use ringtrace_clock::Protection;
 use std::cell::Cell;
@@ -239,4 +239,53 @@ fn stopping_a_slow_timer_returns_at_once() {
     let t = Instant::now();
     assert_eq!(timer.stop(), 1);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
+fn senders_refuse_a_signal_without_a_handler_instead_of_killing_the_process() {
+    // SIGRTMIN+11 is used by no other test: its disposition is the default
+    // action, which terminates the process.
+    let signal = libc::SIGRTMIN() + 11;
+    let me = current_thread_id();
+    let raised = interrupt::raise_on_current_thread(signal)
+        .expect_err("an unhandled signal was raised")
+        .to_string();
+    assert!(
+        raised.contains(&format!("signal {signal} has no handler")),
+        "{raised}"
+    );
+    assert!(raised.contains("terminate"), "{raised}");
+    let timer = IrqTimer::start(me, signal, Duration::from_millis(1))
+        .err()
+        .expect("IrqTimer started with an unhandled signal")
+        .to_string();
+    assert!(timer.contains("install_irq_handler"), "{timer}");
+    let posix = ThreadTimer::start(me, signal, Duration::from_millis(1))
+        .err()
+        .expect("ThreadTimer started with an unhandled signal")
+        .to_string();
+    assert!(posix.contains("no handler"), "{posix}");
+
+    // Once routed, the same signal is accepted, and refused again after
+    // the handler is given back.
+    interrupt::install_irq_handler(signal, |_| {}).unwrap();
+    interrupt::raise_on_current_thread(signal).unwrap();
+    interrupt::uninstall_irq_handler(signal).unwrap();
+    assert!(interrupt::raise_on_current_thread(signal).is_err());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "signals and timers")]
+fn an_ignored_signal_is_refused_as_it_would_never_interrupt() {
+    let signal = libc::SIGRTMIN() + 12;
+    // SAFETY: setting SIG_IGN for a real-time signal no other test uses.
+    unsafe { libc::signal(signal, libc::SIG_IGN) };
+    let err = ThreadTimer::start(current_thread_id(), signal, Duration::from_millis(1))
+        .err()
+        .expect("a timer on an ignored signal started")
+        .to_string();
+    assert!(err.contains("ignored"), "{err}");
+    // SAFETY: back to the default.
+    unsafe { libc::signal(signal, libc::SIG_DFL) };
 }

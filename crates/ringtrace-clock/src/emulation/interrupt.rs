@@ -115,6 +115,40 @@ pub(crate) fn check_signal(signal: i32) -> Result<(), ClockError> {
     }
 }
 
+/// Whether `signal` is caught by a handler, so that sending it neither kills
+/// the process (the default action of most signals) nor vanishes (ignored).
+///
+/// Any handler counts: one routed by [`install_irq_handler`] or the
+/// program's own. The check is made when a sender starts; uninstalling the
+/// handler while a timer still runs is the caller's mistake.
+pub(crate) fn check_handled(signal: i32) -> Result<(), ClockError> {
+    let mut current = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null new action only queries; `current` is valid to write.
+    if unsafe { libc::sigaction(signal, std::ptr::null(), current.as_mut_ptr()) } != 0 {
+        return Err(ClockError::last_os("sigaction"));
+    }
+    // SAFETY: sigaction succeeded, so it filled `current`.
+    let handler = unsafe { current.assume_init() }.sa_sigaction;
+    let (disposition, consequence) = if handler == libc::SIG_DFL {
+        // The signals whose default action is to do nothing.
+        let harmless = [libc::SIGCHLD, libc::SIGURG, libc::SIGWINCH, libc::SIGCONT];
+        if harmless.contains(&signal) {
+            ("default", "discard it, so no interrupt would ever run")
+        } else {
+            ("default", "terminate or stop the process")
+        }
+    } else if handler == libc::SIG_IGN {
+        ("ignored", "discard it, so no interrupt would ever run")
+    } else {
+        return Ok(());
+    };
+    Err(ClockError::NoHandler {
+        signal,
+        disposition,
+        consequence,
+    })
+}
+
 /// Routes `signal` through the interrupt emulation, calling `handler` for it.
 ///
 /// The handler must be async-signal-safe. Installing again replaces the
@@ -164,8 +198,13 @@ pub fn uninstall_irq_handler(signal: i32) -> Result<(), ClockError> {
 
 /// Sends `signal` to the calling thread (tgkill), so it is delivered to this
 /// thread and no other. Meant for tests and demonstrations.
+///
+/// The signal must have a handler ([`install_irq_handler`] or the
+/// program's own): one without is refused with [`ClockError::NoHandler`]
+/// rather than sent to end the process.
 pub fn raise_on_current_thread(signal: i32) -> Result<(), ClockError> {
     check_signal(signal)?;
+    check_handled(signal)?;
     // SAFETY: getpid and gettid cannot fail; tgkill with our own ids and a
     // valid signal only fails if that signal is invalid.
     let rc = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), libc::gettid(), signal) };

@@ -51,8 +51,9 @@ impl IrqTimer {
     /// Starts sending `signal` to thread `tid` of this process every `period`.
     ///
     /// The signal must be one the irq emulation can route (not SIGKILL or
-    /// SIGSTOP, see [`ClockError::BadSignal`]) and `tid` a live thread of
-    /// this process.
+    /// SIGSTOP, see [`ClockError::BadSignal`]) with a handler installed
+    /// (else [`ClockError::NoHandler`]: its default action would end the
+    /// process), and `tid` a live thread of this process.
     pub fn start(tid: i32, signal: i32, period: Duration) -> Result<IrqTimer, ClockError> {
         super::interrupt::check_signal(signal)?;
         // SAFETY: getpid cannot fail; tgkill with signal 0 only checks that
@@ -67,6 +68,7 @@ impl IrqTimer {
                 ),
             });
         }
+        super::interrupt::check_handled(signal)?;
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let thread = {
@@ -167,9 +169,11 @@ unsafe impl Send for ThreadTimer {}
 
 impl ThreadTimer {
     /// Arms a timer sending `signal` to thread `tid` of this process every
-    /// `period` (at least 1 µs; at most a day).
+    /// `period` (at least 1 µs; at most a day). The signal must have a
+    /// handler installed, else [`ClockError::NoHandler`].
     pub fn start(tid: i32, signal: i32, period: Duration) -> Result<ThreadTimer, ClockError> {
         super::interrupt::check_signal(signal)?;
+        super::interrupt::check_handled(signal)?;
         let period = period.clamp(Duration::from_micros(1), MAX_PERIOD);
         // SAFETY: a zeroed sigevent is valid; the fields set are the ones
         // SIGEV_THREAD_ID reads (notify, signal number, target thread).
