@@ -262,8 +262,7 @@ fn senders_refuse_a_signal_without_a_handler_instead_of_killing_the_process() {
         .to_string();
     assert!(timer.contains("install_irq_handler"), "{timer}");
     let posix = ThreadTimer::start(me, signal, Duration::from_millis(1))
-        .err()
-        .expect("ThreadTimer started with an unhandled signal")
+        .expect_err("ThreadTimer started with an unhandled signal")
         .to_string();
     assert!(posix.contains("no handler"), "{posix}");
 
@@ -282,8 +281,7 @@ fn an_ignored_signal_is_refused_as_it_would_never_interrupt() {
     // SAFETY: setting SIG_IGN for a real-time signal no other test uses.
     unsafe { libc::signal(signal, libc::SIG_IGN) };
     let err = ThreadTimer::start(current_thread_id(), signal, Duration::from_millis(1))
-        .err()
-        .expect("a timer on an ignored signal started")
+        .expect_err("a timer on an ignored signal started")
         .to_string();
     assert!(err.contains("ignored"), "{err}");
     // SAFETY: back to the default.
