@@ -83,11 +83,11 @@ pub fn measure_read_cost<C: Clock + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Mono;
+    use crate::Counter;
 
     #[test]
     fn too_many_batches_or_reads_is_an_error_naming_the_parameter_not_a_panic() {
-        let clock = Mono::new();
+        let clock = Counter::new();
         let err = measure_read_cost(&clock, usize::MAX, 1).unwrap_err();
         assert_eq!(
             err,

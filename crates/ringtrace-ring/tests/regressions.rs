@@ -284,3 +284,61 @@ fn a_clock_that_wraps_past_u64_max_never_makes_time_go_back() {
     assert_eq!(read, [u64::MAX - 1000, u64::MAX, u64::MAX, u64::MAX]);
     assert_eq!(ring.stats().ts_fixups, 2);
 }
+
+#[test]
+fn forgotten_reservations_in_discard_mode_keep_the_identity_at_every_step() {
+    // Discard mode, reserve() on whatever CPU the thread is on, as the
+    // issue's reproduction does: the identity holds after the forget,
+    // after the fixup and after every read, and the forgotten
+    // reservations are in no count at all.
+    let config = RingConfig::default()
+        .cpus(1)
+        .mode(Mode::Discard)
+        .page_size(128)
+        .per_cpu_bytes(128 * 4)
+        .fixup_after(None);
+    let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    let b = ring.cpu_buffer(0).unwrap();
+    let mut written = 0u64;
+    for round in 0..3 {
+        std::mem::forget(ring.reserve(8).unwrap());
+        let s = ring.stats();
+        assert_eq!(
+            s.hit,
+            s.accounted(),
+            "round {round}, after the forget: {s:?}"
+        );
+        // Write until the page with the hole closes and the fixup takes it.
+        let mut taken = false;
+        for i in 0..64u64 {
+            if ring.write(&i.to_le_bytes()).is_ok() {
+                written += 1;
+            }
+            if b.fixup() {
+                taken = true;
+                break;
+            }
+        }
+        assert!(
+            taken,
+            "round {round}: the page with the hole was never taken"
+        );
+        let s = ring.stats();
+        assert_eq!(
+            s.hit,
+            s.accounted(),
+            "round {round}, after the fixup: {s:?}"
+        );
+        while b.read_event().is_some() {
+            let s = ring.stats();
+            assert_eq!(s.hit, s.accounted(), "round {round}, while reading: {s:?}");
+        }
+    }
+    let s = ring.stats();
+    assert_eq!(s.hit, written, "a forgotten reservation was counted: {s:?}");
+    assert_eq!(
+        s.hit,
+        s.read + s.lost,
+        "everything ended read or lost: {s:?}"
+    );
+}
