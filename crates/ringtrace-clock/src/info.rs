@@ -144,8 +144,15 @@ impl ClockInfo {
         self.conversion.map(|c| c.ticks_to_ns(ticks))
     }
 
-    /// Info for a source whose ticks are nanoseconds.
-    pub(crate) fn nanosecond(name: &str, guarantee: Guarantee, precision_ns: f64) -> ClockInfo {
+    /// Info for a source whose ticks are nanoseconds: what a custom clock
+    /// that counts nanoseconds returns from [`Clock::info`](crate::Clock::info).
+    ///
+    /// ```
+    /// use ringtrace_clock::{ClockInfo, Guarantee};
+    /// let info = ClockInfo::nanosecond("sim-time", Guarantee::Global, 1.0);
+    /// assert_eq!(info.ticks_to_ns(1500), Some(1500));
+    /// ```
+    pub fn nanosecond(name: &str, guarantee: Guarantee, precision_ns: f64) -> ClockInfo {
         ClockInfo {
             name: name.to_owned(),
             frequency_hz: Some(1_000_000_000),
@@ -156,8 +163,15 @@ impl ClockInfo {
         }
     }
 
-    /// Info for a counter ticking at `frequency_hz`.
-    pub(crate) fn counter(name: &str, guarantee: Guarantee, frequency_hz: u64) -> ClockInfo {
+    /// Info for a counter ticking at `frequency_hz` (at least 1): what a
+    /// custom clock that counts cycles or ticks returns.
+    ///
+    /// ```
+    /// use ringtrace_clock::{ClockInfo, Guarantee};
+    /// let info = ClockInfo::counter("board-timer", Guarantee::PerCpu, 32_768);
+    /// assert_eq!(info.ticks_to_ns(32_768), Some(1_000_000_000));
+    /// ```
+    pub fn counter(name: &str, guarantee: Guarantee, frequency_hz: u64) -> ClockInfo {
         let conversion = TickConversion::from_frequency(frequency_hz);
         ClockInfo {
             name: name.to_owned(),

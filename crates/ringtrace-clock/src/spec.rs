@@ -9,6 +9,25 @@ use std::str::FromStr;
 /// A clock chosen at run time: any source under any protection.
 pub type AnyClock = Protected<Source>;
 
+impl AnyClock {
+    /// A user-defined clock, read with no protection (`@raw`): what a
+    /// clock built from a name carries, so that a ring, a tracer or a
+    /// command that takes an [`AnyClock`] takes the program's own clock
+    /// too. See [`CustomClock`](crate::CustomClock) for an example.
+    pub fn custom(clock: impl crate::Clock + 'static) -> AnyClock {
+        Protected::new(Source::custom(clock), Protection::Raw)
+    }
+
+    /// A user-defined clock whose every read runs inside `protection`,
+    /// as `tsc@preempt` runs `tsc`; its name gains the `@protection`.
+    pub fn custom_protected(
+        clock: impl crate::Clock + 'static,
+        protection: Protection,
+    ) -> AnyClock {
+        Protected::new(Source::custom(clock), protection)
+    }
+}
+
 /// A parsed clock name.
 ///
 /// The grammar is `SOURCE` or `SOURCE@PROTECTION`, where `SOURCE` is a base

@@ -97,7 +97,11 @@ impl<'r> Dump<'r> {
             .filter_map(|c| c.events.iter().map(|e| e.ts).min())
             .min();
         let anchor = recovery.header.anchor_ticks;
-        let ended_after_read = (recovery.writer == WriterState::Live).then(|| {
+        // A file can be read again to count what ended after the read; a
+        // memory ring's snapshot was taken under its readers' locks and
+        // has no file to read again.
+        let has_file = recovery.path.as_os_str() != ringtrace_ring::file::MEMORY_PATH;
+        let ended_after_read = (recovery.writer == WriterState::Live && has_file).then(|| {
             ringtrace_ring::file::recover(&recovery.path)
                 .map(|later| {
                     later
@@ -205,6 +209,13 @@ impl<'r> Dump<'r> {
                     c.changed_while_read
                 ),
             });
+        }
+        if r.writer == WriterState::Live && r.path.as_os_str() == ringtrace_ring::file::MEMORY_PATH
+        {
+            out.push(
+                "# live: a snapshot of an in-memory ring, read with each CPU buffer's non-consuming iterator; events committed while it was read may or may not be in it, and later ones are not"
+                    .to_owned(),
+            );
         }
         let cpus: Vec<_> = match self.options.cpu {
             Some(cpu) => vec![&r.cpus[cpu]],

@@ -3,7 +3,7 @@
 
 use crate::error::TracerError;
 use crate::tracer::Tracer;
-use ringtrace_clock::{AnyClock, ClockError, ClockSpec};
+use ringtrace_clock::{AnyClock, Clock, ClockError, ClockSpec};
 use ringtrace_ring::{Mode, RingConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -102,6 +102,38 @@ impl TracerBuilder {
     pub fn clock(mut self, clock: impl Into<ClockChoice>) -> Self {
         self.clock = clock.into();
         self
+    }
+
+    /// Stamps events with the program's own [`Clock`] (a simulation's
+    /// virtual time, a device counter), read with no protection; shorthand
+    /// for `.clock(AnyClock::custom(clock))`. Its [`ClockInfo`] (name,
+    /// frequency, guarantee) is what the readers and exporters convert and
+    /// label timestamps with.
+    ///
+    /// [`ClockInfo`]: ringtrace_clock::ClockInfo
+    ///
+    /// ```
+    /// use ringtrace::clock::{ClockInfo, Guarantee};
+    /// use ringtrace::{Clock, Tracer};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// struct Ticks(AtomicU64);
+    /// impl Clock for Ticks {
+    ///     fn read(&self) -> u64 {
+    ///         // Relaxed: a counter, only its own order matters.
+    ///         self.0.fetch_add(1, Ordering::Relaxed)
+    ///     }
+    ///     fn info(&self) -> ClockInfo {
+    ///         ClockInfo::counter("ticks", Guarantee::Global, 1_000)
+    ///     }
+    /// }
+    ///
+    /// let tracer = Tracer::builder().custom_clock(Ticks(AtomicU64::new(0))).buffer_size(16 * 1024).build()?;
+    /// assert_eq!(tracer.clock_info().name, "ticks");
+    /// # Ok::<(), ringtrace::TracerError>(())
+    /// ```
+    pub fn custom_clock(self, clock: impl Clock + 'static) -> Self {
+        self.clock(AnyClock::custom(clock))
     }
 
     /// Bytes of each CPU's buffer, rounded up to whole pages

@@ -15,10 +15,13 @@
 //! | `sched`       | `local` through per-thread cyc2ns data a tick rewrites, unlatched | 2009 x86 `sched_clock()` |
 //! | `sched-latch` | the same data behind a seqcount latch     | `sched_clock()` with `cyc2ns_read_begin()` |
 //!
-//! `global:SOURCE` clamps any other source instead of `local`.
+//! `global:SOURCE` clamps any other source instead of `local`. A program's
+//! own [`Clock`] goes in as a [`CustomClock`], which has no name to select
+//! it by: it is handed over as a value.
 
 mod cntvct;
 mod counter;
+mod custom;
 mod global;
 mod local;
 mod posix;
@@ -29,6 +32,7 @@ mod tsc;
 pub use self::quanta::QuantaClock;
 pub use cntvct::Cntvct;
 pub use counter::Counter;
+pub use custom::CustomClock;
 pub use global::Global;
 pub use local::Local;
 pub use posix::{Boot, Mono, MonoRaw, PosixClock};
@@ -122,7 +126,8 @@ impl fmt::Display for SourceName {
     }
 }
 
-/// Any base source, chosen at run time.
+/// Any base source, chosen at run time, or one the program brings
+/// ([`BaseSource::Custom`]).
 #[derive(Debug, Clone)]
 #[allow(missing_docs)] // each variant holds the source its name says
 pub enum BaseSource {
@@ -137,6 +142,8 @@ pub enum BaseSource {
     Local(Local),
     Sched(Sched),
     SchedLatch(SchedLatch),
+    /// A user-defined clock.
+    Custom(CustomClock),
 }
 
 /// Calls `$body` with `$c` bound to the source inside a [`BaseSource`].
@@ -154,6 +161,7 @@ macro_rules! with_source {
             BaseSource::Local($c) => $body,
             BaseSource::Sched($c) => $body,
             BaseSource::SchedLatch($c) => $body,
+            BaseSource::Custom($c) => $body,
         }
     };
 }
@@ -176,6 +184,13 @@ pub enum Source {
     Base(BaseSource),
     /// A source clamped to a process-wide maximum.
     Global(Global<BaseSource>),
+}
+
+impl Source {
+    /// A user-defined clock, read as it is.
+    pub fn custom(clock: impl Clock + 'static) -> Source {
+        Source::Base(BaseSource::Custom(CustomClock::new(clock)))
+    }
 }
 
 impl Clock for Source {

@@ -45,6 +45,10 @@ mod walk;
 #[cfg(not(loom))]
 pub(crate) use create::{RingFile, Writer};
 pub use error::FileError;
+
+/// The [`Recovery::path`] of a snapshot of a ring that has no file: there
+/// is nothing to read again.
+pub const MEMORY_PATH: &str = "<memory>";
 pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 pub use layout::FileLayout;
 pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};

@@ -76,7 +76,7 @@ impl<C: Clock> RingBuffer<C> {
         Recovery {
             path: self
                 .file_path()
-                .map_or_else(|| "<memory>".into(), |p| p.to_owned()),
+                .map_or_else(|| super::MEMORY_PATH.into(), |p| p.to_owned()),
             header,
             metadata: Ok(metadata),
             writer: WriterState::Live,
