@@ -187,7 +187,8 @@ impl Visit for Encode<'_, '_, '_> {
             let kept = self.measure.kept[at];
             self.stream.put(&kept.to_le_bytes());
             // The first pass cut it at a character boundary.
-            self.stream.put(&value.as_bytes()[..usize::from(kept).min(value.len())]);
+            self.stream
+                .put(&value.as_bytes()[..usize::from(kept).min(value.len())]);
             for _ in value.len()..usize::from(kept) {
                 self.stream.put(b" ");
             }

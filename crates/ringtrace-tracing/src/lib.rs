@@ -65,8 +65,8 @@ mod local_span;
 mod stats;
 
 pub use layer::{
-    LayerConfigError, RingLayer, RingLayerBuilder, DEFAULT_CALLSITE_CAPACITY,
-    DEFAULT_STRING_LIMIT, MAX_STRING_LIMIT,
+    LayerConfigError, RingLayer, RingLayerBuilder, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT,
+    MAX_STRING_LIMIT,
 };
 pub use local_span::{
     local_span_stats, set_local_span_ring, LocalSpan, LocalSpanRingAlreadySet, LocalSpanSite,

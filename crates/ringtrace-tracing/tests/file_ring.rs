@@ -14,10 +14,7 @@ use std::sync::Arc;
 use tracing_subscriber::layer::SubscriberExt;
 
 fn temp_dir(what: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "ringtrace-tracing-{what}-{}",
-        std::process::id()
-    ));
+    let dir = std::env::temp_dir().join(format!("ringtrace-tracing-{what}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -26,7 +23,11 @@ fn temp_dir(what: &str) -> PathBuf {
 /// Records a span around two events into a file ring at `path`, then
 /// closes the ring.
 fn record_into_file(path: &std::path::Path) {
-    let clock = "mono".parse::<ringtrace_clock::ClockSpec>().unwrap().build().unwrap();
+    let clock = "mono"
+        .parse::<ringtrace_clock::ClockSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
     let config = RingConfig::default()
         .cpus(1)
         .per_cpu_bytes(64 * 1024)
@@ -55,13 +56,28 @@ fn a_file_ring_read_back_decodes_by_its_own_callsite_records() {
     assert_eq!(recovery.metadata_records().len(), 3);
     let dump = Dump::new(&recovery, DumpOptions::default()).unwrap();
     let comments = dump.comments().join("\n");
-    assert!(comments.contains("3 of them `tracing` callsites"), "{comments}");
+    assert!(
+        comments.contains("3 of them `tracing` callsites"),
+        "{comments}"
+    );
     let lines: Vec<String> = dump.events().into_iter().map(|e| dump.line(e)).collect();
     assert_eq!(lines.len(), 6, "{lines:#?}");
-    assert!(lines[0].contains("tracing:span_new: INFO file_ring: new checkout#"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("tracing:span_new: INFO file_ring: new checkout#"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[0].ends_with(" cart=12"), "{}", lines[0]);
-    assert!(lines[2].ends_with("tracing:event: INFO file_ring: priced items=3"), "{}", lines[2]);
-    assert!(lines[3].ends_with("tracing:event: WARN shop::pay: card declined retry=true"), "{}", lines[3]);
+    assert!(
+        lines[2].ends_with("tracing:event: INFO file_ring: priced items=3"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].ends_with("tracing:event: WARN shop::pay: card declined retry=true"),
+        "{}",
+        lines[3]
+    );
     assert!(lines.iter().all(|l| !l.contains("raw")), "{lines:#?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -74,8 +90,7 @@ fn the_chrome_export_shows_spans_as_slices_and_events_as_instants() {
     let recovery = file::recover(&path).unwrap();
     let out = dir.join("t.json");
     export(&recovery, Format::Chrome, &out).unwrap();
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     let events: Vec<&serde_json::Value> = json["traceEvents"]
         .as_array()
         .unwrap()
@@ -88,7 +103,12 @@ fn the_chrome_export_shows_spans_as_slices_and_events_as_instants() {
         .collect();
     assert_eq!(
         phases,
-        [("B", "checkout"), ("i", "priced"), ("i", "card declined"), ("E", "checkout")]
+        [
+            ("B", "checkout"),
+            ("i", "priced"),
+            ("i", "card declined"),
+            ("E", "checkout")
+        ]
     );
     assert_eq!(events[0]["args"]["cart"], 12);
     assert_eq!(events[0]["args"]["level"], "INFO");
@@ -110,8 +130,14 @@ fn trace_cmd_and_ctf_exports_carry_every_record_as_the_generic_tracing_event() {
     assert!(dat.warnings.is_empty(), "{:?}", dat.warnings);
     let bytes = std::fs::read(dir.join("trace.dat")).unwrap();
     let text = String::from_utf8_lossy(&bytes);
-    assert!(text.contains("name: tracing"), "the generic event's format is declared");
-    assert!(text.contains("card declined"), "the text payload is in the data");
+    assert!(
+        text.contains("name: tracing"),
+        "the generic event's format is declared"
+    );
+    assert!(
+        text.contains("card declined"),
+        "the text payload is in the data"
+    );
     let ctf = export(&recovery, Format::Ctf, &dir.join("ctf")).unwrap();
     assert_eq!(ctf.events, 6);
     let tsdl = std::fs::read_to_string(dir.join("ctf").join("metadata")).unwrap();

@@ -21,7 +21,9 @@ fn events_show_in_the_dump_with_level_target_and_fields() {
     let lines = dump_lines(&ring);
     assert_eq!(lines.len(), 2, "{lines:#?}");
     assert!(
-        lines[0].ends_with(": tracing:event: INFO app::db: page read page=7 delta=-3 hit=true ratio=0.5 name=idx"),
+        lines[0].ends_with(
+            ": tracing:event: INFO app::db: page read page=7 delta=-3 hit=true ratio=0.5 name=idx"
+        ),
         "{}",
         lines[0]
     );
@@ -39,13 +41,19 @@ fn events_show_in_the_dump_with_level_target_and_fields() {
     assert_eq!(json[0]["fields"]["page"], 7);
     assert_eq!(json[0]["fields"]["message"], "page read");
     let stats = layer.stats();
-    assert_eq!((stats.recorded, stats.dropped, stats.strings_cut), (2, 0, 0));
+    assert_eq!(
+        (stats.recorded, stats.dropped, stats.strings_cut),
+        (2, 0, 0)
+    );
 }
 
 #[test]
 fn a_long_string_is_cut_at_the_limit_and_the_dump_shows_the_mark() {
     let ring = ring();
-    let layer = RingLayer::builder(ring.clone()).string_limit(100).build().unwrap();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(100)
+        .build()
+        .unwrap();
     let long = "x".repeat(1000);
     let accented = "é".repeat(60); // 120 bytes, cut at a character boundary
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
@@ -56,8 +64,14 @@ fn a_long_string_is_cut_at_the_limit_and_the_dump_shows_the_mark() {
     let cut = format!("{}{CUT_MARK}", "x".repeat(100));
     assert!(line.contains(&format!(" s={cut} ")), "{line}");
     // The Debug rendering is quoted: the quote and 99 x's fit.
-    assert!(line.contains(&format!(" d=\"{}{CUT_MARK} ", "x".repeat(99))), "{line}");
-    assert!(line.ends_with(&format!(" a={}{CUT_MARK}", "é".repeat(50))), "{line}");
+    assert!(
+        line.contains(&format!(" d=\"{}{CUT_MARK} ", "x".repeat(99))),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(" a={}{CUT_MARK}", "é".repeat(50))),
+        "{line}"
+    );
     assert_eq!(layer.stats().strings_cut, 3);
     // Within the limit: whole, unmarked.
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
@@ -104,21 +118,39 @@ fn spans_show_new_enter_exit_and_close_with_fields_and_parent() {
         .and_then(|(_, r)| r.split(' ').next())
         .unwrap()
         .to_owned();
-    assert_eq!(lines[0], format!("span_new: INFO layer: new request#{outer_id} id=9"));
-    assert_eq!(lines[1], format!("span_enter: INFO layer: enter request#{outer_id}"));
+    assert_eq!(
+        lines[0],
+        format!("span_new: INFO layer: new request#{outer_id} id=9")
+    );
+    assert_eq!(
+        lines[1],
+        format!("span_enter: INFO layer: enter request#{outer_id}")
+    );
     assert!(
         lines[2].starts_with("span_new: DEBUG layer: new query#")
             && lines[2].ends_with(&format!(" parent=#{outer_id}")),
         "{}",
         lines[2]
     );
-    assert!(lines[3].starts_with("span_record: DEBUG layer: record query#") && lines[3].ends_with(" table=users"), "{}", lines[3]);
+    assert!(
+        lines[3].starts_with("span_record: DEBUG layer: record query#")
+            && lines[3].ends_with(" table=users"),
+        "{}",
+        lines[3]
+    );
     let kinds: Vec<&str> = lines.iter().map(|l| l.split(':').next().unwrap()).collect();
     assert_eq!(
         kinds,
         [
-            "span_new", "span_enter", "span_new", "span_record", "span_enter", "span_exit",
-            "span_close", "span_exit", "span_close"
+            "span_new",
+            "span_enter",
+            "span_new",
+            "span_record",
+            "span_enter",
+            "span_exit",
+            "span_close",
+            "span_exit",
+            "span_close"
         ]
     );
 }
@@ -180,7 +212,11 @@ fn records_the_ring_refuses_are_counted_dropped() {
 
 #[test]
 fn a_full_annex_refuses_callsites_and_their_records_are_not_written() {
-    let clock = "mono".parse::<ringtrace_clock::ClockSpec>().unwrap().build().unwrap();
+    let clock = "mono"
+        .parse::<ringtrace_clock::ClockSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
     let config = ringtrace_ring::RingConfig::default()
         .cpus(1)
         .per_cpu_bytes(16 * 1024)
