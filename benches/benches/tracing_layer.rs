@@ -5,18 +5,20 @@
 //! `cargo bench -p ringtrace-benches --bench tracing_layer`
 //!
 //! - `event/ringtrace_layer`: `info!(a, b, "event")` (two integer fields
-//!   and a literal message) through `RingLayer` on a `mono` ring (the
-//!   tracer's default clock), overwrite mode, never full.
+//!   and a literal message) through `RingLayer` on a `tsc` ring (`mono`
+//!   where there is no usable TSC), overwrite mode, never full.
+//! - `event/ringtrace_layer_mono`: the same on a `mono` ring (the
+//!   tracer's default clock: a vDSO `clock_gettime` per record).
 //! - `event/fmt_layer_sink`: the same event through `fmt::layer()`
 //!   writing to `io::sink()` (its default format: time, level, target,
 //!   fields).
 //! - `event/no_subscriber`: the same event with the no-op subscriber, the
 //!   floor (the callsite's interest check and the dispatcher lookup).
 //! - `event/ring_write_same_bytes`: the ring alone writing a payload as
-//!   long as the layer's record (42 bytes): what of the layer's time is
-//!   the ring's.
+//!   long as the layer's record (42 bytes), `tsc`: what of the layer's
+//!   time is the ring's.
 //! - `local_span/ringtrace`: `local_span!` entered and dropped (two ring
-//!   records).
+//!   records, `tsc`).
 //! - `local_span/fastrace`: `LocalSpan::enter_with_local_parent` entered
 //!   and dropped, under a root span's local parent renewed every 1000
 //!   spans outside the timing (fastrace collects the spans when the root's
@@ -37,8 +39,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing_subscriber::layer::SubscriberExt;
 
-fn ring() -> Arc<RingBuffer<AnyClock>> {
-    let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
+/// A ring of 4 MiB per CPU, overwrite mode, on `clock` (`tsc` falls back
+/// to `mono` where there is no usable TSC).
+fn ring(clock: &str) -> Arc<RingBuffer<AnyClock>> {
+    let clock = clock
+        .parse::<ClockSpec>()
+        .ok()
+        .and_then(|spec| spec.build().ok())
+        .or_else(|| "mono".parse::<ClockSpec>().ok()?.build().ok())
+        .expect("the mono clock builds everywhere");
     let config = RingConfig::default().per_cpu_bytes(4 << 20);
     Arc::new(RingBuffer::new(config, clock).unwrap())
 }
@@ -50,18 +59,26 @@ fn event(a: u64, b: u64) {
 
 fn events(c: &mut Criterion) {
     let mut group = c.benchmark_group("event");
-    let r = ring();
-    let layer = RingLayer::new(r.clone());
-    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
-        group.bench_function("ringtrace_layer", |b| {
-            let mut i = 0u64;
-            b.iter(|| {
-                i += 1;
-                event(black_box(i), black_box(2));
-            })
-        });
-    });
-    assert_eq!(layer.stats().dropped, 0, "the ring refused records");
+    let r = ring("tsc");
+    for (name, ring) in [
+        ("ringtrace_layer", r.clone()),
+        ("ringtrace_layer_mono", ring("mono")),
+    ] {
+        let layer = RingLayer::new(ring);
+        tracing::subscriber::with_default(
+            tracing_subscriber::registry().with(layer.clone()),
+            || {
+                group.bench_function(name, |b| {
+                    let mut i = 0u64;
+                    b.iter(|| {
+                        i += 1;
+                        event(black_box(i), black_box(2));
+                    })
+                });
+            },
+        );
+        assert_eq!(layer.stats().dropped, 0, "the ring refused records");
+    }
     let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::sink);
     tracing::subscriber::with_default(tracing_subscriber::registry().with(fmt), || {
         group.bench_function("fmt_layer_sink", |b| {
@@ -99,7 +116,7 @@ impl fastrace::collector::Reporter for Discard {
 
 fn local_spans(c: &mut Criterion) {
     let mut group = c.benchmark_group("local_span");
-    set_local_span_ring(ring()).unwrap();
+    set_local_span_ring(ring("tsc")).unwrap();
     group.bench_function("ringtrace", |b| {
         b.iter(|| {
             let _span = local_span!("work");

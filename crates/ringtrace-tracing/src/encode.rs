@@ -1,11 +1,16 @@
 //! Fields visited straight into the reserved slot, in two passes: the
-//! first ([`Measure`]) sizes the record (rendering each `Debug` value into
-//! a counter that stops at the limit), the second ([`Encode`]) writes it
-//! into the reservation. Nothing is allocated and nothing is staged.
+//! first ([`Measure`]) sizes the record, the second ([`Encode`]) writes it
+//! into the reservation. Nothing is allocated.
 //!
-//! A `Debug` value that renders differently the second time cannot
-//! overrun its slot: it is written up to the length the first pass
-//! measured and padded with spaces if shorter.
+//! A `Debug` rendering has no length until it is rendered: the first pass
+//! renders it into a counter that stops at the limit, keeping the bytes in
+//! a small stack scratch ([`SCRATCH`] bytes for all of a record's
+//! renderings: a message, a short value) so that the second pass copies
+//! them rather than rendering again. A rendering that does not fit in what
+//! is left of the scratch is rendered again by the second pass, up to the
+//! length the first measured (padded with spaces if it comes out shorter),
+//! so a value that renders differently the second time cannot overrun its
+//! slot.
 
 use ringtrace_export::tracing_format::{
     floor_char_boundary, CUT_FLAG, TAG_BOOL, TAG_DEBUG, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
@@ -16,6 +21,8 @@ use tracing_core::field::{Field, Visit};
 
 /// Fields per record at most (`tracing` allows 32 per callsite).
 pub(crate) const MAX_FIELDS: usize = 32;
+/// Bytes of `Debug` renderings a record keeps from its first pass.
+pub(crate) const SCRATCH: usize = 128;
 
 /// The first pass: the fields' encoded length, their count, and each
 /// string's length after cutting.
@@ -29,6 +36,12 @@ pub(crate) struct Measure {
     kept: [u16; MAX_FIELDS],
     /// Bit `k`: field ordinal `k` was cut.
     cut: u32,
+    /// Bit `k`: field ordinal `k`'s rendering is in the scratch.
+    staged: u32,
+    /// Where each staged rendering starts in the scratch.
+    staged_at: [u8; MAX_FIELDS],
+    scratch: [u8; SCRATCH],
+    scratch_used: usize,
 }
 
 impl Measure {
@@ -39,6 +52,10 @@ impl Measure {
             count: 0,
             kept: [0; MAX_FIELDS],
             cut: 0,
+            staged: 0,
+            staged_at: [0; MAX_FIELDS],
+            scratch: [0; SCRATCH],
+            scratch_used: 0,
         }
     }
 
@@ -65,24 +82,37 @@ impl Measure {
 }
 
 /// Counts what a `Debug` rendering writes, up to a limit, stopping the
-/// rendering there.
-struct CutCounter {
+/// rendering there, and keeps the bytes while they fit in `scratch`.
+struct CutCounter<'a> {
     room: usize,
     taken: usize,
     cut: bool,
+    scratch: &'a mut [u8],
+    /// Whether every byte taken is in `scratch`.
+    staged: bool,
 }
 
-impl fmt::Write for CutCounter {
+impl fmt::Write for CutCounter<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let room = self.room - self.taken;
-        if s.len() <= room {
-            self.taken += s.len();
-            return Ok(());
+        let n = if s.len() <= room {
+            s.len()
+        } else {
+            floor_char_boundary(s, room)
+        };
+        if self.staged {
+            match self.scratch.get_mut(self.taken..self.taken + n) {
+                Some(to) => to.copy_from_slice(&s.as_bytes()[..n]),
+                None => self.staged = false,
+            }
         }
-        self.taken += floor_char_boundary(s, room);
-        self.cut = true;
-        // Stops the rendering: nothing more is kept.
-        Err(fmt::Error)
+        self.taken += n;
+        if n < s.len() {
+            self.cut = true;
+            // Stops the rendering: nothing more is kept.
+            return Err(fmt::Error);
+        }
+        Ok(())
     }
 }
 
@@ -104,15 +134,25 @@ impl Visit for Measure {
         self.string(kept, kept < value.len());
     }
     fn record_debug(&mut self, _: &Field, value: &dyn fmt::Debug) {
+        let start = self.scratch_used;
         let mut counter = CutCounter {
             room: self.limit,
             taken: 0,
             cut: false,
+            scratch: &mut self.scratch[start..],
+            staged: true,
         };
         // An error is the counter stopping at the limit (or the value's
         // own formatting failing): what was counted is what is kept.
         let _ = write!(counter, "{value:?}");
-        self.string(counter.taken, counter.cut);
+        let (taken, cut, staged) = (counter.taken, counter.cut, counter.staged);
+        if staged && self.count < MAX_FIELDS {
+            self.staged |= 1 << self.count;
+            // `start` < SCRATCH = 128: it fits in a u8.
+            self.staged_at[self.count] = start as u8;
+            self.scratch_used += taken;
+        }
+        self.string(taken, cut);
     }
 }
 
@@ -198,6 +238,11 @@ impl Visit for Encode<'_, '_, '_> {
         if let Some(at) = self.head(field, TAG_DEBUG) {
             let kept = usize::from(self.measure.kept[at]);
             self.stream.put(&(kept as u16).to_le_bytes());
+            if self.measure.staged & (1 << at) != 0 {
+                let start = usize::from(self.measure.staged_at[at]);
+                self.stream.put(&self.measure.scratch[start..start + kept]);
+                return;
+            }
             let mut w = SlotWriter {
                 stream: self.stream,
                 room: kept,

@@ -233,3 +233,32 @@ fn a_full_annex_refuses_callsites_and_their_records_are_not_written() {
     assert_eq!(stats.recorded, 0);
     assert_eq!(ring.stats().hit, 0);
 }
+
+/// Renders longer each time it is rendered.
+struct Growing(std::cell::Cell<usize>);
+
+impl std::fmt::Debug for Growing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.get();
+        self.0.set(n + 150);
+        f.write_str(&"g".repeat(n))
+    }
+}
+
+#[test]
+fn a_value_rendering_differently_twice_keeps_its_measured_slot() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        // 200 bytes, past the first pass's scratch: rendered again, 350
+        // bytes then, and cut to the 200 measured.
+        let v = Growing(std::cell::Cell::new(200));
+        tracing::info!(v = ?v, after = 1u64);
+    });
+    let lines = dump_lines(&ring);
+    assert!(
+        lines[0].ends_with(&format!(" v={} after=1", "g".repeat(200))),
+        "{}",
+        lines[0]
+    );
+}
