@@ -198,6 +198,10 @@ impl<C: Clock> RingLayer<C> {
     }
 }
 
+/// What visits a record's fields: the event's, the span's attributes, or
+/// the values recorded into a span.
+type Fields<'f> = &'f dyn Fn(&mut dyn tracing_core::field::Visit);
+
 impl<C: Clock> Inner<C> {
     /// The callsite id of `meta`, or `None` (counted) when it could not be
     /// described.
@@ -221,7 +225,7 @@ impl<C: Clock> Inner<C> {
         callsite: u32,
         span: Option<u64>,
         parent: Option<u64>,
-        fields: Option<&dyn Fn(&mut dyn tracing_core::field::Visit)>,
+        fields: Option<Fields<'_>>,
     ) {
         let mut measure = Measure::new(self.string_limit);
         if let Some(fields) = fields {
