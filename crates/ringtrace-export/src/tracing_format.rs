@@ -479,6 +479,16 @@ impl TracingRecord<'_> {
     /// `enter name`/`exit name`.
     pub fn text(&self) -> String {
         let c = self.callsite;
+        if c.kind == CallsiteKind::LocalSpan {
+            return self.body();
+        }
+        format!("{} {}: {}", c.level.name(), c.target, self.body())
+    }
+
+    /// The text without the level and target: `message k=v ...`, `verb
+    /// name#id k=v ...`.
+    pub fn body(&self) -> String {
+        let c = self.callsite;
         let mut out = String::new();
         let verb = match self.kind {
             RecordKind::Event => "",
@@ -488,13 +498,7 @@ impl TracingRecord<'_> {
             RecordKind::SpanExit | RecordKind::LocalExit => "exit",
             RecordKind::SpanClose => "close",
         };
-        if c.kind != CallsiteKind::LocalSpan {
-            let _ = write!(out, "{} {}:", c.level.name(), c.target);
-        }
         if !verb.is_empty() {
-            if !out.is_empty() {
-                out.push(' ');
-            }
             out.push_str(verb);
             out.push(' ');
             out.push_str(&c.name);
@@ -506,7 +510,9 @@ impl TracingRecord<'_> {
             let _ = write!(out, " parent=#{parent}");
         }
         for f in &self.fields {
-            out.push(' ');
+            if !out.is_empty() {
+                out.push(' ');
+            }
             if f.name != "message" {
                 out.push_str(f.name);
                 out.push('=');
@@ -517,7 +523,8 @@ impl TracingRecord<'_> {
     }
 
     /// The values of the generic tracepoint ([`text_tracepoint`]):
-    /// record kind, level, target, callsite name, the text.
+    /// record kind, level, target, callsite name, the text without level
+    /// and target ([`body`](TracingRecord::body)).
     pub fn generic_values(&self) -> Vec<FieldValue> {
         let c = self.callsite;
         vec![
@@ -525,14 +532,15 @@ impl TracingRecord<'_> {
             FieldValue::Str(c.level.name().to_owned()),
             FieldValue::Str(c.target.clone()),
             FieldValue::Str(c.name.clone()),
-            FieldValue::Str(self.text()),
+            FieldValue::Str(self.body()),
         ]
     }
 }
 
 /// The generic tracepoint, id [`TEXT_TRACEPOINT_ID`], under which the
 /// trace-cmd and CTF exports show `tracing` records: their kind, level,
-/// target, callsite name and text, as strings.
+/// target, callsite name and text (without level and target), as
+/// strings.
 pub fn text_tracepoint() -> crate::TracepointDesc {
     use crate::FieldDesc;
     use ringtrace_tracepoint::FieldKind::Str;

@@ -143,6 +143,6 @@ fn trace_cmd_and_ctf_exports_carry_every_record_as_the_generic_tracing_event() {
     let tsdl = std::fs::read_to_string(dir.join("ctf").join("metadata")).unwrap();
     assert!(tsdl.contains("name = \"tracing\""), "{tsdl}");
     let stream = std::fs::read(dir.join("ctf").join("stream_0")).unwrap();
-    assert!(String::from_utf8_lossy(&stream).contains("WARN shop::pay: card declined retry=true"));
+    assert!(String::from_utf8_lossy(&stream).contains("card declined retry=true"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
