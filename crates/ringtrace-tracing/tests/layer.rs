@@ -262,3 +262,36 @@ fn a_value_rendering_differently_twice_keeps_its_measured_slot() {
         lines[0]
     );
 }
+
+#[test]
+fn threads_meeting_callsites_at_once_describe_each_once() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (dispatch, start) = (dispatch.clone(), &start);
+            s.spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    start.wait();
+                    for i in 0..100u64 {
+                        tracing::info!(t, i, "a");
+                        tracing::debug!(t, i, "b");
+                        let _s = tracing::trace_span!("c", t).entered();
+                    }
+                })
+            });
+        }
+    });
+    assert_eq!(ring.metadata_records().len(), 3);
+    let stats = layer.stats();
+    assert_eq!(stats.callsites_registered, 3);
+    assert_eq!(stats.recorded, 2 * 100 * 6);
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 2 * 100 * 6);
+    assert!(
+        lines.iter().all(|l| l.contains(": tracing:")),
+        "a record did not decode"
+    );
+}
