@@ -668,6 +668,34 @@ mod tests {
         assert!(problems[0].starts_with("metadata record 2"), "{problems:?}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_decode_or_fail_without_a_panic(
+            kind in 0usize..8,
+            fields in 0usize..4,
+            damage in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
+            rest in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..96),
+        ) {
+            // A valid callsite record, then bytes overwritten from its
+            // sixth on: damaged records must be refused, not trusted.
+            let names = ["a", "b", "message", "é"];
+            let mut record = site(1, CallsiteKind::Event, &names[..fields]).to_record();
+            for (i, b) in damage.iter().enumerate() {
+                if let Some(at) = record.get_mut(5 + i * 3) {
+                    *at = *b;
+                }
+            }
+            let (sites, _) = callsites(&[record]);
+            let mut p = RecordKind::ALL[kind].id().to_le_bytes().to_vec();
+            p.extend_from_slice(&7u32.to_le_bytes());
+            p.extend_from_slice(&1u32.to_le_bytes());
+            p.extend_from_slice(&rest);
+            if let Ok(Some(r)) = decode(&p, &sites) {
+                let _ = (r.text(), r.generic_values());
+            }
+        }
+    }
+
     #[test]
     fn record_kinds_are_reserved_ids() {
         for k in RecordKind::ALL {
