@@ -2,6 +2,7 @@
 //! (never by the running program's registry).
 
 use super::metadata::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
+use super::tracing_format::{self, Callsite, TracingRecord};
 use ringtrace_tracepoint::{decode_field, FieldValue, EVENT_HEADER_LEN};
 use std::collections::HashMap;
 
@@ -33,8 +34,12 @@ pub struct Decoder {
     /// Why there is nothing to decode by, when there is not.
     unusable: Option<String>,
     /// The file's metadata records appended at run time (its metadata
-    /// annex), in order, not interpreted yet.
+    /// annex), in order.
     metadata_records: Vec<Vec<u8>>,
+    /// The `tracing` callsites among them, by id.
+    callsites: HashMap<u32, Callsite>,
+    /// Records that are damaged callsites, in words.
+    callsite_problems: Vec<String>,
 }
 
 /// One payload, decoded.
@@ -56,6 +61,9 @@ pub enum Decoded<'d> {
         /// Its field values, in order.
         values: Vec<FieldValue>,
     },
+    /// A `tracing` record (ringtrace-tracing's layer or a local span),
+    /// decoded by its callsite's record (see [`tracing_format`](crate::tracing_format)).
+    Tracing(TracingRecord<'d>),
     /// Not decodable.
     Raw {
         /// Why, in words.
@@ -69,6 +77,7 @@ impl Decoded<'_> {
         match self {
             Decoded::Tracepoint { desc, .. } => Some(&desc.name),
             Decoded::Untagged { layout, .. } => Some(&layout.name),
+            Decoded::Tracing(r) => Some(r.kind.name()),
             Decoded::Raw { .. } => None,
         }
     }
@@ -77,6 +86,7 @@ impl Decoded<'_> {
     pub fn tid(&self) -> Option<u32> {
         match self {
             Decoded::Tracepoint { tid, .. } => Some(*tid),
+            Decoded::Tracing(r) => Some(r.tid),
             _ => None,
         }
     }
@@ -86,6 +96,7 @@ impl Decoded<'_> {
         let (fields, values) = match self {
             Decoded::Tracepoint { desc, values, .. } => (&desc.fields, values),
             Decoded::Untagged { layout, values } => (&layout.fields, values),
+            Decoded::Tracing(r) => return r.fields.iter().map(|f| (f.name, &f.value)).collect(),
             Decoded::Raw { .. } => return Vec::new(),
         };
         fields
@@ -100,6 +111,7 @@ impl Decoded<'_> {
         match self {
             Decoded::Tracepoint { desc, values, .. } => render(&desc.format, values),
             Decoded::Untagged { layout, values } => render(&layout.format, values),
+            Decoded::Tracing(r) => r.text(),
             Decoded::Raw { .. } => String::new(),
         }
     }
@@ -113,6 +125,8 @@ impl Decoder {
             untagged: meta.untagged.clone(),
             unusable: None,
             metadata_records: Vec::new(),
+            callsites: HashMap::new(),
+            callsite_problems: Vec::new(),
         }
     }
 
@@ -124,16 +138,32 @@ impl Decoder {
             untagged: None,
             unusable: Some(why.into()),
             metadata_records: Vec::new(),
+            callsites: HashMap::new(),
+            callsite_problems: Vec::new(),
         }
     }
 
     /// This decoder with the trace's metadata records beside its metadata
     /// (`Recovery::metadata_records`: what a `tracing` layer appended at
     /// run time). [`metadata_decoder`](crate::metadata_decoder) sets them.
-    /// They are kept as they are: nothing decodes by them yet.
+    /// The `tracing` callsites among them decode the `tracing` records
+    /// (even when the metadata itself is unusable); other records are kept
+    /// as they are.
     pub fn with_metadata_records(mut self, records: Vec<Vec<u8>>) -> Decoder {
+        (self.callsites, self.callsite_problems) = tracing_format::callsites(&records);
         self.metadata_records = records;
         self
+    }
+
+    /// The `tracing` callsites among the metadata records, by id.
+    pub fn callsites(&self) -> &HashMap<u32, Callsite> {
+        &self.callsites
+    }
+
+    /// What is wrong with metadata records that are damaged callsite
+    /// records, in words.
+    pub fn callsite_problems(&self) -> &[String] {
+        &self.callsite_problems
     }
 
     /// The trace's metadata records appended at run time, in order (empty
@@ -144,6 +174,11 @@ impl Decoder {
 
     /// Decodes one payload; never panics, whatever its bytes.
     pub fn decode(&self, payload: &[u8]) -> Decoded<'_> {
+        match tracing_format::decode(payload, &self.callsites) {
+            Ok(Some(record)) => return Decoded::Tracing(record),
+            Ok(None) => {}
+            Err(why) => return Decoded::Raw { why },
+        }
         if let Some(why) = &self.unusable {
             return Decoded::Raw { why: why.clone() };
         }

@@ -171,10 +171,14 @@ impl<'r> Dump<'r> {
         let records = self.metadata_records();
         if !records.is_empty() {
             out.push(format!(
-                "# metadata records: {} appended at run time ({} bytes); events are not decoded by them yet",
+                "# metadata records: {} appended at run time ({} bytes), {} of them `tracing` callsites that decode `tracing:*` events",
                 records.len(),
-                records.iter().map(Vec::len).sum::<usize>()
+                records.iter().map(Vec::len).sum::<usize>(),
+                self.decoder.callsites().len()
             ));
+        }
+        for p in self.decoder.callsite_problems() {
+            out.push(format!("# problem in the metadata records: {p}"));
         }
         for p in r.annex_problems() {
             out.push(format!("# problem in the metadata records: {p}"));
@@ -284,7 +288,9 @@ impl<'r> Dump<'r> {
 
     /// One event as a JSON object: `cpu`, `ts` (ticks), `ns` (since the
     /// base; null when ticks are not time), `wall_ns` (null when unknown),
-    /// `event` (null when raw), `kind` (`tracepoint`, `untagged`, `raw`),
+    /// `event` (null when raw), `kind` (`tracepoint`, `untagged`,
+    /// `tracing`, `raw`; a `tracing` record adds `level`, `target`,
+    /// `callsite`, `span` and `parent` where it has them),
     /// `tid`, `lost_before` (events of its CPU overwritten or lost just
     /// before it), and `fields` as an object, or `raw` as hex (with `why` when
     /// the payload could not be decoded).
@@ -293,6 +299,7 @@ impl<'r> Dump<'r> {
         let kind = match d {
             Decoded::Tracepoint { .. } => "tracepoint",
             Decoded::Untagged { .. } => "untagged",
+            Decoded::Tracing(_) => "tracing",
             Decoded::Raw { .. } => "raw",
         };
         let mut out = json!({
@@ -308,6 +315,9 @@ impl<'r> Dump<'r> {
         if let Some(map) = out.as_object_mut() {
             if let Decoded::Raw { why } = &d {
                 map.insert("why".into(), Value::from(why.as_str()));
+            }
+            if let Decoded::Tracing(t) = &d {
+                crate::tracing_export::insert_json(t, map);
             }
             if self.options.raw || matches!(d, Decoded::Raw { .. }) {
                 map.insert("raw".into(), Value::from(hex(&e.payload)));

@@ -46,6 +46,8 @@ pub mod export;
 mod metadata;
 mod summary;
 mod time;
+mod tracing_export;
+pub mod tracing_format;
 
 pub use decode::{render, Decoded, Decoder};
 pub use dump::{hex, Dump, DumpError, DumpOptions};

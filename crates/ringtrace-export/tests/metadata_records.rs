@@ -39,7 +39,9 @@ fn a_files_records_reach_the_decoder_the_dump_and_the_recover_summary() {
     assert_eq!(dump.metadata_records(), records());
     let comments = dump.comments().join("\n");
     assert!(
-        comments.contains("# metadata records: 2 appended at run time (32 bytes)"),
+        comments.contains(
+            "# metadata records: 2 appended at run time (32 bytes), 0 of them `tracing` callsites"
+        ),
         "{comments}"
     );
     let text = recovery_text(&rec);

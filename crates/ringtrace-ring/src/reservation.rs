@@ -241,12 +241,33 @@ impl PayloadStream<'_> {
     #[inline]
     pub fn put(&mut self, bytes: &[u8]) -> usize {
         let n = bytes.len().min(self.limit - self.pos);
-        for &b in &bytes[..n] {
+        let mut rest = &bytes[..n];
+        // Complete the pending partial word a byte at a time...
+        while self.pos % 4 != 0 {
+            let Some((&b, tail)) = rest.split_first() else {
+                return n;
+            };
             self.pending[self.pos % 4] = b;
             self.pos += 1;
+            rest = tail;
             if self.pos % 4 == 0 {
                 self.flush_word(self.pos / 4 - 1);
             }
+        }
+        // ...then store whole words straight from `bytes`...
+        let mut words = rest.chunks_exact(4);
+        for chunk in &mut words {
+            if let Some(word) = self.words.get(self.pos / 4) {
+                let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                // Relaxed: published by the commit's Release add.
+                word.store(value, Ordering::Relaxed);
+            }
+            self.pos += 4;
+        }
+        // ...and keep the last bytes pending.
+        for &b in words.remainder() {
+            self.pending[self.pos % 4] = b;
+            self.pos += 1;
         }
         n
     }
@@ -256,6 +277,7 @@ impl PayloadStream<'_> {
         self.pos
     }
 
+    #[inline]
     fn flush_word(&mut self, index: usize) {
         if let Some(word) = self.words.get(index) {
             // Relaxed: published by the commit's Release add.
@@ -307,3 +329,37 @@ fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
 // SAFETY-free note: every field is a shared reference into a `Sync` buffer
 // or plain data, so the compiler derives Send and Sync; a reservation may be
 // committed from another thread than the one that reserved it.
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::{RingBuffer, RingConfig};
+    use ringtrace_clock::Counter;
+
+    #[test]
+    fn a_stream_writes_any_split_of_the_payload_as_the_payload() {
+        let ring = RingBuffer::new(
+            RingConfig::default().cpus(1).per_cpu_bytes(64 * 1024),
+            Counter::new(),
+        )
+        .unwrap();
+        let payload: Vec<u8> = (1..=23).collect();
+        for first in 0..payload.len() {
+            for second in first..payload.len() {
+                let mut r = ring.reserve_on(0, payload.len() + 2).unwrap();
+                {
+                    let mut w = r.stream();
+                    assert_eq!(w.put(&payload[..first]), first);
+                    w.put(&payload[first..second]);
+                    w.put(&payload[second..]);
+                    // Past the reservation: cut to it.
+                    assert_eq!(w.put(&[9, 9, 9]), 2);
+                    assert_eq!(w.position(), payload.len() + 2);
+                }
+                r.commit();
+                let got = ring.cpu_buffer(0).unwrap().read_event().unwrap().payload;
+                assert_eq!(got[..payload.len()], payload[..], "split {first}/{second}");
+                assert_eq!(got[payload.len()..], [9, 9]);
+            }
+        }
+    }
+}

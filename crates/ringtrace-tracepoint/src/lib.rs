@@ -50,9 +50,12 @@ pub use counters::EventCounters;
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
 pub use location::SourceLocation;
 pub use registry::TracepointError;
-pub use sink::{dropped, set_sink, sink, SinkAlreadySet, EVENT_HEADER_LEN};
+pub use sink::{
+    dropped, forget_thread_ids_in_fork_children, set_sink, sink, thread_id, SinkAlreadySet,
+    EVENT_HEADER_LEN,
+};
 pub use static_key::StaticKey;
-pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint};
+pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint, RESERVED_IDS};
 
 /// What the macros need from this crate's dependencies. Not public API.
 #[doc(hidden)]

@@ -48,6 +48,9 @@ pub enum TracepointError {
     /// Two tracepoints hash to one id.
     #[error("tracepoints `{0}` and `{1}` have the same id; rename one")]
     IdCollision(&'static str, &'static str),
+    /// A tracepoint hashes to an id reserved for `tracing` records.
+    #[error("tracepoint `{0}` has id {1:#010x}, which is reserved for `tracing` records (0xffffff00 to 0xffffffff); rename it")]
+    IdReserved(&'static str, u32),
     /// Patched keys may only change while the process has one thread.
     #[error("static-keys code patching needs a single-threaded process, and {0} threads are running; flip keys before spawning threads")]
     ThreadsRunning(usize),
@@ -77,9 +80,13 @@ pub fn by_id(id: u32) -> Option<&'static Tracepoint> {
     all().into_iter().find(|tp| tp.id == id)
 }
 
-/// Checks that no two registered tracepoints share an id.
+/// Checks that no two registered tracepoints share an id, and that none
+/// has an id reserved for `tracing` records ([`RESERVED_IDS`](crate::RESERVED_IDS)).
 pub fn check_ids() -> Result<(), TracepointError> {
     let mut by_id: Vec<&'static Tracepoint> = all();
+    if let Some(tp) = by_id.iter().find(|tp| crate::RESERVED_IDS.contains(&tp.id)) {
+        return Err(TracepointError::IdReserved(tp.name, tp.id));
+    }
     by_id.sort_by_key(|tp| tp.id);
     for pair in by_id.windows(2) {
         if pair[0].id == pair[1].id {

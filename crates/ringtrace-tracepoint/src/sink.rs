@@ -101,9 +101,21 @@ thread_local! {
 }
 
 /// The calling thread's id (`gettid`), read from the system once per
-/// thread and then from a thread-local: one TLS load per event.
+/// thread and then from a thread-local: one TLS load per event; what
+/// tracepoint events (and ringtrace-tracing's records) carry.
 /// Async-signal-safe: a signal handler that interrupts the first read
-/// reads and stores the same id.
+/// reads and stores the same id. A fork child reads its own id once a
+/// sink is set or [`forget_thread_ids_in_fork_children`] was called.
+///
+/// ```
+/// assert_eq!(ringtrace_tracepoint::thread_id(), ringtrace_tracepoint::thread_id());
+/// assert_ne!(ringtrace_tracepoint::thread_id(), 0);
+/// ```
+#[inline]
+pub fn thread_id() -> u32 {
+    current_tid()
+}
+
 #[inline]
 pub(crate) fn current_tid() -> u32 {
     TID.with(|tid| match tid.get() {
@@ -118,8 +130,14 @@ pub(crate) fn current_tid() -> u32 {
 }
 
 /// Registers, once per process, a fork handler that clears the forking
-/// thread's cached id in the child: the child's only thread is a copy of
-/// that thread, thread-locals and all, but has an id of its own.
+/// thread's cached [`thread_id`] in the child: the child's only thread is
+/// a copy of that thread, thread-locals and all, but has an id of its own.
+/// [`set_sink`] calls it; a writer that records without the sink calls it
+/// when set up (not in a signal handler: it may take a lock).
+pub fn forget_thread_ids_in_fork_children() {
+    forget_tid_in_fork_children()
+}
+
 fn forget_tid_in_fork_children() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     extern "C" fn in_child() {

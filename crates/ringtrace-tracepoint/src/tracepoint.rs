@@ -63,6 +63,14 @@ impl Tracepoint {
     }
 }
 
+/// Event ids no tracepoint may have: the first four bytes of the records a
+/// `tracing` layer and local spans write (ringtrace-tracing; the layouts
+/// are in ringtrace-export's `tracing_format`). A tracepoint whose name
+/// hashes into this range is refused by
+/// [`registry::check_ids`](crate::registry::check_ids); the odds are 1 in
+/// 16.7 million per name.
+pub const RESERVED_IDS: std::ops::RangeInclusive<u32> = 0xFFFF_FF00..=0xFFFF_FFFF;
+
 /// FNV-1a, 32 bits, at compile time.
 pub const fn fnv1a(name: &str) -> u32 {
     let bytes = name.as_bytes();

@@ -33,6 +33,12 @@
 //!   latency tracers; [`trace_file`]: trace files read back, and the
 //!   exporters.
 //!
+//! - [`Tracer::layer`] (the `tracing` feature, on by default): a
+//!   `tracing_subscriber::Layer` recording `tracing` events and spans into
+//!   the tracer's ring, installed in one line beside other layers:
+//!   `tracing_subscriber::registry().with(tracer.layer()).init();`;
+//!   [`tracing_layer`] has it and the fastrace-style local spans.
+//!
 //! The `ringtrace` command (`hammer`, `pairs`, `clocks`, `report`, `dump`,
 //! `export`) is the `ringtrace-cli` crate; this crate links none of its
 //! dependencies.
@@ -51,6 +57,11 @@ pub use ringtrace_clock as clock;
 pub use ringtrace_export as trace_file;
 pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
+/// ringtrace as a `tracing` backend: the layer ([`Tracer::layer`]) and
+/// local spans (the `ringtrace-tracing` crate; the `tracing` feature, on
+/// by default).
+#[cfg(feature = "tracing")]
+pub use ringtrace_tracing as tracing_layer;
 
 pub use ringtrace_clock::{AnyClock, Clock, ClockSpec};
 pub use ringtrace_export::export::Format as ExportFormat;

@@ -111,6 +111,34 @@ impl Tracer {
         Arc::clone(&self.ring)
     }
 
+    /// A `tracing_subscriber::Layer` recording `tracing` events and spans
+    /// into this tracer's ring, with the default settings (see
+    /// [`RingLayer::builder`](ringtrace_tracing::RingLayer::builder) with
+    /// [`shared_ring`](Tracer::shared_ring) for others). Install it beside
+    /// other layers:
+    ///
+    /// ```
+    /// use tracing_subscriber::layer::SubscriberExt;
+    /// use tracing_subscriber::util::SubscriberInitExt;
+    /// let tracer = ringtrace::Tracer::builder().build()?;
+    /// tracing_subscriber::registry().with(tracer.layer()).init();
+    ///
+    /// tracing::info!(target: "app", user = "ada", attempts = 2, "logged in");
+    /// let dump = tracer.dump(ringtrace::DumpOptions::default())?;
+    /// assert!(dump.contains("tracing:event: INFO app: logged in user=ada attempts=2"), "{dump}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// Each callsite is described once in the ring's metadata annex
+    /// ([`TracerBuilder::metadata_capacity`](crate::TracerBuilder::metadata_capacity)
+    /// bounds how many), so [`dump`](Tracer::dump), [`export`](Tracer::export)
+    /// and, for a file ring, `ringtrace dump` show the events with their
+    /// level, target and fields.
+    #[cfg(feature = "tracing")]
+    pub fn layer(&self) -> ringtrace_tracing::RingLayer {
+        ringtrace_tracing::RingLayer::new(self.shared_ring())
+    }
+
     /// What the clock is, to convert timestamps (ticks to nanoseconds).
     pub fn clock_info(&self) -> ClockInfo {
         self.ring.clock_info()

@@ -18,6 +18,10 @@
 //!   events. Everything else is an instant on its thread (`ph: "i"`,
 //!   `s: "t"`) with its fields in args; an undecodable payload is an
 //!   instant `raw` with `raw` (hex) and `why`.
+//! - `tracing` records (ringtrace-tracing): span enter/exit and local
+//!   spans as `B`/`E` pairs on their thread with the span's fields, level
+//!   and target in args; events as instants named by their message (the
+//!   tracing module).
 //! - Where a CPU's events were overwritten or lost (`Event::lost_before`),
 //!   a process-scoped instant `lost` with `{cpu, count}` stands just
 //!   before the first event kept after them.
@@ -27,6 +31,7 @@
 mod event;
 mod rules;
 mod spans;
+mod tracing;
 
 pub use rules::{is_counter, span_edge, SpanEdge};
 
@@ -157,6 +162,7 @@ impl Trace {
             }
         }
         let mut spans = Spans::default();
+        let mut span_args = tracing::SpanArgs::default();
         let mut unmatched = 0u64;
         let mut last = start;
         for e in &merged {
@@ -167,7 +173,13 @@ impl Trace {
                 lost += e.lost_before;
             }
             let d = decoder.decode(&e.payload);
-            if !place(&d, e, ts, pid, &mut spans, &mut out) {
+            let placed = match &d {
+                Decoded::Tracing(t) => {
+                    tracing::place(t, e.cpu, ts, &mut spans, &mut span_args, &mut out)
+                }
+                _ => place(&d, e, ts, pid, &mut spans, &mut out),
+            };
+            if !placed {
                 unmatched += 1;
             }
         }
@@ -350,6 +362,8 @@ fn place(
                 args(e.cpu, &fields, ""),
             ));
         }
+        // Placed by the tracing module.
+        Decoded::Tracing(_) => {}
         Decoded::Raw { why } => {
             let mut a = args(e.cpu, &[], "");
             a.insert("raw".into(), Value::from(hex(&e.payload)));

@@ -96,8 +96,20 @@ impl Classes {
                 .copied()
                 .unwrap_or(self.raw),
             Decoded::Untagged { .. } => self.untagged.unwrap_or(self.raw),
+            // Under the generic `tracing` class the exporter adds to the
+            // metadata (crate::tracing_export), raw without metadata.
+            Decoded::Tracing(_) => self
+                .by_tracepoint
+                .get(&crate::tracing_format::TEXT_TRACEPOINT_ID)
+                .copied()
+                .unwrap_or(self.raw),
             Decoded::Raw { .. } => self.raw,
         }
+    }
+
+    /// Whether `id` is the class of undecodable payloads.
+    pub fn is_raw(&self, id: u32) -> bool {
+        id == self.raw
     }
 }
 

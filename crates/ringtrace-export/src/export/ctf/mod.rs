@@ -24,7 +24,8 @@ pub(super) fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, Ex
         .metadata
         .as_ref()
         .ok()
-        .and_then(|bytes| TraceMetadata::parse(bytes).ok());
+        .and_then(|bytes| TraceMetadata::parse(bytes).ok())
+        .map(|m| crate::tracing_export::with_text_tracepoint(&m, recovery.metadata_records()));
     let (decoder, _) = metadata_decoder(recovery);
     let classes = Classes::new(meta.as_ref());
     let uuid = Uuid::of(h, "trace");

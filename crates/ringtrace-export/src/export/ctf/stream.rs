@@ -127,9 +127,16 @@ impl Encoder<'_> {
 
     /// One event: header (class id, timestamp), context (tid), payload.
     fn event(&self, e: &Event, ts: u64) -> Vec<u8> {
-        let decoded = self.decoder.decode(&e.payload);
+        let mut decoded = self.decoder.decode(&e.payload);
+        let class = self.classes.id_of(&decoded);
+        if matches!(decoded, Decoded::Tracing(_)) && self.classes.is_raw(class) {
+            decoded = Decoded::Raw {
+                why: "a `tracing` record, and the file has no metadata to declare its class by"
+                    .into(),
+            };
+        }
         let mut out = Vec::with_capacity(16 + e.payload.len() + 8);
-        out.extend_from_slice(&self.classes.id_of(&decoded).to_le_bytes());
+        out.extend_from_slice(&class.to_le_bytes());
         out.extend_from_slice(&ts.to_le_bytes());
         out.extend_from_slice(&decoded.tid().unwrap_or(self.pid).to_le_bytes());
         match &decoded {
@@ -141,6 +148,11 @@ impl Encoder<'_> {
             Decoded::Untagged { layout, values } => {
                 for (f, v) in layout.fields.iter().zip(values) {
                     put(&mut out, f.kind, v);
+                }
+            }
+            Decoded::Tracing(t) => {
+                for v in t.generic_values() {
+                    put(&mut out, FieldKind::Str, &v);
                 }
             }
             Decoded::Raw { why } => {

@@ -103,6 +103,8 @@ fn timestamp(clock: &FileClock, ticks: u64) -> u64 {
 
 /// Decodes every event and encodes it as the kernel would have.
 fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
+    // `tracing` records go under one generic event with a text payload.
+    let meta = &crate::tracing_export::with_text_tracepoint(meta, r.metadata_records());
     // The run-time records beside the metadata, as every exporter's
     // decoder has them (not decoded by yet).
     let decoder = Decoder::new(meta).with_metadata_records(r.metadata_records().to_vec());
@@ -138,6 +140,10 @@ fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
                     (formats.tracepoint(desc.id), tid, values)
                 }
                 Decoded::Untagged { values, .. } => (formats.untagged(), r.header.pid, values),
+                Decoded::Tracing(t) => match crate::tracing_export::as_text_event(&t, meta) {
+                    Some((desc, tid, values)) => (formats.tracepoint(desc.id), tid, values),
+                    None => (None, 0, Vec::new()),
+                },
                 Decoded::Raw { .. } => (None, 0, Vec::new()),
             };
             let Some(format) = format else {

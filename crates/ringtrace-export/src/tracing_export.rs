@@ -1,0 +1,48 @@
+//! How the dump's JSON and the trace-cmd and CTF exporters show `tracing`
+//! records: the JSON with the callsite's level, target and name and the
+//! span ids; the binary formats as one generic tracepoint with a text
+//! payload ([`tracing_format::text_tracepoint`]).
+
+use crate::metadata::{TraceMetadata, TracepointDesc};
+use crate::tracing_format::{self, TracingRecord, TEXT_TRACEPOINT_ID};
+use ringtrace_tracepoint::FieldValue;
+use serde_json::{Map, Value};
+
+/// Adds a `tracing` record's `level`, `target`, `callsite`, `span` and
+/// `parent` to its dump JSON object.
+pub(crate) fn insert_json(t: &TracingRecord<'_>, map: &mut Map<String, Value>) {
+    map.insert("level".into(), Value::from(t.callsite.level.name()));
+    map.insert("target".into(), Value::from(t.callsite.target.as_str()));
+    map.insert("callsite".into(), Value::from(t.callsite.name.as_str()));
+    if let Some(span) = t.span {
+        map.insert("span".into(), Value::from(span));
+    }
+    if let Some(parent) = t.parent {
+        map.insert("parent".into(), Value::from(parent));
+    }
+}
+
+/// `meta` with the generic `tracing` tracepoint added when the trace has
+/// `tracing` callsites among its metadata `records` (and no tracepoint has
+/// its id), for the exporters that declare every event type up front.
+pub(crate) fn with_text_tracepoint(meta: &TraceMetadata, records: &[Vec<u8>]) -> TraceMetadata {
+    let mut meta = meta.clone();
+    let has_callsites = !tracing_format::callsites(records).0.is_empty();
+    if has_callsites && !meta.tracepoints.iter().any(|t| t.id == TEXT_TRACEPOINT_ID) {
+        meta.tracepoints.push(tracing_format::text_tracepoint());
+    }
+    meta
+}
+
+/// A `tracing` record as the generic tracepoint's event: its description
+/// (from `meta`, made by [`with_text_tracepoint`]), thread and values.
+pub(crate) fn as_text_event<'m>(
+    t: &TracingRecord<'_>,
+    meta: &'m TraceMetadata,
+) -> Option<(&'m TracepointDesc, u32, Vec<FieldValue>)> {
+    let desc = meta
+        .tracepoints
+        .iter()
+        .find(|d| d.id == TEXT_TRACEPOINT_ID)?;
+    Some((desc, t.tid, t.generic_values()))
+}

@@ -1,0 +1,186 @@
+//! Callsite ids: each callsite's metadata is described once, in a record
+//! appended to the ring's metadata annex, and named by its id in every
+//! record after that.
+//!
+//! The ids of one layer are kept in a fixed open-addressing table keyed
+//! by the address of the callsite's `&'static Metadata` (one per
+//! callsite, for the life of the process): a lookup hashes that address
+//! (a multiply and a shift), loads a slot and compares; no lock, no
+//! string hashing, no allocation. A miss takes a lock, describes the
+//! callsite (which allocates, once), and publishes the id.
+
+use crate::stats::Counters;
+use parking_lot::Mutex;
+use ringtrace_clock::Clock;
+use ringtrace_export::tracing_format::{Callsite, CallsiteKind, Level};
+use ringtrace_ring::RingBuffer;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use tracing_core::Metadata;
+
+/// Callsite ids for the whole process: callsites described by different
+/// layers (and local spans) on one ring never share an id.
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// A fresh callsite id.
+pub(crate) fn next_id() -> u32 {
+    // Relaxed: only uniqueness matters.
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// What a slot's id is when the annex refused the callsite: its records
+/// are not written (they could not be decoded).
+pub(crate) const REFUSED: u32 = 0;
+
+struct Slot {
+    /// The callsite's `&'static Metadata` address; 0 while free.
+    key: AtomicUsize,
+    /// Its id ([`REFUSED`] if the annex had no room).
+    id: AtomicU32,
+}
+
+/// A layer's callsite ids.
+pub(crate) struct CallsiteTable {
+    slots: Box<[Slot]>,
+    /// `64 - log2(slots.len())`: the hash's top bits index the table.
+    shift: u32,
+    /// Callsites described; at most 3/4 of the slots, so probes stay short.
+    used: Mutex<usize>,
+}
+
+impl CallsiteTable {
+    /// A table for `capacity` callsites (at least 1).
+    pub(crate) fn new(capacity: usize) -> CallsiteTable {
+        let slots = (capacity.max(1) * 4 / 3 + 1).next_power_of_two();
+        CallsiteTable {
+            slots: (0..slots)
+                .map(|_| Slot {
+                    key: AtomicUsize::new(0),
+                    id: AtomicU32::new(REFUSED),
+                })
+                .collect(),
+            shift: 64 - slots.trailing_zeros(),
+            used: Mutex::new(0),
+        }
+    }
+
+    /// Callsites the table can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len() * 3 / 4
+    }
+
+    #[inline]
+    fn home(&self, key: usize) -> usize {
+        // Fibonacci hashing of the address (its low bits are alignment).
+        ((key as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The id of `meta`'s callsite, if described (or refused) before.
+    #[inline]
+    pub(crate) fn get(&self, meta: &'static Metadata<'static>) -> Option<u32> {
+        let key = meta as *const Metadata<'static> as usize;
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        for _ in 0..self.slots.len() {
+            let slot = &self.slots[at];
+            // Acquire: pairs with the Release store of the key in
+            // `describe`, so the id stored before it is seen.
+            match slot.key.load(Ordering::Acquire) {
+                k if k == key => return Some(slot.id.load(Ordering::Relaxed)),
+                0 => return None,
+                _ => at = (at + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// The id of `meta`'s callsite, describing it in `ring`'s metadata
+    /// annex first if this is its first sight; [`REFUSED`] when the annex
+    /// or the table has no room.
+    #[inline]
+    pub(crate) fn id<C: Clock>(
+        &self,
+        meta: &'static Metadata<'static>,
+        ring: &RingBuffer<C>,
+        counters: &Counters,
+    ) -> u32 {
+        match self.get(meta) {
+            Some(id) => id,
+            None => self.describe(meta, ring, counters),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn describe<C: Clock>(
+        &self,
+        meta: &'static Metadata<'static>,
+        ring: &RingBuffer<C>,
+        counters: &Counters,
+    ) -> u32 {
+        let mut used = self.used.lock();
+        // Another thread may have described it while this one waited.
+        if let Some(id) = self.get(meta) {
+            return id;
+        }
+        if *used >= self.capacity() {
+            // Not kept: every later record of the callsite comes here and
+            // is counted refused again.
+            counters.callsite_refused();
+            return REFUSED;
+        }
+        let id = next_id();
+        let record = callsite_of(id, meta).to_record();
+        let id = match ring.append_metadata(&record) {
+            Ok(()) => {
+                counters.callsite_registered();
+                id
+            }
+            Err(_) => {
+                counters.callsite_refused();
+                REFUSED
+            }
+        };
+        let key = meta as *const Metadata<'static> as usize;
+        let mask = self.slots.len() - 1;
+        let mut at = self.home(key);
+        // A free slot exists: at most 3/4 of them are used.
+        while self.slots[at].key.load(Ordering::Relaxed) != 0 {
+            at = (at + 1) & mask;
+        }
+        // Relaxed: published by the Release store of the key below.
+        self.slots[at].id.store(id, Ordering::Relaxed);
+        // Release: a reader that sees the key sees the id.
+        self.slots[at].key.store(key, Ordering::Release);
+        *used += 1;
+        id
+    }
+}
+
+/// The level as the wire format numbers it.
+pub(crate) fn level_of(level: &tracing_core::Level) -> Level {
+    Level(match *level {
+        tracing_core::Level::TRACE => 1,
+        tracing_core::Level::DEBUG => 2,
+        tracing_core::Level::INFO => 3,
+        tracing_core::Level::WARN => 4,
+        tracing_core::Level::ERROR => 5,
+    })
+}
+
+/// `meta`'s description under `id`.
+pub(crate) fn callsite_of(id: u32, meta: &'static Metadata<'static>) -> Callsite {
+    Callsite {
+        id,
+        kind: if meta.is_span() {
+            CallsiteKind::Span
+        } else {
+            CallsiteKind::Event
+        },
+        level: level_of(meta.level()),
+        name: meta.name().to_owned(),
+        target: meta.target().to_owned(),
+        file: meta.file().map(str::to_owned),
+        line: meta.line(),
+        fields: meta.fields().iter().map(|f| f.name().to_owned()).collect(),
+    }
+}

@@ -1,0 +1,76 @@
+//! ringtrace as a backend for the `tracing` crate: [`RingLayer`], a
+//! `tracing_subscriber::Layer` that records events and span activity into
+//! a ringtrace ring, and fastrace-style [local spans](local_span!).
+//!
+//! One line beside other layers (`ringtrace::Tracer::layer` makes the
+//! layer for a tracer's ring):
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt;
+//! use tracing_subscriber::util::SubscriberInitExt;
+//! # let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
+//! # let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(
+//! #     ringtrace_ring::RingConfig::default().cpus(1).per_cpu_bytes(64 << 10), clock)?);
+//! let layer = ringtrace_tracing::RingLayer::new(ring.clone());
+//! tracing_subscriber::registry().with(layer).init();
+//!
+//! let span = tracing::info_span!("load", page = 3u64);
+//! span.in_scope(|| tracing::warn!(bytes = 4096, "slow read"));
+//! drop(span);
+//! assert_eq!(ring.stats().hit, 5); // new, enter, the event, exit, close
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is recorded
+//!
+//! - Events: the callsite's id, the thread's id and each field's value.
+//! - Spans: creation (id, parent, fields), values recorded later, enter,
+//!   exit and close.
+//! - Each callsite's metadata (name, target, level, file, line, field
+//!   names) once, in the ring's metadata annex: in the file's header area
+//!   for a file ring, where `ringtrace dump`, `ringtrace recover` and the
+//!   exporters find it.
+//!
+//! Recording allocates nothing and takes no lock once a callsite is
+//! described (the first record of each callsite describes it, which
+//! allocates once): fields are visited straight into the reserved slot in
+//! two passes (measure, then write). Integers, floats and bools are
+//! written as 8 (or 1) bytes, no formatting. Strings and `Debug`
+//! renderings are cut at the [string limit](RingLayerBuilder::string_limit)
+//! ([`DEFAULT_STRING_LIMIT`], 256 bytes, by default) at a character
+//! boundary, and marked cut: readers show `…[cut]` after them. A `Debug`
+//! value is rendered twice (once to measure it): cheap for a message,
+//! which is usually a literal.
+//!
+//! The wire format is ringtrace-export's `tracing_format` module, shared
+//! with the readers.
+//!
+//! # Filtering
+//!
+//! The layer is an ordinary layer: `EnvFilter` before it in the stack, or
+//! a per-layer filter (`layer.with_filter(EnvFilter::new("warn"))`),
+//! decides what reaches it.
+//!
+//! # Local spans
+//!
+//! [`local_span!`] records a thread entering and leaving a span named by
+//! a static string, without the `tracing` dispatcher: two ring records,
+//! nothing else. They record into the ring set by
+//! [`set_local_span_ring`], once per process.
+
+mod callsites;
+mod encode;
+mod layer;
+mod local_span;
+mod stats;
+
+pub use layer::{
+    LayerConfigError, RingLayer, RingLayerBuilder, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT,
+    MAX_STRING_LIMIT,
+};
+pub use local_span::{
+    local_span_stats, set_local_span_ring, LocalSpan, LocalSpanRingAlreadySet, LocalSpanSite,
+    LocalSpanStats,
+};
+pub use ringtrace_export::tracing_format::CUT_MARK;
+pub use stats::LayerStats;

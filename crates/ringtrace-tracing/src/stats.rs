@@ -1,0 +1,74 @@
+//! What a layer recorded and what it could not.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A layer's counts since it was built ([`RingLayer::stats`](crate::RingLayer::stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LayerStats {
+    /// Records written: events, and span creations, records, enters,
+    /// exits and closes.
+    pub recorded: u64,
+    /// Records the ring refused (full in discard mode, the page to reuse
+    /// still being written, or larger than a page; the ring counts the
+    /// first two in its `missed` too).
+    pub dropped: u64,
+    /// String and `Debug` values cut at the string limit.
+    pub strings_cut: u64,
+    /// Callsites described in the ring's metadata annex.
+    pub callsites_registered: u64,
+    /// Callsite descriptions refused: the annex or the layer's callsite
+    /// table was full. Their records are not written (counted in
+    /// `unregistered`).
+    pub callsites_refused: u64,
+    /// Records not written because their callsite could not be described.
+    pub unregistered: u64,
+}
+
+/// The counters behind [`LayerStats`]. Relaxed throughout: they are
+/// statistics, ordered with nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    recorded: AtomicU64,
+    dropped: AtomicU64,
+    strings_cut: AtomicU64,
+    callsites_registered: AtomicU64,
+    callsites_refused: AtomicU64,
+    unregistered: AtomicU64,
+}
+
+impl Counters {
+    #[inline]
+    pub(crate) fn recorded(&self) {
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+    }
+    #[cold]
+    pub(crate) fn dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+    #[cold]
+    pub(crate) fn strings_cut(&self, n: u64) {
+        self.strings_cut.fetch_add(n, Ordering::Relaxed);
+    }
+    pub(crate) fn callsite_registered(&self) {
+        self.callsites_registered.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn callsite_refused(&self) {
+        self.callsites_refused.fetch_add(1, Ordering::Relaxed);
+    }
+    #[cold]
+    pub(crate) fn unregistered(&self) {
+        self.unregistered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> LayerStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        LayerStats {
+            recorded: get(&self.recorded),
+            dropped: get(&self.dropped),
+            strings_cut: get(&self.strings_cut),
+            callsites_registered: get(&self.callsites_registered),
+            callsites_refused: get(&self.callsites_refused),
+            unregistered: get(&self.unregistered),
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The layer's records as readers show them: events with their level,
+//! target and fields, spans, cut strings, each callsite described once,
+//! and filtering by `EnvFilter`, stacked or per layer.
+
+mod common;
+
+use common::{dump_json, dump_lines, ring};
+use ringtrace_tracing::{RingLayer, CUT_MARK};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+#[test]
+fn events_show_in_the_dump_with_level_target_and_fields() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let subscriber = tracing_subscriber::registry().with(layer.clone());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(target: "app::db", page = 7u64, delta = -3i64, hit = true, ratio = 0.5, name = "idx", "page read");
+        tracing::error!(code = ?Some(4), "failed");
+    });
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines[0].ends_with(
+            ": tracing:event: INFO app::db: page read page=7 delta=-3 hit=true ratio=0.5 name=idx"
+        ),
+        "{}",
+        lines[0]
+    );
+    let tid = ringtrace_tracepoint::thread_id().to_string();
+    assert!(lines[0].contains(&format!("-{tid}")), "{}", lines[0]);
+    assert!(
+        lines[1].ends_with(": tracing:event: ERROR layer: failed code=Some(4)"),
+        "{}",
+        lines[1]
+    );
+    let json = dump_json(&ring);
+    assert_eq!(json[0]["kind"], "tracing");
+    assert_eq!(json[0]["level"], "INFO");
+    assert_eq!(json[0]["target"], "app::db");
+    assert_eq!(json[0]["fields"]["page"], 7);
+    assert_eq!(json[0]["fields"]["message"], "page read");
+    let stats = layer.stats();
+    assert_eq!(
+        (stats.recorded, stats.dropped, stats.strings_cut),
+        (2, 0, 0)
+    );
+}
+
+#[test]
+fn a_long_string_is_cut_at_the_limit_and_the_dump_shows_the_mark() {
+    let ring = ring();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(100)
+        .build()
+        .unwrap();
+    let long = "x".repeat(1000);
+    let accented = "é".repeat(60); // 120 bytes, cut at a character boundary
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        tracing::info!(s = long.as_str(), d = ?long, a = accented.as_str(), "m");
+    });
+    let lines = dump_lines(&ring);
+    let line = &lines[0];
+    let cut = format!("{}{CUT_MARK}", "x".repeat(100));
+    assert!(line.contains(&format!(" s={cut} ")), "{line}");
+    // The Debug rendering is quoted: the quote and 99 x's fit.
+    assert!(
+        line.contains(&format!(" d=\"{}{CUT_MARK} ", "x".repeat(99))),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(&format!(" a={}{CUT_MARK}", "é".repeat(50))),
+        "{line}"
+    );
+    assert_eq!(layer.stats().strings_cut, 3);
+    // Within the limit: whole, unmarked.
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        tracing::info!(s = "short", "m");
+    });
+    assert!(!dump_lines(&ring)[1].contains(CUT_MARK));
+}
+
+#[test]
+fn each_callsite_is_described_once() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        for i in 0..10u64 {
+            tracing::info!(i, "loop");
+            let _s = tracing::debug_span!("step", i).entered();
+        }
+    });
+    // The event's callsite and the span's.
+    assert_eq!(ring.metadata_records().len(), 2);
+    let stats = layer.stats();
+    assert_eq!(stats.callsites_registered, 2);
+    // 10 events, and 10 spans: new, enter, exit, close.
+    assert_eq!(stats.recorded, 50);
+}
+
+#[test]
+fn spans_show_new_enter_exit_and_close_with_fields_and_parent() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let outer = tracing::info_span!("request", id = 9u64);
+        let _o = outer.enter();
+        let inner = tracing::debug_span!("query", table = tracing::field::Empty);
+        inner.record("table", "users");
+        inner.in_scope(|| {});
+    });
+    let lines: Vec<String> = dump_lines(&ring)
+        .into_iter()
+        .map(|l| l.split_once(": tracing:").unwrap().1.to_owned())
+        .collect();
+    let outer_id = lines[0]
+        .split_once("request#")
+        .and_then(|(_, r)| r.split(' ').next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        lines[0],
+        format!("span_new: INFO layer: new request#{outer_id} id=9")
+    );
+    assert_eq!(
+        lines[1],
+        format!("span_enter: INFO layer: enter request#{outer_id}")
+    );
+    assert!(
+        lines[2].starts_with("span_new: DEBUG layer: new query#")
+            && lines[2].ends_with(&format!(" parent=#{outer_id}")),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].starts_with("span_record: DEBUG layer: record query#")
+            && lines[3].ends_with(" table=users"),
+        "{}",
+        lines[3]
+    );
+    let kinds: Vec<&str> = lines.iter().map(|l| l.split(':').next().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "span_new",
+            "span_enter",
+            "span_new",
+            "span_record",
+            "span_enter",
+            "span_exit",
+            "span_close",
+            "span_exit",
+            "span_close"
+        ]
+    );
+}
+
+#[test]
+fn a_per_layer_env_filter_lets_only_its_levels_through() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let subscriber =
+        tracing_subscriber::registry().with(layer.clone().with_filter(EnvFilter::new("warn")));
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!("not kept");
+        tracing::warn!("kept");
+        let _s = tracing::info_span!("filtered out").entered();
+        tracing::error!("kept too");
+    });
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].ends_with("WARN layer: kept"), "{}", lines[0]);
+    assert!(lines[1].ends_with("ERROR layer: kept too"), "{}", lines[1]);
+    assert_eq!(layer.stats().callsites_registered, 2);
+}
+
+#[test]
+fn a_stacked_env_filter_filters_by_target_and_level() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let subscriber = tracing_subscriber::registry()
+        .with(EnvFilter::new("info,noisy=error"))
+        .with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::debug!("not kept");
+        tracing::info!(target: "noisy", "not kept");
+        tracing::error!(target: "noisy", "kept");
+        tracing::info!(n = 1, "kept");
+    });
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(lines[0].ends_with("ERROR noisy: kept"), "{}", lines[0]);
+    assert!(lines[1].ends_with("INFO layer: kept n=1"), "{}", lines[1]);
+}
+
+#[test]
+fn records_the_ring_refuses_are_counted_dropped() {
+    let ring = ring();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(16 * 1024)
+        .build()
+        .unwrap();
+    let huge = "y".repeat(16 * 1024);
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        // Two 16 KiB strings: more than a 4 KiB page holds.
+        tracing::info!(a = huge.as_str(), b = huge.as_str());
+    });
+    let stats = layer.stats();
+    assert_eq!((stats.recorded, stats.dropped), (0, 1));
+    assert_eq!(ring.stats().hit, 0);
+}
+
+#[test]
+fn a_full_annex_refuses_callsites_and_their_records_are_not_written() {
+    let clock = "mono"
+        .parse::<ringtrace_clock::ClockSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let config = ringtrace_ring::RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(16 * 1024)
+        .metadata_capacity(0);
+    let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap());
+    let layer = RingLayer::new(ring.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        tracing::info!("one");
+        tracing::info!("one more");
+    });
+    let stats = layer.stats();
+    assert_eq!(stats.callsites_refused, 2);
+    assert_eq!(stats.unregistered, 2);
+    assert_eq!(stats.recorded, 0);
+    assert_eq!(ring.stats().hit, 0);
+}
+
+/// Renders longer each time it is rendered.
+struct Growing(std::cell::Cell<usize>);
+
+impl std::fmt::Debug for Growing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.0.get();
+        self.0.set(n + 150);
+        f.write_str(&"g".repeat(n))
+    }
+}
+
+#[test]
+fn a_value_rendering_differently_twice_keeps_its_measured_slot() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        // 200 bytes, past the first pass's scratch: rendered again, 350
+        // bytes then, and cut to the 200 measured.
+        let v = Growing(std::cell::Cell::new(200));
+        tracing::info!(v = ?v, after = 1u64);
+    });
+    let lines = dump_lines(&ring);
+    assert!(
+        lines[0].ends_with(&format!(" v={} after=1", "g".repeat(200))),
+        "{}",
+        lines[0]
+    );
+}
+
+#[test]
+fn threads_meeting_callsites_at_once_describe_each_once() {
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer.clone()));
+    let start = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (dispatch, start) = (dispatch.clone(), &start);
+            s.spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    start.wait();
+                    for i in 0..100u64 {
+                        tracing::info!(t, i, "a");
+                        tracing::debug!(t, i, "b");
+                        let _s = tracing::trace_span!("c", t).entered();
+                    }
+                })
+            });
+        }
+    });
+    assert_eq!(ring.metadata_records().len(), 3);
+    let stats = layer.stats();
+    assert_eq!(stats.callsites_registered, 3);
+    assert_eq!(stats.recorded, 2 * 100 * 6);
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 2 * 100 * 6);
+    assert!(
+        lines.iter().all(|l| l.contains(": tracing:")),
+        "a record did not decode"
+    );
+}
