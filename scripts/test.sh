@@ -66,7 +66,7 @@ step "cargo test (x86_64; includes the fuzz properties under proptest and every 
 cargo test --workspace --locked
 
 step "examples, as the README runs them (built by cargo test above)"
-for example in producer_thread custom_clock; do
+for example in producer_thread custom_clock tracing_backend; do
   cargo run -q --locked --example "$example"
 done
 
