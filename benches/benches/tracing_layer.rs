@@ -17,8 +17,8 @@
 //! - `event/ring_write_same_bytes`: the ring alone writing a payload as
 //!   long as the layer's record (42 bytes), `tsc`: what of the layer's
 //!   time is the ring's.
-//! - `local_span/ringtrace`: `local_span!` entered and dropped (two ring
-//!   records, `tsc`).
+//! - `local_span/ringtrace`: `local_span!` entered and dropped (a clock
+//!   read, then one ring record at its end, `tsc`).
 //! - `local_span/fastrace`: `LocalSpan::enter_with_local_parent` entered
 //!   and dropped, under a root span's local parent renewed every 1000
 //!   spans outside the timing (fastrace collects the spans when the root's

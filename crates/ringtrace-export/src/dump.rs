@@ -277,6 +277,20 @@ impl<'r> Dump<'r> {
             (Decoded::Raw { why }, false) => format!("raw: {} ({why})", hex(&e.payload)),
             (_, false) => format!("{}: {}", d.name().unwrap_or("raw"), d.text()),
         };
+        // A local span is written at its end with its start: say how long.
+        let what = match (&d, self.options.raw) {
+            (Decoded::Tracing(t), false) => match t.start {
+                Some(start) => {
+                    let ticks = e.ts.saturating_sub(start);
+                    match self.recovery.header.clock.ticks_to_ns(ticks) {
+                        Some(ns) => format!("{} lasted={ns}ns", what.trim_end()),
+                        None => format!("{} lasted={ticks}ticks", what.trim_end()),
+                    }
+                }
+                None => what,
+            },
+            _ => what,
+        };
         format!(
             "{:>16}-{:<7} [{:03}] {ts}: {}",
             comm(self.recovery),
@@ -290,7 +304,8 @@ impl<'r> Dump<'r> {
     /// base; null when ticks are not time), `wall_ns` (null when unknown),
     /// `event` (null when raw), `kind` (`tracepoint`, `untagged`,
     /// `tracing`, `raw`; a `tracing` record adds `level`, `target`,
-    /// `callsite`, `span` and `parent` where it has them),
+    /// `callsite`, `span`, `parent` and a local span's `start` in ticks
+    /// where it has them),
     /// `tid`, `lost_before` (events of its CPU overwritten or lost just
     /// before it), and `fields` as an object, or `raw` as hex (with `why` when
     /// the payload could not be decoded).

@@ -20,6 +20,9 @@ pub(crate) fn insert_json(t: &TracingRecord<'_>, map: &mut Map<String, Value>) {
     if let Some(parent) = t.parent {
         map.insert("parent".into(), Value::from(parent));
     }
+    if let Some(start) = t.start {
+        map.insert("start".into(), Value::from(start));
+    }
 }
 
 /// `meta` with the generic `tracing` tracepoint added when the trace has

@@ -17,7 +17,7 @@
 //! | [`RecordKind::SpanNew`] | span id (u64), parent span id (u64, 0: a root), field count (u8), fields |
 //! | [`RecordKind::SpanRecord`] | span id (u64), field count (u8), fields |
 //! | [`RecordKind::SpanEnter`], [`SpanExit`](RecordKind::SpanExit), [`SpanClose`](RecordKind::SpanClose) | span id (u64) |
-//! | [`RecordKind::LocalEnter`], [`LocalExit`](RecordKind::LocalExit) | nothing |
+//! | [`RecordKind::LocalSpan`] | the span's start (u64, clock ticks); the record's own time is its end |
 //!
 //! # Fields
 //!
@@ -86,22 +86,22 @@ pub enum RecordKind {
     SpanExit = 0xFFFF_FF05,
     /// A span was closed (its last handle dropped).
     SpanClose = 0xFFFF_FF06,
-    /// A local span began on its thread.
-    LocalEnter = 0xFFFF_FF07,
-    /// A local span ended on its thread.
-    LocalExit = 0xFFFF_FF08,
+    /// A local span, written once when it ends (as fastrace records
+    /// one): its start in ticks is in the record, its end is the
+    /// record's timestamp. One ring write per span instead of two; a span
+    /// still open when the process dies is not in the trace.
+    LocalSpan = 0xFFFF_FF07,
 }
 
 impl RecordKind {
-    const ALL: [RecordKind; 8] = [
+    const ALL: [RecordKind; 7] = [
         RecordKind::Event,
         RecordKind::SpanNew,
         RecordKind::SpanRecord,
         RecordKind::SpanEnter,
         RecordKind::SpanExit,
         RecordKind::SpanClose,
-        RecordKind::LocalEnter,
-        RecordKind::LocalExit,
+        RecordKind::LocalSpan,
     ];
 
     /// The kind whose id is `id`.
@@ -123,8 +123,7 @@ impl RecordKind {
             RecordKind::SpanEnter => "tracing:span_enter",
             RecordKind::SpanExit => "tracing:span_exit",
             RecordKind::SpanClose => "tracing:span_close",
-            RecordKind::LocalEnter => "tracing:local_enter",
-            RecordKind::LocalExit => "tracing:local_exit",
+            RecordKind::LocalSpan => "tracing:local_span",
         }
     }
 
@@ -342,6 +341,18 @@ impl Callsite {
     }
 }
 
+/// A local span record's start (ticks), read without decoding the rest:
+/// for a reader that needs the earliest time in a trace before it decodes
+/// it. `None` for any other payload.
+pub fn local_span_start(payload: &[u8]) -> Option<u64> {
+    let id = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?);
+    if id != RecordKind::LocalSpan.id() {
+        return None;
+    }
+    let start = payload.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + 8)?;
+    Some(u64::from_le_bytes(start.try_into().ok()?))
+}
+
 /// The callsites among a trace's metadata records, by id, and what was
 /// wrong with the records that are not readable callsites.
 pub fn callsites(records: &[Vec<u8>]) -> (HashMap<u32, Callsite>, Vec<String>) {
@@ -383,6 +394,9 @@ pub struct TracingRecord<'d> {
     pub span: Option<u64>,
     /// A new span's parent (none for a root).
     pub parent: Option<u64>,
+    /// A local span's start, in clock ticks (its end is the record's
+    /// timestamp).
+    pub start: Option<u64>,
     /// Its fields, in the order written.
     pub fields: Vec<TracingField<'d>>,
 }
@@ -414,6 +428,10 @@ pub fn decode<'d>(
     let span = kind.has_span().then(|| c.u64("the span id")).transpose()?;
     let parent = match kind {
         RecordKind::SpanNew => Some(c.u64("the parent span id")?).filter(|&p| p != 0),
+        _ => None,
+    };
+    let start = match kind {
+        RecordKind::LocalSpan => Some(c.u64("the local span's start")?),
         _ => None,
     };
     let mut fields = Vec::new();
@@ -468,6 +486,7 @@ pub fn decode<'d>(
         callsite,
         span,
         parent,
+        start,
         fields,
     }))
 }
@@ -476,7 +495,7 @@ impl TracingRecord<'_> {
     /// The record in words, as `ringtrace dump` shows it after its name:
     /// an event as `LEVEL target: message k=v ...`, a span's record as
     /// `LEVEL target: verb name#id k=v ...`, a local span's as
-    /// `enter name`/`exit name`.
+    /// `span name began=TICKS` (the dump adds how long it lasted).
     pub fn text(&self) -> String {
         let c = self.callsite;
         if c.kind == CallsiteKind::LocalSpan {
@@ -494,8 +513,9 @@ impl TracingRecord<'_> {
             RecordKind::Event => "",
             RecordKind::SpanNew => "new",
             RecordKind::SpanRecord => "record",
-            RecordKind::SpanEnter | RecordKind::LocalEnter => "enter",
-            RecordKind::SpanExit | RecordKind::LocalExit => "exit",
+            RecordKind::SpanEnter => "enter",
+            RecordKind::SpanExit => "exit",
+            RecordKind::LocalSpan => "span",
             RecordKind::SpanClose => "close",
         };
         if !verb.is_empty() {
@@ -508,6 +528,9 @@ impl TracingRecord<'_> {
         }
         if let Some(parent) = self.parent {
             let _ = write!(out, " parent=#{parent}");
+        }
+        if let Some(start) = self.start {
+            let _ = write!(out, " began={start}");
         }
         for f in &self.fields {
             if !out.is_empty() {
@@ -642,10 +665,16 @@ mod tests {
         let sites = HashMap::from([(1, site(1, CallsiteKind::LocalSpan, &[]))]);
         assert_eq!(decode(&[1, 2, 3, 4, 0, 0, 0, 0], &sites), Ok(None));
         assert_eq!(decode(&[1, 2], &sites), Ok(None));
-        let err = decode(&record(RecordKind::LocalEnter, 2, &[]), &sites).unwrap_err();
+        let err = decode(&record(RecordKind::LocalSpan, 2, &[]), &sites).unwrap_err();
         assert!(err.contains("callsite 2 is not among"), "{err}");
-        let local = record(RecordKind::LocalExit, 1, &[]);
-        assert_eq!(decode(&local, &sites).unwrap().unwrap().text(), "exit work");
+        let local = record(RecordKind::LocalSpan, 1, &77u64.to_le_bytes());
+        let decoded = decode(&local, &sites).unwrap().unwrap();
+        assert_eq!(
+            (decoded.text(), decoded.start),
+            ("span work began=77".into(), Some(77))
+        );
+        let err = decode(&record(RecordKind::LocalSpan, 1, &[1, 2]), &sites).unwrap_err();
+        assert!(err.contains("start"), "{err}");
         let sites = HashMap::from([(1, site(1, CallsiteKind::Event, &["a"]))]);
         let err = decode(&record(RecordKind::Event, 1, &[1, 0, 77]), &sites).unwrap_err();
         assert!(err.contains("tag 77"), "{err}");
@@ -671,7 +700,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn any_bytes_decode_or_fail_without_a_panic(
-            kind in 0usize..8,
+            kind in 0usize..RecordKind::ALL.len(),
             fields in 0usize..4,
             damage in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
             rest in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..96),

@@ -53,9 +53,9 @@
 //!
 //! # Local spans
 //!
-//! [`local_span!`] records a thread entering and leaving a span named by
-//! a static string, without the `tracing` dispatcher: two ring records,
-//! nothing else. They record into the ring set by
+//! [`local_span!`] records a span of a thread's time named by a static
+//! string, without the `tracing` dispatcher: a clock read when it begins
+//! and one ring record, with its start, when it ends; nothing else. They record into the ring set by
 //! [`set_local_span_ring`], once per process.
 
 mod callsites;

@@ -1,12 +1,15 @@
-//! Local spans, in the manner of fastrace's: a guard that records its
-//! thread entering a span when made and leaving it when dropped, with
-//! nothing but a static name, without `tracing`'s dispatcher. They record
+//! Local spans, in the manner of fastrace's: a guard that reads the clock
+//! when made and writes one record when dropped, holding the span's start
+//! (the record's own time is its end), with nothing but a static name,
+//! without `tracing`'s dispatcher. One ring write per span, as fastrace
+//! collects a span once it ends; the price is the same as fastrace's: a
+//! span still open when the process dies is not in the trace. They record
 //! into one ring per process ([`set_local_span_ring`]); before one is set
 //! a local span costs an atomic load and records nothing.
 
 use crate::callsites::next_id;
 use parking_lot::Mutex;
-use ringtrace_clock::AnyClock;
+use ringtrace_clock::{AnyClock, Clock};
 use ringtrace_export::tracing_format::{
     Callsite, CallsiteKind, Level, RecordKind, RECORD_HEADER_LEN,
 };
@@ -52,7 +55,7 @@ pub struct LocalSpanRingAlreadySet {
 ///     let _span = local_span!("parse");
 ///     // ... the work the span covers ...
 /// }
-/// assert_eq!(ring.stats().hit, 2); // enter and exit
+/// assert_eq!(ring.stats().hit, 1); // one record, at the span's end
 /// assert!(set_local_span_ring(ring).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -66,7 +69,7 @@ pub fn set_local_span_ring(ring: Arc<RingBuffer<AnyClock>>) -> Result<(), LocalS
 /// What local spans recorded and could not, process-wide.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LocalSpanStats {
-    /// Enters and exits the ring refused.
+    /// Spans the ring refused.
     pub dropped: u64,
     /// Sites described in the ring's metadata annex.
     pub sites_registered: u64,
@@ -158,25 +161,27 @@ impl LocalSpanSite {
     }
 }
 
-/// A local span: made by [`local_span!`](crate::local_span), recorded
-/// entered then, and left when dropped (on the same thread: it is not
+/// A local span: made by [`local_span!`](crate::local_span), which reads
+/// its start, and recorded when dropped (on the same thread: it is not
 /// `Send`).
 #[must_use = "a local span ends when dropped: bind it (`let _span = ...`)"]
 #[derive(Debug)]
 pub struct LocalSpan {
-    /// The ring and the site's id; `None` when nothing is recorded.
-    at: Option<(&'static RingBuffer<AnyClock>, u32)>,
+    /// The ring, the site's id and the start (ticks of the ring's clock);
+    /// `None` when nothing is recorded.
+    at: Option<(&'static RingBuffer<AnyClock>, u32, u64)>,
     /// Not `Send`: a thread leaves the span it entered.
     _thread: std::marker::PhantomData<*const ()>,
 }
 
 #[inline(always)]
-fn record(ring: &RingBuffer<AnyClock>, kind: RecordKind, id: u32) {
-    let mut head = [0u8; RECORD_HEADER_LEN];
-    head[..4].copy_from_slice(&kind.id().to_le_bytes());
-    head[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
-    head[8..].copy_from_slice(&id.to_le_bytes());
-    if ring.write(&head).is_err() {
+fn record(ring: &RingBuffer<AnyClock>, id: u32, start: u64) {
+    let mut record = [0u8; RECORD_HEADER_LEN + 8];
+    record[..4].copy_from_slice(&RecordKind::LocalSpan.id().to_le_bytes());
+    record[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
+    record[8..12].copy_from_slice(&id.to_le_bytes());
+    record[12..].copy_from_slice(&start.to_le_bytes());
+    if ring.write(&record).is_err() {
         // Relaxed: a statistic.
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
@@ -190,10 +195,9 @@ impl LocalSpan {
             let ring: &'static RingBuffer<AnyClock> = ring;
             match site.id(ring) {
                 REFUSED => None,
-                id => {
-                    record(ring, RecordKind::LocalEnter, id);
-                    Some((ring, id))
-                }
+                // The start: the ring's own clock, so that start and end
+                // (the record's stamp) are on one time base.
+                id => Some((ring, id, ring.clock().read())),
             }
         });
         LocalSpan {
@@ -206,8 +210,8 @@ impl LocalSpan {
 impl Drop for LocalSpan {
     #[inline]
     fn drop(&mut self) {
-        if let Some((ring, id)) = self.at {
-            record(ring, RecordKind::LocalExit, id);
+        if let Some((ring, id, start)) = self.at {
+            record(ring, id, start);
         }
     }
 }

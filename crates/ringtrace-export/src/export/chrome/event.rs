@@ -15,6 +15,18 @@ pub(super) enum Ts {
 }
 
 impl Ts {
+    /// How long from `earlier` to `self`, in the same unit (zero when
+    /// `earlier` is later, or of the other unit, which one trace never
+    /// mixes).
+    pub(super) fn since(self, earlier: Ts) -> Ts {
+        match (self, earlier) {
+            (Ts::Ns(a), Ts::Ns(b)) => Ts::Ns(a.saturating_sub(b)),
+            (Ts::Ticks(a), Ts::Ticks(b)) => Ts::Ticks(a.saturating_sub(b)),
+            (Ts::Ns(_), Ts::Ticks(_)) => Ts::Ns(0),
+            (Ts::Ticks(_), Ts::Ns(_)) => Ts::Ticks(0),
+        }
+    }
+
     /// The JSON number, exact.
     ///
     /// ```text
@@ -55,6 +67,9 @@ pub(super) enum Phase {
     Instant(Scope),
     /// `C`: a counter sample; every arg is a series.
     Counter,
+    /// `X`: a whole slice, from `ts` for this long (a local span, written
+    /// once at its end).
+    Complete(Ts),
 }
 
 /// One event of the `traceEvents` array; `pid` is the writer's, given
@@ -74,6 +89,7 @@ pub(super) struct ChromeEvent {
 impl ChromeEvent {
     /// Writes the event as one JSON object.
     pub(super) fn write(&self, pid: u32, w: &mut dyn Write) -> io::Result<()> {
+        let dur;
         let (ph, scope) = match self.ph {
             Phase::Metadata => ("M", ""),
             Phase::Begin => ("B", ""),
@@ -81,6 +97,10 @@ impl ChromeEvent {
             Phase::Instant(Scope::Thread) => ("i", r#","s":"t""#),
             Phase::Instant(Scope::Process) => ("i", r#","s":"p""#),
             Phase::Counter => ("C", ""),
+            Phase::Complete(d) => {
+                dur = format!(r#","dur":{}"#, d.json());
+                ("X", dur.as_str())
+            }
         };
         write!(
             w,
@@ -109,6 +129,24 @@ mod tests {
         assert_eq!(Ts::Ns(0).json(), "0");
         assert_eq!(Ts::Ns(u64::MAX).json(), "18446744073709551.615");
         assert_eq!(Ts::Ticks(42).json(), "42");
+    }
+
+    #[test]
+    fn a_complete_slice_carries_its_duration() {
+        let e = ChromeEvent {
+            name: "parse".into(),
+            cat: "tracing",
+            ph: Phase::Complete(Ts::Ns(2_500).since(Ts::Ns(1_000))),
+            ts: Ts::Ns(1_000),
+            tid: 3,
+            args: Map::new(),
+        };
+        let mut out = Vec::new();
+        e.write(4, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"name":"parse","cat":"tracing","ph":"X","dur":1.5,"ts":1,"pid":4,"tid":3,"args":{}}"#
+        );
     }
 
     #[test]

@@ -137,9 +137,19 @@ impl Trace {
         let h = &r.header;
         let pid = h.pid;
         let merged = r.merged();
+        // A local span's slice begins before its record (written at its
+        // end): the base is the earliest of both, so no start is cut to 0.
+        let earliest_start = merged
+            .iter()
+            .filter_map(|e| {
+                // A start after its own end is damage, not a time.
+                crate::tracing_format::local_span_start(&e.payload).filter(|&s| s <= e.ts)
+            })
+            .min();
         let base = merged
             .first()
-            .map_or(h.anchor_ticks, |e| e.ts.min(h.anchor_ticks));
+            .map_or(h.anchor_ticks, |e| e.ts.min(h.anchor_ticks))
+            .min(earliest_start.unwrap_or(u64::MAX));
         let is_time = h.clock.ticks_to_ns(0).is_some();
         let ts_of = |ticks: u64| {
             let since = ticks.saturating_sub(base);
@@ -175,7 +185,13 @@ impl Trace {
             let d = decoder.decode(&e.payload);
             let placed = match &d {
                 Decoded::Tracing(t) => {
-                    tracing::place(t, e.cpu, ts, &mut spans, &mut span_args, &mut out)
+                    let start = t.start.map(ts_of);
+                    let at = tracing::At {
+                        cpu: e.cpu,
+                        ts,
+                        start,
+                    };
+                    tracing::place(t, at, &mut spans, &mut span_args, &mut out)
                 }
                 _ => place(&d, e, ts, pid, &mut spans, &mut out),
             };

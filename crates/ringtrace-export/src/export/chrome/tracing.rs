@@ -1,5 +1,6 @@
-//! `tracing` records in the Chrome trace: a thread's span enter/exit (and
-//! a local span's) as a `B`/`E` pair on its thread, named by the span,
+//! `tracing` records in the Chrome trace: a thread's span enter/exit as a
+//! `B`/`E` pair on its thread, and a local span as one `X` slice (it is
+//! written once, at its end, with its start), named by the span,
 //! with the span's fields (from its creation and later records), level,
 //! target and id in the begin's args; an event as an instant on its
 //! thread named by its message (or its callsite), with its level, target
@@ -38,25 +39,30 @@ fn base_args(cpu: usize, r: &TracingRecord<'_>) -> Map<String, Value> {
     args
 }
 
+/// Where and when a record was written.
+pub(super) struct At {
+    /// The CPU buffer it was read from.
+    pub cpu: usize,
+    /// Its time.
+    pub ts: Ts,
+    /// A local span's start.
+    pub start: Option<Ts>,
+}
+
 /// Adds `r`'s events to `out`. Returns `false` for an exit with no span
 /// to close (shown as an instant).
 pub(super) fn place(
     r: &TracingRecord<'_>,
-    cpu: usize,
-    ts: Ts,
+    at: At,
     spans: &mut Spans,
     span_args: &mut SpanArgs,
     out: &mut Vec<ChromeEvent>,
 ) -> bool {
+    let At { cpu, ts, start } = at;
     let name = r.callsite.name.as_str();
-    let pair = if r.kind == RecordKind::LocalEnter || r.kind == RecordKind::LocalExit {
-        "tracing local span"
-    } else {
-        "tracing span"
-    };
     let edge = |begins| SpanEdge {
         span: name.to_owned(),
-        pair,
+        pair: "tracing span",
         begins,
     };
     match (r.kind, r.span) {
@@ -97,7 +103,18 @@ pub(super) fn place(
         (RecordKind::SpanClose, Some(span)) => {
             span_args.0.remove(&span);
         }
-        (RecordKind::SpanEnter, span) | (RecordKind::LocalEnter, span) => {
+        (RecordKind::LocalSpan, _) => {
+            let start = start.unwrap_or(ts).min(ts);
+            out.push(ChromeEvent {
+                name: name.to_owned(),
+                cat: "tracing",
+                ph: Phase::Complete(ts.since(start)),
+                ts: start,
+                tid: r.tid,
+                args: base_args(cpu, r),
+            });
+        }
+        (RecordKind::SpanEnter, span) => {
             let mut args = base_args(cpu, r);
             if let Some(known) = span.and_then(|s| span_args.0.get(&s)) {
                 args.extend(known.clone());
@@ -106,7 +123,7 @@ pub(super) fn place(
             }
             spans.begin(&edge(true), r.tid, ts, args, out);
         }
-        (RecordKind::SpanExit, _) | (RecordKind::LocalExit, _) => {
+        (RecordKind::SpanExit, _) => {
             let args = base_args(cpu, r);
             if !spans.end(&edge(false), r.tid, ts, cpu, args.clone(), out) {
                 let mut args = args;
