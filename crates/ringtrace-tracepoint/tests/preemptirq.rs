@@ -45,7 +45,8 @@ fn drain_events() -> Vec<(&'static str, u32, u32)> {
             ringtrace_tracepoint::FieldValue::Location { line, .. } => *line,
             _ => 0,
         };
-        out.push((d.tracepoint.name, line(0), line(1)));
+        assert_eq!(d.tracepoint.system, "preemptirq");
+        out.push((d.tracepoint.event, line(0), line(1)));
     }
     out
 }
