@@ -47,7 +47,9 @@ macro_rules! tracepoint {
 }
 
 /// One tracepoint of a [`tracepoint!`] block at a time, with the block's
-/// system (tokens that expand to a string literal) carried along.
+/// system (tokens that expand to a string literal) carried along. Each
+/// tracepoint is one level of macro recursion, so a block holds up to
+/// about 120 under the default `recursion_limit`; split longer ones.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __tracepoints {
