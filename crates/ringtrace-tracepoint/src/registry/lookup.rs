@@ -28,8 +28,11 @@ use crate::tracepoint::Tracepoint;
 /// ```
 pub fn find(name: &str) -> Result<&'static Tracepoint, TracepointError> {
     let found = named(name)?;
-    if let Some(problem) = problems_of(&found).into_iter().next() {
-        return Err(problem);
+    let duplicate = problems_of(&found)
+        .into_iter()
+        .find(|p| matches!(p, TracepointError::Duplicate { .. }));
+    if let Some(duplicate) = duplicate {
+        return Err(duplicate);
     }
     found.first().copied().ok_or_else(|| unknown(name))
 }
