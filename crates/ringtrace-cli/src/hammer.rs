@@ -19,7 +19,7 @@ use crate::hammer_threads::{self, Consumed};
 use ringtrace::trace_file::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
 use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
-use ringtrace_tracepoint::FieldKind;
+use ringtrace_tracepoint::{FieldKind, TracepointError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -245,6 +245,10 @@ pub enum HammerError {
     /// A setting is out of range.
     #[error("{0}")]
     Invalid(String),
+    /// The program's tracepoints cannot be described in the file: two
+    /// share a name or an id.
+    #[error(transparent)]
+    Tracepoints(#[from] TracepointError),
     /// A producer or consumer thread could not be started.
     #[error("cannot start the {role} thread: {source}")]
     Spawn {
@@ -326,7 +330,7 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         ring_config = ring_config
             .file(path)
             .append(config.append)
-            .metadata(trace_metadata().to_bytes());
+            .metadata(trace_metadata()?.to_bytes());
     } else if config.append {
         return Err(HammerError::Invalid(
             "--append applies to a ring file only; give one with --file".into(),
@@ -422,9 +426,9 @@ pub fn event_layout() -> EventLayout {
 }
 
 /// What a hammer ring file carries: this program's tracepoints and the
-/// hammer's [`event_layout`].
-pub fn trace_metadata() -> TraceMetadata {
-    metadata_for_tracepoints().with_untagged(event_layout())
+/// hammer's [`event_layout`]. Fails if two tracepoints share a name.
+pub fn trace_metadata() -> Result<TraceMetadata, TracepointError> {
+    Ok(metadata_for_tracepoints()?.with_untagged(event_layout()))
 }
 
 /// The warning for more busy threads than CPUs, naming the numbers.

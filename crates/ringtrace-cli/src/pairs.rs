@@ -49,7 +49,7 @@ use measure::measure;
 use ringtrace_clock::emulation::IrqBackend;
 use ringtrace_clock::{ClockError, Local, Mono};
 use ringtrace_tracepoint::preemptirq::StrategyKind;
-use ringtrace_tracepoint::{registry, TracepointError};
+use ringtrace_tracepoint::TracepointError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -187,14 +187,12 @@ pub fn key_kind() -> KeyKind {
     if cfg!(feature = "static-keys") {
         return KeyKind::Patched;
     }
-    let Some(tp) = registry::find("irq_disable") else {
-        return KeyKind::Atomic;
-    };
+    let tp = &ringtrace_tracepoint::preemptirq::irq_disable::TRACEPOINT;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let witness = std::thread::spawn(move || {
         let _ = rx.recv();
     });
-    let answer = registry::set_enabled(tp.name, tp.is_enabled());
+    let answer = tp.set_enabled(tp.is_enabled());
     drop(tx);
     let _ = witness.join();
     match answer {

@@ -47,7 +47,7 @@ fn sink() -> (&'static Path, MutexGuard<'static, ()>) {
             .per_cpu_bytes(64 * 1024)
             .quarantine_pages(4)
             .file(&path)
-            .metadata(metadata_for_tracepoints().to_bytes());
+            .metadata(metadata_for_tracepoints().unwrap().to_bytes());
         let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
         let ring = RingBuffer::new(config, clock).unwrap();
         ringtrace::tracepoint::set_sink(Box::leak(Box::new(ring)))
@@ -96,7 +96,7 @@ fn ftrace_parts(line: &str) -> (String, u32, usize, String, String) {
 #[test]
 fn a_file_ring_written_through_the_facade_dumps_with_decoded_fields_in_ftrace_lines() {
     let (path, _only_writer) = sink();
-    registry::enable("tf_page_read").unwrap();
+    registry::enable("trace_file:tf_page_read").unwrap();
     trace!(tf_page_read(2, true));
     trace!(tf_page_read(3, false));
     registry::disable("tf_page_read").unwrap();
@@ -122,14 +122,14 @@ fn a_file_ring_written_through_the_facade_dumps_with_decoded_fields_in_ftrace_li
         .lines()
         .filter(|l| !l.starts_with('#'))
         .map(ftrace_parts)
-        .filter(|p| p.4.starts_with("tf_page_read: "))
+        .filter(|p| p.4.starts_with("trace_file:tf_page_read: "))
         .collect();
     let shown: Vec<&str> = events.iter().map(|p| p.4.as_str()).collect();
     assert_eq!(
         shown,
         [
-            "tf_page_read: page=2 hit=true",
-            "tf_page_read: page=3 hit=false"
+            "trace_file:tf_page_read: page=2 hit=true",
+            "trace_file:tf_page_read: page=3 hit=false"
         ],
         "{text}"
     );
@@ -162,7 +162,7 @@ fn each_tracepoint_event_carries_the_gettid_of_the_thread_that_wrote_it() {
         .events()
         .into_iter()
         .map(|e| dump.json(e))
-        .filter(|j| j["event"] == "tf_marker")
+        .filter(|j| j["event"] == "trace_file:tf_marker")
         .map(|j| {
             assert_eq!(j["kind"], "tracepoint");
             (
@@ -201,7 +201,7 @@ fn payloads_that_cannot_be_decoded_print_as_hex_with_the_reason() {
     let dir = TempDir::new("raw");
     let mut cut = tf_page_read::TRACEPOINT.id.to_le_bytes().to_vec();
     cut.extend_from_slice(&[1, 0, 0, 0, 9]); // tid, then a u64 cut off
-    let meta = metadata_for_tracepoints().to_bytes();
+    let meta = metadata_for_tracepoints().unwrap().to_bytes();
     let path = closed_ring(&dir, "mono", Some(&meta), &[&[0xAB; 8], &cut]);
     let recovery = file::recover(&path).unwrap();
     let dump = Dump::new(&recovery, DumpOptions::default()).unwrap();
@@ -213,7 +213,7 @@ fn payloads_that_cannot_be_decoded_print_as_hex_with_the_reason() {
         "{lines:?}"
     );
     assert!(
-        lines[1].contains("(tracepoint `tf_page_read`: field `page` is cut off)"),
+        lines[1].contains("(tracepoint `trace_file:tf_page_read`: field `page` is cut off)"),
         "{lines:?}"
     );
     // The writer's pid stands in for the thread id an event does not carry.

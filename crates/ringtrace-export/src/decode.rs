@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// ```
 /// use ringtrace_export::{metadata_for_tracepoints, Decoded, Decoder, EventLayout, FieldDesc};
 /// use ringtrace_tracepoint::FieldKind;
-/// let meta = metadata_for_tracepoints().with_untagged(EventLayout {
+/// let meta = metadata_for_tracepoints()?.with_untagged(EventLayout {
 ///     name: "sample".into(),
 ///     fields: vec![FieldDesc::new("v", FieldKind::U16)],
 ///     format: "v={:#x}".into(),
@@ -26,6 +26,7 @@ use std::collections::HashMap;
 /// let event = decoder.decode(&[0x2a, 0]);
 /// assert_eq!((event.name(), event.text()), (Some("sample"), "v=0x2a".to_owned()));
 /// assert!(matches!(decoder.decode(&[1, 2, 3]), Decoded::Raw { .. }));
+/// # Ok::<(), ringtrace_tracepoint::TracepointError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct Decoder {
@@ -72,7 +73,8 @@ pub enum Decoded<'d> {
 }
 
 impl Decoded<'_> {
-    /// The event's name (the tracepoint's or the layout's).
+    /// The event's name: the tracepoint's full name (`system:event`), or
+    /// the layout's.
     pub fn name(&self) -> Option<&str> {
         match self {
             Decoded::Tracepoint { desc, .. } => Some(&desc.name),

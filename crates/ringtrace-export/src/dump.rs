@@ -52,7 +52,7 @@ pub enum DumpError {
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("doc.ring");
 /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).quarantine_pages(1)
-///     .file(&path).metadata(metadata_for_tracepoints().to_bytes());
+///     .file(&path).metadata(metadata_for_tracepoints()?.to_bytes());
 /// let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
 /// let ring = RingBuffer::new(config, clock)?;
 /// ring.write(&[1, 2, 3])?;

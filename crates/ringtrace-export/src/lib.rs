@@ -13,6 +13,7 @@
 //! use ringtrace_tracepoint::{registry, trace, tracepoint};
 //!
 //! tracepoint! {
+//!     system = app;
 //!     /// A page was read.
 //!     pub fn page_read(page: u64, hit: bool) = "page={} hit={}";
 //! }
@@ -25,17 +26,17 @@
 //!     .per_cpu_bytes(64 * 1024)
 //!     .quarantine_pages(4)
 //!     .file(&path)
-//!     .metadata(metadata_for_tracepoints().to_bytes());
+//!     .metadata(metadata_for_tracepoints()?.to_bytes());
 //! let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
 //! ringtrace_tracepoint::set_sink(Box::leak(Box::new(RingBuffer::new(config, clock)?)))?;
-//! registry::enable("page_read")?;
+//! registry::enable("app:page_read")?;
 //! trace!(page_read(2, true));
 //!
 //! // Later, in another process (here the same one, the ring still open):
 //! let recovery = file::recover(&path)?;
 //! let dump = Dump::new(&recovery, DumpOptions::default())?;
 //! let line = dump.line(dump.events()[0]);
-//! assert!(line.ends_with(": page_read: page=2 hit=true"), "{line}");
+//! assert!(line.ends_with(": app:page_read: page=2 hit=true"), "{line}");
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -1,7 +1,7 @@
 //! The JSON a ring file's header carries so that a reader can decode its
 //! events without the program that wrote them.
 
-use ringtrace_tracepoint::{registry, FieldKind};
+use ringtrace_tracepoint::{registry, FieldKind, TracepointError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
@@ -21,12 +21,12 @@ pub const METADATA_VERSION: u32 = 1;
 ///
 /// ```
 /// use ringtrace_export::{metadata_for_tracepoints, TraceMetadata};
-/// let meta = metadata_for_tracepoints();
+/// let meta = metadata_for_tracepoints()?;
 /// let bytes = meta.to_bytes();
 /// assert_eq!(TraceMetadata::parse(&bytes)?, meta);
 /// let err = TraceMetadata::parse(br#"{"version": 7}"#).unwrap_err();
 /// assert!(err.to_string().contains("version 7"), "{err}");
-/// # Ok::<(), ringtrace_export::MetadataError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceMetadata {
@@ -45,7 +45,11 @@ pub struct TraceMetadata {
 /// One tracepoint, as the metadata describes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracepointDesc {
-    /// Its name.
+    /// Its full name, `system:event` ([`Tracepoint::name`]). Files written
+    /// before tracepoints had systems hold a bare event name, which
+    /// [`system`](TracepointDesc::system) reports as no system.
+    ///
+    /// [`Tracepoint::name`]: ringtrace_tracepoint::Tracepoint::name
     pub name: String,
     /// Its 32-bit id, the first four bytes of its events.
     pub id: u32,
@@ -54,6 +58,29 @@ pub struct TracepointDesc {
     /// Its text format: `{}` for each field in order (`{:x}` and `{:#x}`
     /// print an integer in hex).
     pub format: String,
+}
+
+impl TracepointDesc {
+    /// The system part of [`name`](TracepointDesc::name), if it has one.
+    ///
+    /// ```
+    /// use ringtrace_export::TracepointDesc;
+    /// let desc = |name: &str| TracepointDesc { name: name.into(), id: 0, fields: vec![], format: String::new() };
+    /// assert_eq!(desc("app:request_done").system(), Some("app"));
+    /// assert_eq!(desc("app:request_done").event(), "request_done");
+    /// assert_eq!((desc("irq_disable").system(), desc("irq_disable").event()), (None, "irq_disable"));
+    /// ```
+    pub fn system(&self) -> Option<&str> {
+        self.name.split_once(':').map(|(system, _)| system)
+    }
+
+    /// The event part of [`name`](TracepointDesc::name): all of a name
+    /// without a system.
+    pub fn event(&self) -> &str {
+        self.name
+            .split_once(':')
+            .map_or(self.name.as_str(), |(_, event)| event)
+    }
 }
 
 /// The layout of events with no tracepoint id: the whole payload is these
@@ -235,8 +262,13 @@ impl TraceMetadata {
 
 /// Metadata describing every tracepoint registered in this program
 /// ([`registry::all`]), and no untagged layout.
-pub fn metadata_for_tracepoints() -> TraceMetadata {
-    TraceMetadata::new(
+///
+/// Fails with the registry's first problem ([`registry::check`]) when two
+/// tracepoints share a name or an id: their events could not be told apart
+/// in the file.
+pub fn metadata_for_tracepoints() -> Result<TraceMetadata, TracepointError> {
+    registry::check()?;
+    Ok(TraceMetadata::new(
         registry::all()
             .into_iter()
             .map(|tp| TracepointDesc {
@@ -250,7 +282,7 @@ pub fn metadata_for_tracepoints() -> TraceMetadata {
                 format: tp.format.to_owned(),
             })
             .collect(),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -319,11 +351,11 @@ mod tests {
 
     #[test]
     fn this_programs_tracepoints_are_described() {
-        let meta = metadata_for_tracepoints();
+        let meta = metadata_for_tracepoints().unwrap();
         let irq = meta
             .tracepoints
             .iter()
-            .find(|t| t.name == "irq_disable")
+            .find(|t| t.name == "preemptirq:irq_disable")
             .expect("the preemptirq tracepoints are linked in");
         assert_eq!(irq.fields.len(), 2);
         assert_eq!(irq.fields[0].kind, FieldKind::Location);

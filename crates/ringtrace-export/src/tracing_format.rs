@@ -7,7 +7,7 @@
 //!
 //! Every record starts as a tracepoint event does: its kind's id (u32,
 //! little-endian, in [`RESERVED_IDS`], which no tracepoint may have: the
-//! registry's `check_ids` refuses one), the writing thread's id (u32),
+//! registry's `check` refuses one), the writing thread's id (u32),
 //! then the callsite's id (u32, from a [`Callsite`] record). Then, by
 //! kind:
 //!

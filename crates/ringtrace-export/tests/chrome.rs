@@ -78,15 +78,35 @@ fn metadata() -> TraceMetadata {
     };
     let preemptirq = "caller={} parent={}";
     TraceMetadata::new(vec![
-        tp(IRQ_DISABLE, "irq_disable", loc(), preemptirq),
-        tp(IRQ_ENABLE, "irq_enable", loc(), preemptirq),
-        tp(PREEMPT_DISABLE, "preempt_disable", loc(), preemptirq),
-        tp(PREEMPT_ENABLE, "preempt_enable", loc(), preemptirq),
-        tp(SOFTIRQS_DISABLE, "softirqs_disable", loc(), preemptirq),
-        tp(SOFTIRQS_ENABLE, "softirqs_enable", loc(), preemptirq),
+        tp(IRQ_DISABLE, "preemptirq:irq_disable", loc(), preemptirq),
+        tp(IRQ_ENABLE, "preemptirq:irq_enable", loc(), preemptirq),
+        tp(
+            PREEMPT_DISABLE,
+            "preemptirq:preempt_disable",
+            loc(),
+            preemptirq,
+        ),
+        tp(
+            PREEMPT_ENABLE,
+            "preemptirq:preempt_enable",
+            loc(),
+            preemptirq,
+        ),
+        tp(
+            SOFTIRQS_DISABLE,
+            "preemptirq:softirqs_disable",
+            loc(),
+            preemptirq,
+        ),
+        tp(
+            SOFTIRQS_ENABLE,
+            "preemptirq:softirqs_enable",
+            loc(),
+            preemptirq,
+        ),
         tp(
             PAGE_READ,
-            "page_read",
+            "app:page_read",
             vec![
                 FieldDesc::new("n", FieldKind::U32),
                 FieldDesc::new("note", FieldKind::Str),
@@ -95,17 +115,17 @@ fn metadata() -> TraceMetadata {
         ),
         tp(
             QUEUE_COUNTER,
-            "queue_counter",
+            "app:queue_counter",
             vec![FieldDesc::new("depth", FieldKind::U32)],
             "depth={}",
         ),
-        tp(WORK_ENTER, "work_enter", vec![], ""),
-        tp(WORK_EXIT, "work_exit", vec![], ""),
-        tp(GC_START, "gc_start", vec![], ""),
-        tp(GC_STOP, "gc_stop", vec![], ""),
+        tp(WORK_ENTER, "app:work_enter", vec![], ""),
+        tp(WORK_EXIT, "app:work_exit", vec![], ""),
+        tp(GC_START, "app:gc_start", vec![], ""),
+        tp(GC_STOP, "app:gc_stop", vec![], ""),
         tp(
             LOAD,
-            "load",
+            "app:load",
             vec![FieldDesc::new("value", FieldKind::F64)],
             "{}",
         ),
@@ -290,7 +310,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
 
     // Every ringtrace event is exported, and the overwritten fillers are
     // one `lost` instant on CPU 0 just before the first filler kept.
-    let kept: Vec<u64> = by_name(events, "page_read")
+    let kept: Vec<u64> = by_name(events, "app:page_read")
         .iter()
         .filter(|e| e["args"]["note"] == "filler")
         .map(|e| e["args"]["n"].as_u64().unwrap())
@@ -361,7 +381,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
     // tid 200: its irq_enable had nothing to end (an instant, counted),
     // and its last irqs off is closed at the end.
     assert_eq!(thread(200), ["B irqs off", "E irqs off"]);
-    let unmatched = by_name(events, "irq_enable");
+    let unmatched = by_name(events, "preemptirq:irq_enable");
     assert_eq!(unmatched.len(), 1);
     assert_eq!(unmatched[0]["ph"], "i");
     assert_eq!(unmatched[0]["tid"], 200);
@@ -376,7 +396,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
         (&"E".into(), &200.into())
     );
     assert_eq!(closing["args"]["unclosed"], true);
-    let last_page = by_name(events, "page_read").pop().unwrap();
+    let last_page = by_name(events, "app:page_read").pop().unwrap();
     assert_eq!(last_page["args"]["n"], 1001);
     assert_eq!(
         closing["ts"], last_page["ts"],
@@ -384,7 +404,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
     );
 
     // Fields, the counter, the untagged and the raw event.
-    let two = by_name(events, "page_read")
+    let two = by_name(events, "app:page_read")
         .into_iter()
         .find(|e| e["args"]["n"] == 1000)
         .unwrap();
@@ -393,7 +413,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
         (&"i".into(), &"t".into(), &200.into(), &1.into())
     );
     assert_eq!(two["args"]["note"], "two");
-    let counter = by_name(events, "queue_counter");
+    let counter = by_name(events, "app:queue_counter");
     assert_eq!(counter.len(), 1);
     assert_eq!(counter[0]["ph"], "C");
     assert_eq!(counter[0]["args"], serde_json::json!({ "depth": 5 }));
@@ -454,13 +474,13 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
         .events()
         .into_iter()
         .map(|e| dump.json(e))
-        .filter(|j| j["event"] == "page_read")
+        .filter(|j| j["event"] == "app:page_read")
         .map(|j| j["ns"].as_u64().unwrap())
         .collect();
     let exported_pages: Vec<u64> = texts
         .iter()
         .zip(events)
-        .filter(|(_, e)| e["name"] == "page_read")
+        .filter(|(_, e)| e["name"] == "app:page_read")
         .map(|(t, _)| decimal_ns(t))
         .collect();
     assert_eq!(exported_pages, dumped_pages);
@@ -494,7 +514,7 @@ fn a_clock_whose_ticks_are_not_time_exports_ticks_as_microseconds_and_says_so() 
     assert!(words.contains("not time"), "{words}");
     let base = other["base_ticks"].as_u64().unwrap();
     let ticks: Vec<u64> = recovery.merged().iter().map(|e| e.ts - base).collect();
-    let exported: Vec<u64> = by_name(events, "page_read")
+    let exported: Vec<u64> = by_name(events, "app:page_read")
         .iter()
         .map(|e| e["ts"].as_u64().expect("whole ticks"))
         .collect();

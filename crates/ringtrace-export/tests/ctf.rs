@@ -273,7 +273,7 @@ fn stamp(line: &str) -> (&str, &str) {
 fn sample_metadata() -> TraceMetadata {
     TraceMetadata::new(vec![
         TracepointDesc {
-            name: "net_send".into(),
+            name: "app:net_send".into(),
             id: 0x1000_0001,
             fields: vec![
                 FieldDesc::new("fd", FieldKind::I32),
@@ -284,7 +284,7 @@ fn sample_metadata() -> TraceMetadata {
             format: "fd={} len={} dest={} ok={}".into(),
         },
         TracepointDesc {
-            name: "sched_tick".into(),
+            name: "app:sched_tick".into(),
             id: 0x2000_0002,
             fields: vec![
                 FieldDesc::new("at", FieldKind::Location),
@@ -410,7 +410,7 @@ fn babeltrace2_reads_every_event_with_its_fields_cpu_tid_order_and_time() {
             5_000,
             event_text(
                 &who,
-                "net_send",
+                "app:net_send",
                 0,
                 1001,
                 r#"{ fd = 3, len = 1500, dest = "10.0.0.1:80", ok = 1 }"#,
@@ -420,7 +420,7 @@ fn babeltrace2_reads_every_event_with_its_fields_cpu_tid_order_and_time() {
             5_100,
             event_text(
                 &who,
-                "sched_tick",
+                "app:sched_tick",
                 1,
                 1002,
                 r#"{ at = { file = "src/main.rs", line = 42, column = 7 }, load = 0.75, flags = 0x1F, string = -5 }"#,
@@ -430,7 +430,7 @@ fn babeltrace2_reads_every_event_with_its_fields_cpu_tid_order_and_time() {
             5_200,
             event_text(
                 &who,
-                "net_send",
+                "app:net_send",
                 1,
                 1002,
                 r#"{ fd = -1, len = 0, dest = "say \"hi\"\n", ok = 0 }"#,
@@ -440,7 +440,7 @@ fn babeltrace2_reads_every_event_with_its_fields_cpu_tid_order_and_time() {
             5_300,
             event_text(
                 &who,
-                "sched_tick",
+                "app:sched_tick",
                 0,
                 1001,
                 r#"{ at = { file = "lib.rs", line = 1, column = 1 }, load = -2.5e-07, flags = 0x0, string = 127 }"#,
@@ -470,7 +470,7 @@ fn babeltrace2_reads_every_event_with_its_fields_cpu_tid_order_and_time() {
             1_000_005_600,
             event_text(
                 &who,
-                "net_send",
+                "app:net_send",
                 1,
                 1001,
                 r#"{ fd = 4, len = 18446744073709551615, dest = "", ok = 1 }"#,

@@ -12,7 +12,7 @@ const PAGE_READ: u32 = 0x5151_0001;
 
 fn metadata() -> Vec<u8> {
     TraceMetadata::new(vec![TracepointDesc {
-        name: "page_read".into(),
+        name: "app:page_read".into(),
         id: PAGE_READ,
         fields: vec![
             FieldDesc::new("page", FieldKind::U64),
@@ -66,8 +66,14 @@ fn a_live_in_memory_ring_exports_as_text_and_chrome_without_being_consumed() {
         "{text}"
     );
     assert!(text.contains("[001]"), "{text}");
-    assert!(text.contains(": page_read: page=1000 hit=true"), "{text}");
-    assert!(text.contains(": page_read: page=99 hit=false"), "{text}");
+    assert!(
+        text.contains(": app:page_read: page=1000 hit=true"),
+        "{text}"
+    );
+    assert!(
+        text.contains(": app:page_read: page=99 hit=false"),
+        "{text}"
+    );
 
     let chrome = dir.join("trace.json");
     export(&snapshot, Format::Chrome, &chrome).unwrap();
@@ -75,7 +81,10 @@ fn a_live_in_memory_ring_exports_as_text_and_chrome_without_being_consumed() {
         serde_json::from_str(&std::fs::read_to_string(&chrome).unwrap()).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
     assert_eq!(
-        events.iter().filter(|e| e["name"] == "page_read").count() as u64,
+        events
+            .iter()
+            .filter(|e| e["name"] == "app:page_read")
+            .count() as u64,
         kept + 1
     );
     let lost: u64 = events

@@ -79,7 +79,7 @@ fn metadata() -> TraceMetadata {
     use FieldKind::*;
     TraceMetadata::new(vec![
         tracepoint(
-            "tc_request",
+            "app:tc_request",
             &[
                 ("status", U16),
                 ("bytes", U64),
@@ -91,7 +91,7 @@ fn metadata() -> TraceMetadata {
             "status={} bytes={} delta={} ok={} path={} site={}",
         ),
         tracepoint(
-            "tc_small",
+            "app:tc_small",
             &[
                 ("a", U8),
                 ("b", I8),
@@ -103,7 +103,7 @@ fn metadata() -> TraceMetadata {
             "a={} b={} c={} d={:#x} e={} f={}",
         ),
         tracepoint(
-            "irq_disable",
+            "preemptirq:irq_disable",
             &[("ip", Location), ("parent", Location)],
             "caller={} parent={}",
         ),
@@ -260,7 +260,8 @@ fn parse_report(report: &str) -> (Vec<Line>, Vec<String>) {
 }
 
 /// What `trace-cmd report` should print for each recovered event, in its
-/// order: by time, ties by CPU.
+/// order: by time, ties by CPU. trace-cmd names an event without its
+/// system.
 fn expected(r: &Recovery, meta: &TraceMetadata) -> Vec<Line> {
     let decoder = Decoder::new(meta);
     let mut all: Vec<_> = r
@@ -275,7 +276,7 @@ fn expected(r: &Recovery, meta: &TraceMetadata) -> Vec<Line> {
                 pid: d.tid().unwrap_or(r.header.pid),
                 cpu: e.cpu,
                 ns,
-                name: d.name().unwrap().to_owned(),
+                name: d.name().unwrap().rsplit(':').next().unwrap().to_owned(),
                 text: d.text(),
             };
             ((ns, e.cpu, i), line)
@@ -408,6 +409,15 @@ fn every_event_of_two_threads_on_two_cpus_reads_back_with_its_fields_cpu_pid_and
         let want_cpu: Vec<_> = want.iter().filter(|l| l.cpu == cpu).cloned().collect();
         assert_eq!(only, want_cpu, "CPU {cpu}");
     }
+    // Each tracepoint is in its own system: events/app/tc_request.
+    let (only, _) = parse_report(&report(&out, &["-F", "app/tc_request"]));
+    let want_requests: Vec<_> = want
+        .iter()
+        .filter(|l| l.name == "tc_request")
+        .cloned()
+        .collect();
+    assert!(!want_requests.is_empty());
+    assert_eq!(only, want_requests);
     // The raw fields: the kernel's types, strings after the fixed fields.
     let raw = report(&out, &["-R", "--cpu", "0"]);
     let first = raw.lines().find(|l| l.contains("tc_request")).unwrap();
@@ -532,6 +542,7 @@ fn a_preemptirq_event_reads_as_preemptirq_irq_disable_with_its_caller() {
         .unwrap();
     let formats = String::from_utf8_lossy(&formats.stdout);
     assert!(formats.contains("system: preemptirq"), "{formats}");
+    assert!(formats.contains("system: app"), "{formats}");
     assert!(formats.contains("field:s32 caller_offs;"), "{formats}");
 }
 

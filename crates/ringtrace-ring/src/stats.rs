@@ -16,7 +16,13 @@ pub struct Stats {
     /// never ends) leaves every count as if it had never been made.
     pub hit: u64,
     /// Failed reservations: buffer full (discard mode), or the page to reuse
-    /// still had an open reservation.
+    /// still had an open reservation (`ReserveError::Full` and `Busy`), from
+    /// any writer of this ring. An event too large for a page
+    /// (`ReserveError::TooLarge`) is refused before any buffer is touched
+    /// and is not counted. Tracepoints recording into this ring count their
+    /// share of these as `ringtrace_tracepoint::Dropped::refused`; their
+    /// `dropped()` also counts events with no ring set or too large, which
+    /// are in no ring count.
     pub missed: u64,
     /// Committed events overwritten before they were read (overwrite mode).
     pub overrun: u64,

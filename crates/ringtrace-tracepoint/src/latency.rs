@@ -154,10 +154,11 @@ pub fn start(tracer: Tracer, mode: LatencyMode) -> Result<(), crate::TracepointE
     );
     let irqs = matches!(tracer, Tracer::IrqsOff | Tracer::PreemptIrqsOff);
     let preempt = matches!(tracer, Tracer::PreemptOff | Tracer::PreemptIrqsOff);
-    crate::registry::set_enabled("irq_disable", irqs)?;
-    crate::registry::set_enabled("irq_enable", irqs)?;
-    crate::registry::set_enabled("preempt_disable", preempt)?;
-    crate::registry::set_enabled("preempt_enable", preempt)?;
+    use crate::preemptirq::{irq_disable, irq_enable, preempt_disable, preempt_enable};
+    irq_disable::TRACEPOINT.set_enabled(irqs)?;
+    irq_enable::TRACEPOINT.set_enabled(irqs)?;
+    preempt_disable::TRACEPOINT.set_enabled(preempt)?;
+    preempt_enable::TRACEPOINT.set_enabled(preempt)?;
     // Relaxed: the hooks read this flag only to decide whether to measure.
     ACTIVE.store(tracer.bit(), Ordering::Relaxed);
     Ok(())

@@ -26,12 +26,14 @@
 //! ringtrace_tracepoint::set_sink(Box::leak(Box::new(ring)))?;
 //!
 //! trace!(page_read(1, false)); // off: nothing recorded
-//! registry::enable("page_read")?;
+//! registry::enable("page_read")?; // or its full name, "<crate>:page_read"
 //! trace!(page_read(2, true));
 //!
 //! let ring = ringtrace_tracepoint::sink().unwrap();
 //! let event = ring.merged().next().unwrap();
-//! assert_eq!(registry::decode(&event.payload)?.text(), "page_read: page=2 hit=true");
+//! let decoded = registry::decode(&event.payload)?;
+//! assert_eq!(decoded.tracepoint.event, "page_read");
+//! assert_eq!(decoded.text(), format!("{}: page=2 hit=true", page_read::TRACEPOINT.name));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -51,11 +53,11 @@ pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
 pub use location::SourceLocation;
 pub use registry::TracepointError;
 pub use sink::{
-    dropped, forget_thread_ids_in_fork_children, set_sink, sink, thread_id, SinkAlreadySet,
-    EVENT_HEADER_LEN,
+    dropped, dropped_by_cause, forget_thread_ids_in_fork_children, set_sink, sink, thread_id,
+    Dropped, SinkAlreadySet, EVENT_HEADER_LEN,
 };
 pub use static_key::StaticKey;
-pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint, RESERVED_IDS};
+pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint, TracepointNames, RESERVED_IDS};
 
 /// What the macros need from this crate's dependencies. Not public API.
 #[doc(hidden)]

@@ -7,10 +7,22 @@
 /// (`emit`). Fire it with [`trace!`](crate::trace), which checks the key
 /// before evaluating any argument.
 ///
+/// A tracepoint's full name is `system:event`. The system is the declaring
+/// crate's name (`CARGO_CRATE_NAME`, so `my-app` gives `my_app`), or the
+/// one a `system = NAME;` header gives for the whole block; the built-in
+/// tracepoints are in system `preemptirq`. Two tracepoints with one full
+/// name are an error the registry reports ([`registry::check`]) and that
+/// refuses to enable either ([`registry::enable`]); a tracepoint in a
+/// system of its own may share its event name with another system's.
+///
+/// [`registry::check`]: crate::registry::check
+/// [`registry::enable`]: crate::registry::enable
+///
 /// ```
-/// use ringtrace_tracepoint::{trace, tracepoint};
+/// use ringtrace_tracepoint::{registry, trace, tracepoint};
 ///
 /// tracepoint! {
+///     system = app;
 ///     /// A request was served.
 ///     pub fn request_done(status: u16, bytes: u64, path: &str) = "status={} bytes={} path={}";
 /// }
@@ -18,15 +30,35 @@
 /// fn expensive() -> u64 { unreachable!("not evaluated while the tracepoint is off") }
 /// trace!(request_done(200, expensive(), "/"));
 ///
+/// assert_eq!(request_done::TRACEPOINT.name, "app:request_done");
 /// assert_eq!(request_done::TRACEPOINT.fields.len(), 3);
 /// assert!(!request_done::is_enabled());
+/// assert_eq!(registry::find("request_done")?.name, "app:request_done");
+/// # Ok::<(), ringtrace_tracepoint::TracepointError>(())
 /// ```
 #[macro_export]
 macro_rules! tracepoint {
-    ($(
+    (system = $system:ident ; $($rest:tt)+) => {
+        $crate::__tracepoints! { [::core::stringify!($system)] $($rest)+ }
+    };
+    ($($rest:tt)+) => {
+        $crate::__tracepoints! { [::core::env!("CARGO_CRATE_NAME")] $($rest)+ }
+    };
+}
+
+/// One tracepoint of a [`tracepoint!`] block at a time, with the block's
+/// system (tokens that expand to a string literal) carried along. Each
+/// tracepoint is one level of macro recursion, so a block holds up to
+/// about 120 under the default `recursion_limit`; split longer ones.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tracepoints {
+    ([$($system:tt)+]) => {};
+    ([$($system:tt)+]
         $(#[$meta:meta])*
         $vis:vis fn $name:ident ( $($field:ident : $ty:ty),* $(,)? ) = $format:literal ;
-    )+) => {$(
+        $($rest:tt)*
+    ) => {
         $(#[$meta])*
         #[allow(non_snake_case, missing_docs)]
         $vis mod $name {
@@ -37,9 +69,14 @@ macro_rules! tracepoint {
 
             /// The tracepoint's description, registered at link time.
             pub static TRACEPOINT: $crate::Tracepoint = $crate::Tracepoint::new(
-                stringify!($name),
+                $crate::TracepointNames {
+                    system: $($system)+,
+                    event: ::core::stringify!($name),
+                    name: ::core::concat!($($system)+, ":", ::core::stringify!($name)),
+                    declared_at: $crate::here!(),
+                },
                 &[$($crate::Field {
-                    name: stringify!($field),
+                    name: ::core::stringify!($field),
                     kind: <$ty as $crate::TraceField>::KIND,
                 }),*],
                 $format,
@@ -71,7 +108,9 @@ macro_rules! tracepoint {
                 });
             }
         }
-    )+};
+
+        $crate::__tracepoints! { [$($system)+] $($rest)* }
+    };
 }
 
 /// Fires a tracepoint: `trace!(name(arg, ...))`, or `trace!(path::name(...))`.
@@ -135,7 +174,8 @@ macro_rules! __tracepoint_check {
 #[macro_export]
 macro_rules! __tracepoint_set {
     ($key:ident, $on:expr) => {
-        // SAFETY: reached only through registry::set_enabled, which refuses
+        // SAFETY: reached only through the registry (Tracepoint::set_enabled
+        // and registry::set_enabled), which refuses
         // unless the process has a single thread, as static-keys requires.
         unsafe {
             if $on {

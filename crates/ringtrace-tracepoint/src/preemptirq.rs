@@ -31,6 +31,7 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 crate::tracepoint! {
+    system = preemptirq;
     /// Irqs went from enabled to disabled.
     pub fn irq_disable(ip: SourceLocation, parent: SourceLocation) = "caller={} parent={}";
     /// Irqs went from disabled to enabled.
@@ -460,17 +461,22 @@ pub fn softirq_count() -> u32 {
     BH_COUNT.with(|c| c.load(Ordering::Relaxed))
 }
 
+/// The six preemptirq tracepoints, in system `preemptirq`.
+pub fn tracepoints() -> [&'static crate::Tracepoint; 6] {
+    [
+        &irq_disable::TRACEPOINT,
+        &irq_enable::TRACEPOINT,
+        &preempt_disable::TRACEPOINT,
+        &preempt_enable::TRACEPOINT,
+        &softirqs_disable::TRACEPOINT,
+        &softirqs_enable::TRACEPOINT,
+    ]
+}
+
 /// Enables or disables all six preemptirq tracepoints.
 pub fn set_tracepoints(on: bool) -> Result<(), crate::TracepointError> {
-    for name in [
-        "irq_disable",
-        "irq_enable",
-        "preempt_disable",
-        "preempt_enable",
-        "softirqs_disable",
-        "softirqs_enable",
-    ] {
-        crate::registry::set_enabled(name, on)?;
+    for tp in tracepoints() {
+        tp.set_enabled(on)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! tracepoints write to the global trace buffer.
 
 use ringtrace_clock::AnyClock;
-use ringtrace_ring::RingBuffer;
+use ringtrace_ring::{ReserveError, RingBuffer};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -12,9 +12,13 @@ static SINK: AtomicPtr<RingBuffer<AnyClock>> = AtomicPtr::new(std::ptr::null_mut
 /// writing thread's id, each a little-endian u32.
 pub const EVENT_HEADER_LEN: usize = 8;
 
-/// Events an enabled tracepoint could not record (no sink, or the ring
-/// refused the reservation).
-static DROPPED: AtomicU64 = AtomicU64::new(0);
+/// Events an enabled tracepoint could not record because no sink was set.
+static DROPPED_NO_SINK: AtomicU64 = AtomicU64::new(0);
+/// ... because the ring refused the reservation (full in discard mode, or
+/// the page to reuse busy); the ring counts each in its `missed` too.
+static DROPPED_REFUSED: AtomicU64 = AtomicU64::new(0);
+/// ... because the event cannot fit in a page; in no ring count.
+static DROPPED_TOO_LARGE: AtomicU64 = AtomicU64::new(0);
 
 /// Makes `ring` the ring that enabled tracepoints record into, once per
 /// process.
@@ -89,10 +93,55 @@ pub fn sink() -> Option<&'static RingBuffer<AnyClock>> {
     unsafe { ring.as_ref() }
 }
 
-/// Events enabled tracepoints failed to record, process-wide.
+/// Events enabled tracepoints failed to record, process-wide: the sum of
+/// [`Dropped`]'s three causes ([`dropped_by_cause`]).
+///
+/// Compared with the sink ring's [`Stats::missed`](ringtrace_ring::Stats::missed):
+/// `missed` counts every reservation the ring refused (full in discard
+/// mode, or the page to reuse busy) from any writer of that ring, and
+/// [`Dropped::refused`] counts the ones a tracepoint made. So with
+/// tracepoints the only writer, `refused` equals the growth of `missed`
+/// since the sink was set; events dropped for having no sink or being too
+/// large for a page are in no ring count.
 pub fn dropped() -> u64 {
-    // Relaxed: a statistic.
-    DROPPED.load(Ordering::Relaxed)
+    dropped_by_cause().total()
+}
+
+/// Events enabled tracepoints failed to record, by cause, process-wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Dropped {
+    /// No sink was set ([`set_sink`]) when the tracepoint fired.
+    pub no_sink: u64,
+    /// The sink ring refused the reservation: full in discard mode, or the
+    /// page to reuse still busy ([`ReserveError::Full`], [`ReserveError::Busy`]).
+    /// Each is also one of the ring's `missed`.
+    pub refused: u64,
+    /// The event was larger than a page holds ([`ReserveError::TooLarge`]);
+    /// the ring refuses it before touching a buffer, and counts nothing.
+    pub too_large: u64,
+}
+
+impl Dropped {
+    /// All of them: what [`dropped`] returns.
+    pub fn total(&self) -> u64 {
+        self.no_sink + self.refused + self.too_large
+    }
+}
+
+/// [`dropped`], by cause.
+///
+/// ```
+/// let before = ringtrace_tracepoint::dropped_by_cause();
+/// assert_eq!(before.total(), ringtrace_tracepoint::dropped());
+/// ```
+pub fn dropped_by_cause() -> Dropped {
+    // Relaxed: statistics, each read on its own; exact at a quiescent
+    // point by whatever made it quiescent (joining the writers).
+    Dropped {
+        no_sink: DROPPED_NO_SINK.load(Ordering::Relaxed),
+        refused: DROPPED_REFUSED.load(Ordering::Relaxed),
+        too_large: DROPPED_TOO_LARGE.load(Ordering::Relaxed),
+    }
 }
 
 thread_local! {
@@ -160,14 +209,22 @@ fn forget_tid_in_fork_children() {
 #[doc(hidden)]
 #[inline]
 pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u8]))) {
+    // Relaxed, every count below: statistics.
     let Some(ring) = sink() else {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
+        DROPPED_NO_SINK.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let Ok(mut r) = ring.reserve(EVENT_HEADER_LEN + fields_len) else {
-        // Relaxed: a statistic. The ring counts the miss too.
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-        return;
+    let mut r = match ring.reserve(EVENT_HEADER_LEN + fields_len) {
+        Ok(r) => r,
+        Err(ReserveError::TooLarge { .. }) => {
+            DROPPED_TOO_LARGE.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        Err(ReserveError::Full | ReserveError::Busy) => {
+            // The ring counts it in `missed` too.
+            DROPPED_REFUSED.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
     };
     {
         let mut stream = r.stream();

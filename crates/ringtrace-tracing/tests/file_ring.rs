@@ -33,7 +33,7 @@ fn record_into_file(path: &std::path::Path) {
         .per_cpu_bytes(64 * 1024)
         .quarantine_pages(2)
         .file(path)
-        .metadata(metadata_for_tracepoints().to_bytes());
+        .metadata(metadata_for_tracepoints().unwrap().to_bytes());
     let ring = Arc::new(RingBuffer::new(config, clock).unwrap());
     let layer = RingLayer::new(ring.clone());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {

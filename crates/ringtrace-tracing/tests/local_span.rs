@@ -65,7 +65,7 @@ fn local_spans_record_once_at_their_end_and_nest_in_the_chrome_export() {
     assert!(outer.1 <= middle.1 && middle.1 <= inner.1, "{spans:?}");
     assert!(inner.1 + inner.2 <= middle.1 + middle.2, "{spans:?}");
     assert!(middle.1 + middle.2 <= outer.1 + outer.2, "{spans:?}");
-    let snapshot = ring.snapshot(metadata_for_tracepoints().to_bytes());
+    let snapshot = ring.snapshot(metadata_for_tracepoints().unwrap().to_bytes());
     let out = std::env::temp_dir().join(format!("ringtrace-local-{}.json", std::process::id()));
     export(&snapshot, Format::Chrome, &out).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();

@@ -17,6 +17,10 @@ pub enum TracerError {
     /// A ring is already the process-wide sink.
     #[error(transparent)]
     AlreadyInstalled(#[from] ringtrace_tracepoint::SinkAlreadySet),
+    /// The program's tracepoints cannot be described: two share a name
+    /// or an id (the message names both and where they are declared).
+    #[error("tracepoints: {0}")]
+    Tracepoints(#[from] ringtrace_tracepoint::TracepointError),
     /// The trace could not be exported.
     #[error("export: {0}")]
     Export(#[from] ringtrace_export::export::ExportError),

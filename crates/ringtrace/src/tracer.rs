@@ -42,9 +42,11 @@ pub struct TracerStats {
     /// reservations the ring refused (full in discard mode, or the page
     /// to reuse still being written), whoever asked.
     pub ring: ringtrace_ring::Stats,
-    /// Events enabled tracepoints did not record, process-wide: no sink
-    /// installed yet, or refused by the ring (those are in `ring.missed`
-    /// too, when this tracer is the installed one).
+    /// Events enabled tracepoints did not record, process-wide
+    /// (`ringtrace_tracepoint::dropped()`): no sink installed yet, too large
+    /// for a page, or refused by the ring (full or busy: those are in
+    /// `ring.missed` too, when this tracer is the installed one;
+    /// `ringtrace_tracepoint::dropped_by_cause()` tells them apart).
     pub tracepoints_dropped: u64,
 }
 
@@ -61,8 +63,8 @@ impl Tracer {
     ) -> Result<Tracer, TracerError> {
         if config.file.is_some() && config.metadata.is_empty() {
             // The tracepoints' descriptions, so that a reader without the
-            // program decodes the file.
-            config.metadata = metadata_for_tracepoints().to_bytes();
+            // program decodes the file (refused if two share a name).
+            config.metadata = metadata_for_tracepoints()?.to_bytes();
         }
         let ring = RingBuffer::new(config, clock)?;
         Ok(Tracer {
@@ -191,15 +193,17 @@ impl Tracer {
 
     /// Every unread event, without consuming them, with the descriptions
     /// that decode them: what [`export`](Tracer::export) and
-    /// [`dump`](Tracer::dump) read.
-    pub fn snapshot(&self) -> Recovery {
-        self.ring.snapshot(metadata_for_tracepoints().to_bytes())
+    /// [`dump`](Tracer::dump) read. Fails when two of the program's
+    /// tracepoints share a name ([`TracerError::Tracepoints`]): their events
+    /// could not be told apart.
+    pub fn snapshot(&self) -> Result<Recovery, TracerError> {
+        Ok(self.ring.snapshot(metadata_for_tracepoints()?.to_bytes()))
     }
 
     /// The unread events as `ringtrace dump` prints them: `#` comment lines,
     /// then one ftrace-like line per event.
     pub fn dump(&self, options: DumpOptions) -> Result<String, TracerError> {
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot()?;
         let dump = Dump::new(&snapshot, options)?;
         let mut text = String::new();
         for line in dump.comments() {
@@ -217,7 +221,7 @@ impl Tracer {
     /// text, trace-cmd's trace.dat, Chrome's trace-event JSON (Perfetto),
     /// or CTF (babeltrace2). See `docs/export.md`.
     pub fn export(&self, format: Format, out: &Path) -> Result<ExportSummary, TracerError> {
-        Ok(export::export(&self.snapshot(), format, out)?)
+        Ok(export::export(&self.snapshot()?, format, out)?)
     }
 
     /// Flushes, writes a file ring to disk, and returns the final counts.

@@ -12,7 +12,7 @@ impl<C: Clock> RingBuffer<C> {
     /// consuming anything: each CPU buffer's non-consuming iterator, so
     /// events committed while it runs may or may not be in it. `metadata`
     /// describes the events (ringtrace's facade:
-    /// `metadata_for_tracepoints().to_bytes()`). The header is this ring's
+    /// `metadata_for_tracepoints()?.to_bytes()`). The header is this ring's
     /// (a file ring's path, or `<memory>`), with a wall-clock anchor read
     /// now; the first event of each CPU reports in `lost_before` the
     /// events overwritten or lost before it, and the counts are the

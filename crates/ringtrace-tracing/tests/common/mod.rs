@@ -17,7 +17,7 @@ pub fn ring() -> Arc<RingBuffer<AnyClock>> {
 /// The ring's events as dump lines (no `#` lines), in time order.
 pub fn dump_lines(ring: &RingBuffer<AnyClock>) -> Vec<String> {
     ring.flush();
-    let snapshot = ring.snapshot(metadata_for_tracepoints().to_bytes());
+    let snapshot = ring.snapshot(metadata_for_tracepoints().unwrap().to_bytes());
     let dump = Dump::new(&snapshot, DumpOptions::default()).unwrap();
     dump.events().into_iter().map(|e| dump.line(e)).collect()
 }
@@ -25,7 +25,7 @@ pub fn dump_lines(ring: &RingBuffer<AnyClock>) -> Vec<String> {
 /// The ring's events as dump JSON objects.
 pub fn dump_json(ring: &RingBuffer<AnyClock>) -> Vec<serde_json::Value> {
     ring.flush();
-    let snapshot = ring.snapshot(metadata_for_tracepoints().to_bytes());
+    let snapshot = ring.snapshot(metadata_for_tracepoints().unwrap().to_bytes());
     let dump = Dump::new(&snapshot, DumpOptions::default()).unwrap();
     dump.events().into_iter().map(|e| dump.json(e)).collect()
 }

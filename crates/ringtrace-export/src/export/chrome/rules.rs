@@ -37,23 +37,36 @@ const SUFFIXES: [(&str, &str, bool); 4] = [
     ("_stop", "start/stop", false),
 ];
 
-/// The span rule: the preemptirq pairs (`irq_disable`/`irq_enable`,
-/// `preempt_disable`/`preempt_enable`, `softirqs_disable`/`softirqs_enable`)
-/// bound the spans `irqs off`, `preempt off` and `softirqs off`; a
-/// tracepoint named `X_enter` or `X_start` begins a span `X` that
-/// `X_exit` or `X_stop` (respectively) ends, `X` not empty. Any other
-/// tracepoint is no span's edge.
+/// The span rule, on a tracepoint's full name (`system:event`; a bare
+/// event name, from a file written before tracepoints had systems, counts
+/// as any system): the preemptirq pairs of system `preemptirq`
+/// (`irq_disable`/`irq_enable`, `preempt_disable`/`preempt_enable`,
+/// `softirqs_disable`/`softirqs_enable`) bound the spans `irqs off`,
+/// `preempt off` and `softirqs off`; a tracepoint `S:X_enter` or
+/// `S:X_start` begins a span `S:X` that `S:X_exit` or `S:X_stop`
+/// (respectively) ends, `X` not empty. Any other tracepoint is no span's
+/// edge.
 ///
 /// ```
 /// use ringtrace_export::export::chrome::span_edge;
-/// let e = span_edge("irq_enable").unwrap();
+/// let e = span_edge("preemptirq:irq_enable").unwrap();
 /// assert_eq!((e.span.as_str(), e.begins), ("irqs off", false));
-/// assert_eq!(span_edge("sys_read_enter").unwrap().span, "sys_read");
-/// assert_eq!(span_edge("gc_stop").unwrap().pair, "start/stop");
-/// assert!(span_edge("_exit").is_none() && span_edge("page_read").is_none());
+/// assert!(span_edge("app:irq_enable").is_none(), "not the built-in");
+/// assert_eq!(span_edge("app:sys_read_enter").unwrap().span, "app:sys_read");
+/// assert_eq!(span_edge("app:gc_stop").unwrap().pair, "start/stop");
+/// assert!(span_edge("app:_exit").is_none() && span_edge("app:page_read").is_none());
+/// assert_eq!(span_edge("irq_disable").unwrap().span, "irqs off"); // an older file
 /// ```
 pub fn span_edge(tracepoint: &str) -> Option<SpanEdge> {
-    if let Some((_, span, begins)) = PREEMPTIRQ.iter().find(|(n, _, _)| *n == tracepoint) {
+    let (system, event) = match tracepoint.split_once(':') {
+        Some((system, event)) => (Some(system), event),
+        None => (None, tracepoint),
+    };
+    let builtin = PREEMPTIRQ
+        .iter()
+        .find(|(n, _, _)| *n == event)
+        .filter(|_| matches!(system, None | Some("preemptirq")));
+    if let Some((_, span, begins)) = builtin {
         return Some(SpanEdge {
             span: (*span).to_owned(),
             pair: "disable/enable",
@@ -61,9 +74,10 @@ pub fn span_edge(tracepoint: &str) -> Option<SpanEdge> {
         });
     }
     SUFFIXES.iter().find_map(|(suffix, pair, begins)| {
-        let x = tracepoint.strip_suffix(suffix).filter(|x| !x.is_empty())?;
+        event.strip_suffix(suffix).filter(|x| !x.is_empty())?;
+        let span = tracepoint.strip_suffix(suffix)?;
         Some(SpanEdge {
-            span: x.to_owned(),
+            span: span.to_owned(),
             pair,
             begins: *begins,
         })
@@ -78,7 +92,7 @@ fn numeric(f: &FieldDesc) -> bool {
 }
 
 /// The counter rule: a tracepoint (not a span's edge, see [`span_edge`])
-/// whose name ends with `_counter` and whose fields, at least one, are all
+/// whose (full) name ends with `_counter` and whose fields, at least one, are all
 /// integers or `f64`; or one whose only field is a number named `value`.
 /// Its events become counter samples, one series per field.
 ///
@@ -87,10 +101,10 @@ fn numeric(f: &FieldDesc) -> bool {
 /// use ringtrace_export::FieldDesc;
 /// use ringtrace_tracepoint::FieldKind;
 /// let depth = [FieldDesc::new("depth", FieldKind::U32)];
-/// assert!(is_counter("queue_counter", &depth));
-/// assert!(!is_counter("queue", &depth));
-/// assert!(is_counter("queue", &[FieldDesc::new("value", FieldKind::F64)]));
-/// assert!(!is_counter("flag_counter", &[FieldDesc::new("on", FieldKind::Bool)]));
+/// assert!(is_counter("app:queue_counter", &depth));
+/// assert!(!is_counter("app:queue", &depth));
+/// assert!(is_counter("app:queue", &[FieldDesc::new("value", FieldKind::F64)]));
+/// assert!(!is_counter("app:flag_counter", &[FieldDesc::new("on", FieldKind::Bool)]));
 /// ```
 pub fn is_counter(tracepoint: &str, fields: &[FieldDesc]) -> bool {
     let named =

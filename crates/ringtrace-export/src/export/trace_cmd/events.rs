@@ -8,12 +8,15 @@ use crate::metadata::{EventLayout, FieldDesc, TraceMetadata};
 use ringtrace_tracepoint::{FieldKind, FieldValue};
 use std::collections::HashMap;
 
-/// The system of ringtrace's own tracepoints and of the untagged layout.
+/// The system of the untagged layout, and of tracepoints named without a
+/// system (in files written before tracepoints had systems).
 pub const SYSTEM: &str = "ringtrace";
-/// The kernel's system of the irq and preempt tracepoints.
+/// The kernel's system of the irq and preempt tracepoints, and
+/// ringtrace's.
 pub const PREEMPTIRQ: &str = "preemptirq";
-/// The tracepoints that go in [`PREEMPTIRQ`] (when their fields are two
-/// locations): the kernel's four, and ringtrace's softirq pair beside them.
+/// The tracepoints of [`PREEMPTIRQ`] given the kernel's layout (when their
+/// fields are two locations): the kernel's four, and ringtrace's softirq
+/// pair beside them.
 const PREEMPTIRQ_EVENTS: [&str; 6] = [
     "irq_disable",
     "irq_enable",
@@ -62,8 +65,9 @@ struct Slot {
 pub struct EventFormat {
     /// `common_type`.
     pub id: u16,
-    /// Its system.
-    pub system: &'static str,
+    /// Its system: the tracepoint's (`events/<system>/<name>/format`).
+    pub system: String,
+    /// Its name within the system.
     /// Its name.
     pub name: String,
     slots: Vec<Slot>,
@@ -82,26 +86,32 @@ pub struct Formats {
 }
 
 impl Formats {
-    /// The formats for `meta`'s tracepoints, then its untagged layout;
-    /// at most [`MAX_FORMATS`] of them, which the caller checks.
+    /// The formats for `meta`'s tracepoints, each in its own system (a
+    /// name without one in [`SYSTEM`]), then its untagged layout in
+    /// [`SYSTEM`]; at most [`MAX_FORMATS`] of them, which the caller checks.
     pub fn new(meta: &TraceMetadata) -> Formats {
         let mut all = Vec::new();
         let mut by_tracepoint = HashMap::new();
         for tp in &meta.tracepoints {
             let id = FIRST_ID + all.len() as u16;
-            let preemptirq = PREEMPTIRQ_EVENTS.contains(&tp.name.as_str())
+            let system = tp.system().unwrap_or(SYSTEM);
+            let event = tp.event();
+            let preemptirq = PREEMPTIRQ_EVENTS.contains(&event)
+                && matches!(tp.system(), None | Some(PREEMPTIRQ))
                 && tp.fields.len() == 2
                 && tp.fields.iter().all(|f| f.kind == FieldKind::Location);
             by_tracepoint.insert(tp.id, all.len());
             all.push(if preemptirq {
-                EventFormat::preemptirq(id, &tp.name)
+                EventFormat::preemptirq(id, event)
             } else {
-                EventFormat::new(id, SYSTEM, &tp.name, &tp.fields, &tp.format)
+                EventFormat::new(id, system, event, &tp.fields, &tp.format)
             });
         }
         let untagged = meta.untagged.as_ref().map(|u: &EventLayout| {
-            // A tracepoint of the same name keeps it; the layout steps aside.
-            let name = if meta.tracepoints.iter().any(|t| t.name == u.name) {
+            // A tracepoint of the same system and name keeps it; the layout
+            // steps aside.
+            let taken = |name: &str| all.iter().any(|e| e.system == SYSTEM && e.name == name);
+            let name = if taken(&u.name) {
                 format!("{}_untagged", u.name)
             } else {
                 u.name.clone()
@@ -160,13 +170,7 @@ fn c_type(kind: FieldKind) -> &'static str {
 }
 
 impl EventFormat {
-    fn new(
-        id: u16,
-        system: &'static str,
-        name: &str,
-        fields: &[FieldDesc],
-        format: &str,
-    ) -> EventFormat {
+    fn new(id: u16, system: &str, name: &str, fields: &[FieldDesc], format: &str) -> EventFormat {
         let mut offset = COMMON_LEN;
         let slots: Vec<Slot> = fields
             .iter()
@@ -191,7 +195,7 @@ impl EventFormat {
         let print = print_fmt(format, &slots);
         EventFormat {
             id,
-            system,
+            system: system.to_owned(),
             name: name.to_owned(),
             slots,
             fixed_len: offset,
@@ -211,7 +215,7 @@ impl EventFormat {
         };
         EventFormat {
             id,
-            system: PREEMPTIRQ,
+            system: PREEMPTIRQ.to_owned(),
             name: name.to_owned(),
             slots: vec![slot("caller_offs", 8), slot("parent_offs", 12)],
             fixed_len: 16,
@@ -386,5 +390,40 @@ fn conversion(slot: &Slot, spec: &str) -> (String, String) {
             };
             (conv, field)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::TracepointDesc;
+
+    fn desc(name: &str, id: u32) -> TracepointDesc {
+        TracepointDesc {
+            name: name.into(),
+            id,
+            fields: vec![
+                FieldDesc::new("ip", FieldKind::Location),
+                FieldDesc::new("parent", FieldKind::Location),
+            ],
+            format: "caller={} parent={}".into(),
+        }
+    }
+
+    #[test]
+    fn each_tracepoint_goes_in_its_own_system_and_only_the_built_ins_get_the_kernel_layout() {
+        let meta = TraceMetadata::new(vec![
+            desc("preemptirq:irq_disable", 1),
+            desc("app:irq_disable", 2),
+            desc("irq_enable", 3), // a file from before systems
+        ]);
+        let formats = Formats::new(&meta);
+        let shown = |id| {
+            let f = formats.tracepoint(id).unwrap();
+            (f.system.as_str(), f.name.as_str(), f.uses_symbols())
+        };
+        assert_eq!(shown(1), ("preemptirq", "irq_disable", true));
+        assert_eq!(shown(2), ("app", "irq_disable", false));
+        assert_eq!(shown(3), ("preemptirq", "irq_enable", true));
     }
 }

@@ -305,7 +305,7 @@ fn file_bytes(r: &Recovery, c: &Contents) -> Vec<u8> {
     f.extend_from_slice(HEADER_EVENT.as_bytes());
 
     u32le(&mut f, 0); // ftrace's own event formats: none
-    let mut systems: Vec<&str> = c.formats.all.iter().map(|e| e.system).collect();
+    let mut systems: Vec<&str> = c.formats.all.iter().map(|e| e.system.as_str()).collect();
     systems.dedup();
     systems.sort_unstable();
     systems.dedup();
