@@ -1,7 +1,9 @@
 //! ringtrace as the backend of an application instrumented with
 //! `tracing`: a few worker threads handle jobs inside spans
 //! (`#[instrument]`, `info_span!`) and log with `info!`/`debug!`/`warn!`;
-//! the layer records all of it into the tracer's ring. At exit the program
+//! the layer records all of it into the tracer's ring, beside a
+//! fastrace-style local span around each digit sum (one ring record per
+//! span, no `tracing` dispatch). At exit the program
 //! prints the start of the dump and exports a Chrome/Perfetto JSON trace
 //! (spans as slices per thread, events as instants with their fields).
 //!
@@ -15,9 +17,16 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// Sums the digits of `n`: the work a job does.
 #[instrument(level = "debug")]
 fn checksum(n: u64) -> u64 {
-    let sum = n.to_string().bytes().map(|b| u64::from(b - b'0')).sum();
+    let sum = {
+        let _digits = ringtrace::tracing_layer::local_span!("sum digits");
+        sum_digits(n)
+    };
     debug!(sum, "digits summed");
     sum
+}
+
+fn sum_digits(n: u64) -> u64 {
+    n.to_string().bytes().map(|b| u64::from(b - b'0')).sum()
 }
 
 fn worker(id: u64, jobs: u64) -> u64 {
@@ -42,6 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .buffer_size(1 << 20)
         .build()?;
     tracing_subscriber::registry().with(tracer.layer()).init();
+    tracer.record_local_spans()?;
 
     info!(workers = 3, "starting");
     let totals: Vec<u64> = std::thread::scope(|s| {

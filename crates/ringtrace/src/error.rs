@@ -21,6 +21,10 @@ pub enum TracerError {
     /// or an id (the message names both and where they are declared).
     #[error("tracepoints: {0}")]
     Tracepoints(#[from] ringtrace_tracepoint::TracepointError),
+    /// Local spans already record into another ring.
+    #[cfg(feature = "tracing")]
+    #[error(transparent)]
+    LocalSpansAlreadySet(#[from] ringtrace_tracing::LocalSpanRingAlreadySet),
     /// The trace could not be exported.
     #[error("export: {0}")]
     Export(#[from] ringtrace_export::export::ExportError),

@@ -141,6 +141,29 @@ impl Tracer {
         ringtrace_tracing::RingLayer::new(self.shared_ring())
     }
 
+    /// Makes this tracer's ring the one fastrace-style local spans
+    /// ([`tracing_layer::local_span!`](crate::tracing_layer::local_span))
+    /// record into: once per process, like [`install`](Tracer::install).
+    /// A local span reads the clock when it begins and writes one record
+    /// when it ends; the dump shows how long it lasted, the Chrome export
+    /// draws it as a slice.
+    ///
+    /// ```
+    /// let tracer = ringtrace::Tracer::builder().build()?;
+    /// tracer.record_local_spans()?;
+    /// {
+    ///     let _span = ringtrace::tracing_layer::local_span!("parse");
+    /// }
+    /// let dump = tracer.dump(ringtrace::DumpOptions::default())?;
+    /// assert!(dump.contains("tracing:local_span: span parse"), "{dump}");
+    /// assert!(tracer.record_local_spans().is_err()); // once per process
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "tracing")]
+    pub fn record_local_spans(&self) -> Result<(), TracerError> {
+        Ok(ringtrace_tracing::set_local_span_ring(self.shared_ring())?)
+    }
+
     /// What the clock is, to convert timestamps (ticks to nanoseconds).
     pub fn clock_info(&self) -> ClockInfo {
         self.ring.clock_info()

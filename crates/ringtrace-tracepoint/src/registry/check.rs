@@ -156,8 +156,13 @@ mod tests {
         let bad = leaked("app", "rljvl", 1);
         let fine = leaked("app", "fine", 2);
         let found = problems_among(&[bad, fine]);
-        assert_eq!(found, [TracepointError::IdReserved("app:rljvl", 0xFFFF_FFF8)]);
-        assert!(found[0].to_string().contains("reserved for `tracing` records"));
+        assert_eq!(
+            found,
+            [TracepointError::IdReserved("app:rljvl", 0xFFFF_FFF8)]
+        );
+        assert!(found[0]
+            .to_string()
+            .contains("reserved for `tracing` records"));
     }
 
     #[test]
