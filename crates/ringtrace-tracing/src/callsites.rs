@@ -14,7 +14,7 @@ use parking_lot::Mutex;
 use ringtrace_clock::Clock;
 use ringtrace_export::tracing_format::{Callsite, CallsiteKind, Level};
 use ringtrace_ring::RingBuffer;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use tracing_core::Metadata;
 
 /// Callsite ids for the whole process: callsites described by different
@@ -45,6 +45,10 @@ pub(crate) struct CallsiteTable {
     shift: u32,
     /// Callsites described; at most 3/4 of the slots, so probes stay short.
     used: Mutex<usize>,
+    /// Set once `used` reaches the capacity: from then on a callsite not
+    /// in the table is refused without taking the lock, so a full table
+    /// puts no lock on the write path.
+    full: AtomicBool,
 }
 
 impl CallsiteTable {
@@ -60,6 +64,7 @@ impl CallsiteTable {
                 .collect(),
             shift: 64 - slots.trailing_zeros(),
             used: Mutex::new(0),
+            full: AtomicBool::new(false),
         }
     }
 
@@ -105,6 +110,11 @@ impl CallsiteTable {
     ) -> u32 {
         match self.get(meta) {
             Some(id) => id,
+            // Relaxed: a stale `false` only takes the lock, which decides.
+            None if self.full.load(Ordering::Relaxed) => {
+                counters.callsite_refused();
+                REFUSED
+            }
             None => self.describe(meta, ring, counters),
         }
     }
@@ -123,8 +133,10 @@ impl CallsiteTable {
             return id;
         }
         if *used >= self.capacity() {
-            // Not kept: every later record of the callsite comes here and
-            // is counted refused again.
+            // Not kept: every later record of the callsite is counted
+            // refused again, without the lock from now on.
+            // Relaxed: a hint; see `id`.
+            self.full.store(true, Ordering::Relaxed);
             counters.callsite_refused();
             return REFUSED;
         }
@@ -143,7 +155,8 @@ impl CallsiteTable {
         let key = meta as *const Metadata<'static> as usize;
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
-        // A free slot exists: at most 3/4 of them are used.
+        // A free slot exists: at most 3/4 of them are used. Relaxed: keys
+        // are stored only here, under the lock this thread holds.
         while self.slots[at].key.load(Ordering::Relaxed) != 0 {
             at = (at + 1) & mask;
         }

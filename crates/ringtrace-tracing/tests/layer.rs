@@ -295,3 +295,26 @@ fn threads_meeting_callsites_at_once_describe_each_once() {
         "a record did not decode"
     );
 }
+
+#[test]
+fn a_full_callsite_table_refuses_further_callsites_every_time_and_keeps_the_first() {
+    let ring = common::ring();
+    let layer = RingLayer::builder(ring.clone())
+        .callsite_capacity(1)
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        for round in 0..3u64 {
+            tracing::info!(round, "first");
+            tracing::info!(round, "second");
+            tracing::info!(round, "third");
+        }
+    });
+    let stats = layer.stats();
+    // The first callsite fills the table and is recorded every round; the
+    // two others are refused every round (without the lock, once full).
+    assert_eq!(stats.callsites_registered, 1, "{stats:?}");
+    assert_eq!(stats.recorded, 3, "{stats:?}");
+    assert_eq!(stats.callsites_refused, 6, "{stats:?}");
+    assert_eq!(ring.metadata_records().len(), 1);
+}
