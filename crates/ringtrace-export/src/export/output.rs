@@ -29,10 +29,20 @@ fn failed(path: &Path, e: std::io::Error) -> ExportError {
 /// Writes the file `target` with `fill`, through a buffered writer on a
 /// temporary file renamed over `target` once `fill` and the flush succeed.
 /// On any error the temporary file is removed and `target` is untouched.
+///
+/// A `target` that exists and is not a regular file (a pipe, a terminal,
+/// `/dev/stdout`, a device) is written in place, as `cat > target` would:
+/// renaming over it would replace the device with a file. Its write and
+/// flush errors (a closed pipe, a full device) are the export's.
 pub fn write_file(
     target: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
+    if let Ok(meta) = std::fs::metadata(target) {
+        if !meta.is_file() && !meta.is_dir() {
+            return write_in_place(target, fill);
+        }
+    }
     let tmp = temporary(target)?;
     let result = (|| {
         let file = std::fs::File::create(&tmp).map_err(|e| failed(target, e))?;
@@ -48,6 +58,21 @@ pub fn write_file(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Writes a special file (pipe, device) directly: nothing to rename, and
+/// nothing to sync (pipes refuse fsync).
+fn write_in_place(
+    target: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(target)
+        .map_err(|e| failed(target, e))?;
+    let mut out = std::io::BufWriter::new(file);
+    fill(&mut out)?;
+    out.flush().map_err(|e| failed(target, e))
 }
 
 /// Builds the directory `target` with `fill` (given the directory to fill),
@@ -110,5 +135,56 @@ mod tests {
         .unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"whole");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn fifo(name: &str) -> PathBuf {
+        let path = std::env::temp_dir().join(format!("ringtrace-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        path
+    }
+
+    fn is_fifo(path: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(path).unwrap().file_type().is_fifo()
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "makes a FIFO")]
+    fn a_pipe_is_written_in_place_not_replaced_and_a_closed_one_is_an_error() {
+        // A reader that takes everything: the export arrives whole.
+        let path = fifo("export-pipe");
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || std::fs::read(path).unwrap())
+        };
+        write_file(&path, |w| {
+            w.write_all(b"whole").map_err(|e| failed(&path, e))
+        })
+        .unwrap();
+        assert_eq!(reader.join().unwrap(), b"whole");
+        assert!(is_fifo(&path), "the pipe was replaced by a file");
+
+        // A reader that leaves after one byte: the write fails (EPIPE; the
+        // test harness ignores SIGPIPE, as Rust programs do), naming the path.
+        let reader = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut f = std::fs::File::open(path).unwrap();
+                let _ = f.read(&mut [0u8; 1]);
+            })
+        };
+        let err = write_file(&path, |w| {
+            w.write_all(&vec![b'x'; 4 << 20])
+                .map_err(|e| failed(&path, e))
+        })
+        .unwrap_err();
+        reader.join().unwrap();
+        assert!(err.to_string().contains("ringtrace-export-pipe"), "{err}");
+        assert!(is_fifo(&path));
+        std::fs::remove_file(&path).unwrap();
     }
 }
