@@ -109,6 +109,9 @@ pub enum ConfigError {
         /// The largest capacity.
         max: usize,
     },
+    /// A write path that is unknown, or unavailable here.
+    #[error(transparent)]
+    WritePath(#[from] crate::WritePathError),
     /// `append` or `metadata` without `file`.
     #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
     NeedsFile(&'static str),
@@ -203,6 +206,10 @@ pub struct RingConfig {
     /// [`DEFAULT_METADATA_CAPACITY`] (256 KiB) by default, at most
     /// [`MAX_METADATA_CAPACITY`].
     pub metadata_capacity: usize,
+    /// How writers update the per-CPU words: [`WritePath::Auto`] (the
+    /// default) takes the rseq path where this machine allows it and the
+    /// CAS path elsewhere; see [`crate::rseq`].
+    pub write_path: crate::WritePath,
 }
 
 impl Default for RingConfig {
@@ -218,6 +225,7 @@ impl Default for RingConfig {
             append: false,
             metadata: Vec::new(),
             metadata_capacity: DEFAULT_METADATA_CAPACITY,
+            write_path: crate::WritePath::Auto,
         }
     }
 }
@@ -368,6 +376,12 @@ impl RingConfig {
     /// ```
     pub fn metadata_capacity(mut self, bytes: usize) -> Self {
         self.metadata_capacity = bytes;
+        self
+    }
+
+    /// Sets the write path (see [`crate::rseq`]).
+    pub fn write_path(mut self, path: crate::WritePath) -> Self {
+        self.write_path = path;
         self
     }
 

@@ -29,6 +29,21 @@ pub fn init() {
     }
 }
 
+/// glibc's `__rseq_offset`, if glibc registered an rseq area and this
+/// thread's registration holds (its `cpu_id` is not negative).
+#[cfg(all(not(miri), not(loom), target_arch = "x86_64"))]
+pub(crate) fn rseq_offset() -> Option<isize> {
+    init();
+    let offset = RSEQ_OFFSET.load(Ordering::Relaxed);
+    if offset == NONE || offset == UNKNOWN {
+        return None;
+    }
+    let area = thread_pointer().wrapping_add(offset as usize);
+    // SAFETY: as in current_cpu.
+    let cpu = unsafe { std::ptr::read_volatile((area + 4) as *const i32) };
+    (cpu >= 0).then_some(offset as isize)
+}
+
 /// Whether the CPU comes from the rseq area (true) or `sched_getcpu`.
 pub fn uses_rseq() -> bool {
     init();

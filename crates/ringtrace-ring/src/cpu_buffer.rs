@@ -110,6 +110,9 @@ pub struct CpuBuffer {
     pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
     /// A file ring: claims zero their page (see `prepare_page`).
     pub(crate) zero_on_claim: bool,
+    /// Which write path updates the per-CPU words (see [`crate::rseq`]);
+    /// the CAS path until the ring chooses.
+    pub(crate) path: crate::rseq::PerCpuPath,
 }
 
 /// Where the general reserve loop put an event and what its commit will
@@ -231,6 +234,7 @@ impl CpuBuffer {
                 (n..phys_pages).rev().collect(),
             )),
             zero_on_claim,
+            path: crate::rseq::PerCpuPath::new(crate::rseq::Resolved::Cas, cpu),
         }
     }
 
@@ -328,8 +332,7 @@ impl CpuBuffer {
         // A. Relaxed, on any CPU: only a guess, possibly stale or torn
         // across the two words; the CAS at D compares it with the true
         // state, and orders everything this writer does after D.
-        let write = self.hot.write_hint.load(Ordering::Relaxed);
-        let last_ts = self.hot.ts_hint.load(Ordering::Relaxed);
+        let (write, last_ts) = self.guess_state();
         // B
         let now = clock.read();
         // C
@@ -361,17 +364,7 @@ impl CpuBuffer {
                     // D: AcqRel as in the general loop. Relaxed on failure:
                     // the general loop starts again from a fresh guess.
                     let new = (write + size, now);
-                    if self
-                        .hot
-                        .state
-                        .compare_exchange(
-                            (write, last_ts),
-                            new,
-                            Ordering::AcqRel,
-                            Ordering::Relaxed,
-                        )
-                        .is_ok()
-                    {
+                    if self.cas_state((write, last_ts), new).is_ok() {
                         // E (no page switch on this path). The Release fence
                         // is the seqlock's, as in the general loop: it orders
                         // the record's stores after D for an iterator that
@@ -379,8 +372,10 @@ impl CpuBuffer {
                         // ishst`-like on aarch64). The hints are guesses:
                         // Relaxed, as at A.
                         fence(Ordering::Release);
-                        self.hot.write_hint.store(new.0, Ordering::Relaxed);
-                        self.hot.ts_hint.store(now, Ordering::Relaxed);
+                        if self.keeps_hints() {
+                            self.hot.write_hint.store(new.0, Ordering::Relaxed);
+                            self.hot.ts_hint.store(now, Ordering::Relaxed);
+                        }
                         // F: a long event's length word is written now, the
                         // space being ours since D, then the PENDING header.
                         if let (false, Some(length)) = (format::is_short(len), record.get(1)) {
@@ -468,11 +463,9 @@ impl CpuBuffer {
         let mask = page_size as u64 - 1;
         let body = format::event_size(len);
 
-        // A: the hints. Relaxed: only a guess; the CAS validates it.
-        let mut expected = (
-            self.hot.write_hint.load(Ordering::Relaxed),
-            self.hot.ts_hint.load(Ordering::Relaxed),
-        );
+        // A: a guess (the hints, or on the rseq path the state's halves);
+        // the CAS validates it.
+        let mut expected = self.guess_state();
         loop {
             // B
             let now = clock.read();
@@ -561,12 +554,7 @@ impl CpuBuffer {
             // D. AcqRel on success: Acquire so that a writer who takes over
             // from a page switch sees the slot claimed by the switcher before
             // its own CAS (prepare_page), Release to publish ours the same way.
-            match self.hot.state.compare_exchange(
-                expected,
-                (new_write, ts),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match self.cas_state(expected, (new_write, ts)) {
                 Ok(()) => {
                     // E. The Release fence orders the payload and header
                     // stores that follow after our view of the slot: a reader
@@ -575,8 +563,10 @@ impl CpuBuffer {
                     // iterator or in-place reader detects a page reused under
                     // it (the seqlock argument; a compiler barrier on x86).
                     fence(Ordering::Release);
-                    self.hot.write_hint.store(new_write, Ordering::Relaxed);
-                    self.hot.ts_hint.store(ts, Ordering::Relaxed);
+                    if self.keeps_hints() {
+                        self.hot.write_hint.store(new_write, Ordering::Relaxed);
+                        self.hot.ts_hint.store(ts, Ordering::Relaxed);
+                    }
                     if now < last_ts {
                         RareCounters::bump(&self.rare.ts_fixups, 1);
                     }
@@ -861,10 +851,11 @@ impl CpuBuffer {
     /// Adds `value` to a commit word. Release: everything this writer wrote
     /// into the page is published to a reader that Acquire-loads the word
     /// and finds it complete (the RMWs of all committers form one release
-    /// sequence). Returns the word's previous value.
+    /// sequence; on the rseq path each add is a plain store after every
+    /// store before it, and x86_64 keeps stores in order).
     #[inline(always)]
-    pub(crate) fn commit_bytes(&self, phys: usize, value: u64) -> u64 {
-        self.commit_word(phys).fetch_add(value, Ordering::Release)
+    pub(crate) fn commit_bytes(&self, phys: usize, value: u64) {
+        self.add_commit(self.commit_word(phys), value);
     }
 
     /// Writes the record headers of `p` and commits it: as an event if
@@ -933,12 +924,7 @@ impl CpuBuffer {
                 state = self.hot.state.load(Ordering::Acquire);
                 continue;
             };
-            match self.hot.state.compare_exchange(
-                state,
-                (next, last_ts),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match self.cas_state(state, (next, last_ts)) {
                 Ok(()) => {
                     self.hot.write_hint.store(next, Ordering::Relaxed);
                     self.pad_tail(phys, pos);

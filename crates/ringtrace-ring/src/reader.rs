@@ -811,9 +811,8 @@ impl CpuBuffer {
         if !self.swap_in_spare(st, seq, slot) {
             return false;
         }
-        let before = Commit::unpack(
-            self.commits[slot.phys].fetch_or(crate::meta::RECLAIMED, Ordering::AcqRel),
-        );
+        let before =
+            Commit::unpack(self.mark_commit(&self.commits[slot.phys], crate::meta::RECLAIMED));
         let lost = before.events.saturating_sub(slot.consumed);
         RareCounters::bump(&self.rare.lost, u64::from(lost));
         RareCounters::bump(&self.rare.pages_reclaimed, 1);

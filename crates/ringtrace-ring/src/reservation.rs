@@ -185,11 +185,11 @@ impl<'a> Reservation<'a> {
             header.store(this.header, Ordering::Release);
         }
         // Release: see CpuBuffer::commit_bytes.
-        let before = this.commit_word.fetch_add(this.add, Ordering::Release);
-        // Relaxed: a statistic (see RareCounters::bump). Counted now, not at
-        // reserve, so that a reservation that never ends is in no count.
-        this.buffer.hot.hit.fetch_add(1, Ordering::Relaxed);
-        if before & meta::RECLAIMED != 0 {
+        let reclaimed = this.buffer.add_commit(this.commit_word, this.add);
+        // Counted now, not at reserve, so that a reservation that never
+        // ends is in no count.
+        this.buffer.count_hit();
+        if reclaimed {
             this.lost_late();
         }
     }
@@ -218,9 +218,9 @@ impl Drop for Reservation<'_> {
                 Ordering::Release,
             );
         }
-        self.commit_word.fetch_add(size, Ordering::Release);
-        // Relaxed: statistics, as at commit.
-        self.buffer.hot.hit.fetch_add(1, Ordering::Relaxed);
+        // Release: see CpuBuffer::commit_bytes.
+        self.buffer.add_commit(self.commit_word, size);
+        self.buffer.count_hit();
         RareCounters::bump(&self.buffer.rare.discarded, 1);
     }
 }

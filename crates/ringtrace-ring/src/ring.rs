@@ -45,6 +45,7 @@ impl<C: Clock> RingBuffer<C> {
     pub fn new(config: RingConfig, clock: C) -> Result<Self, ConfigError> {
         let geometry = config.validate()?;
         crate::cpu::init();
+        let write_path = crate::rseq::resolve(config.write_path, geometry.cpus)?;
         #[cfg(not(loom))]
         if let Some(path) = config.file {
             let target = crate::file::FileTarget {
@@ -52,7 +53,7 @@ impl<C: Clock> RingBuffer<C> {
                 append: config.append,
                 metadata: config.metadata,
             };
-            return Self::in_file(&target, geometry, clock);
+            return Self::in_file(&target, geometry, clock).map(|r| r.on_path(write_path));
         }
         // loom cannot map files: there a file ring is modelled in memory,
         // with the file ring's claim (it zeroes its page).
@@ -67,7 +68,32 @@ impl<C: Clock> RingBuffer<C> {
             annex: crate::annex::Annex::in_memory(geometry.metadata_capacity),
             #[cfg(not(loom))]
             file: None,
-        })
+        }
+        .on_path(write_path))
+    }
+
+    /// Sets every buffer's write path, before the ring is shared.
+    fn on_path(mut self, path: crate::rseq::Resolved) -> Self {
+        for (cpu, b) in self.buffers.iter_mut().enumerate() {
+            b.path = crate::rseq::PerCpuPath::new(path, cpu);
+        }
+        self
+    }
+
+    /// The write path the ring's writers take (see [`crate::rseq`]):
+    /// [`WritePath::Rseq`](crate::WritePath::Rseq) or
+    /// [`WritePath::Cas`](crate::WritePath::Cas), never `Auto`.
+    pub fn write_path(&self) -> crate::WritePath {
+        self.buffers
+            .first()
+            .map_or(crate::WritePath::Cas, CpuBuffer::write_path)
+    }
+
+    /// Updates of per-CPU words made from off their CPU on the rseq path,
+    /// summed over the buffers (see [`CpuBuffer::remote_updates`]): each
+    /// cost a membarrier system call. 0 on the CAS path.
+    pub fn remote_updates(&self) -> u64 {
+        self.buffers.iter().map(CpuBuffer::remote_updates).sum()
     }
 
     #[cfg(not(loom))]

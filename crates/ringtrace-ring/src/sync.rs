@@ -76,6 +76,16 @@ impl AtomicPair {
         unpair(self.word.load(order))
     }
 
+    /// The pair's address (16-byte aligned), for the rseq sections.
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64", not(miri))),
+        allow(dead_code)
+    )]
+    #[inline(always)]
+    pub(crate) fn as_ptr(&self) -> *mut u128 {
+        self.word.as_ptr()
+    }
+
     /// Replaces `current` with `new` if the word still holds `current`;
     /// returns the value found on failure.
     #[inline]

@@ -98,6 +98,8 @@ struct Shared {
     pause: [AtomicBool; 2],
     /// ...and says it does.
     paused: [AtomicBool; 2],
+    /// Slow down after the first events (see `writer`).
+    throttle: bool,
 }
 
 /// Writer `t`: events 0, 1, 2, ... on buffer `t`, each payload written in
@@ -119,6 +121,13 @@ fn writer(shared: &Shared, t: u32) {
         if full {
             std::thread::sleep(Duration::from_millis(1));
             continue;
+        }
+        // A discard-mode child that ends by itself must not fill its 1 MB
+        // before the scenario reserves the doomed event (on a loaded host
+        // it did: that reservation then failed with Full): past the first
+        // events, the writers keep writing, slowly.
+        if shared.throttle && seq >= 1_000 {
+            std::thread::sleep(Duration::from_micros(100));
         }
         let p = common::payload(t, seq, len_for(t, seq));
         match shared.ring.reserve_on(i, p.len()) {
@@ -174,7 +183,12 @@ fn doom(shared: &Shared, cpu: usize) -> ringtrace_ring::Reservation<'_> {
         std::thread::yield_now();
     }
     let p = common::payload(DOOMED, 0, 64);
-    let mut r = shared.ring.reserve_on(cpu, p.len()).unwrap();
+    let r = shared.ring.reserve_on(cpu, p.len());
+    if r.is_err() {
+        // Let the writer go before failing, or joining it would hang.
+        shared.pause[cpu].store(false, Ordering::Release);
+    }
+    let mut r = r.unwrap();
     r.write_at(0, &p[..32]);
     shared.pause[cpu].store(false, Ordering::Release);
     r
@@ -213,6 +227,8 @@ fn child_entry() {
         committed: [AtomicU64::new(0), AtomicU64::new(0)],
         pause: [AtomicBool::new(false), AtomicBool::new(false)],
         paused: [AtomicBool::new(false), AtomicBool::new(false)],
+        throttle: mode == Mode::Discard
+            && !matches!(scenario.as_str(), "kill" | "kill_records" | "stay"),
     });
     let threads = (0..2)
         .map(|t| {
@@ -412,6 +428,40 @@ fn spawn(scenario: &str, path: &Path, mode: Mode) -> Running {
     }
 }
 
+/// Each thread of process `pid` as "name state wchan", for a hung child.
+fn thread_states(pid: u32) -> String {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "unknown".into();
+    };
+    let read = |task: &Path, file: &str| {
+        std::fs::read_to_string(task.join(file))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    dir.flatten()
+        .map(|task| {
+            let task = task.path();
+            let stat = read(&task, "stat");
+            let state = stat
+                .rsplit(") ")
+                .next()
+                .unwrap_or("?")
+                .split(' ')
+                .next()
+                .unwrap_or("?")
+                .to_string();
+            format!(
+                "[{} {} {}]",
+                read(&task, "comm"),
+                state,
+                read(&task, "wchan")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Running {
     /// Waits for the child's first report.
     fn started(mut self) -> Running {
@@ -437,9 +487,12 @@ impl Running {
                 break status;
             }
             if Instant::now() > deadline {
+                let threads = thread_states(self.child.id());
                 self.kill();
                 let _ = self.child.wait();
-                panic!("the child did not end within 30 s");
+                panic!(
+                    "the child did not end within 30 s; its threads (name state wchan): {threads}"
+                );
             }
             std::thread::sleep(Duration::from_millis(1));
         };

@@ -115,6 +115,7 @@ impl CpuBuffer {
             rare,
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(free)),
             zero_on_claim,
+            path: crate::rseq::PerCpuPath::new(crate::rseq::Resolved::Cas, cpu),
         };
         for index in 0..n {
             let slot_word = &buffer.slots[index];

@@ -1,0 +1,172 @@
+//! The CPU buffer's updates of its per-CPU words, on either write path
+//! (see [`crate::rseq`]): the state's compare-and-swap, the commit word's
+//! add, the `hit` count and a fixup's mark.
+//!
+//! On the CAS path each is the locked instruction it always was. On the
+//! rseq path each is tried as a restartable sequence on the buffer's CPU
+//! and, when the caller is elsewhere (or a remote update is under way),
+//! done as a remote update: flag up, CPU fenced, the same locked
+//! instruction. Either way the caller sees the semantics of the atomic
+//! operation it asked for, with the orderings named at each call.
+
+use crate::cpu_buffer::CpuBuffer;
+use crate::sync::{AtomicU64, Ordering};
+
+impl CpuBuffer {
+    /// Compare-and-swap of `state` from `expected` to `new`: AcqRel on
+    /// success, Acquire on failure, which returns the state found.
+    ///
+    /// On the rseq path the section's 16-byte store is a Release store and
+    /// its loads are Acquire loads (x86_64 orders them so: TSO), and the
+    /// section is a compiler barrier; the failure's state is loaded with
+    /// Acquire. What a locked CAS adds beyond that, a full barrier, no step
+    /// relies on (the reserve steps in `CpuBuffer::reserve` say what each
+    /// ordering is for).
+    #[inline(always)]
+    pub(crate) fn cas_state(
+        &self,
+        expected: (u64, u64),
+        new: (u64, u64),
+    ) -> Result<(), (u64, u64)> {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if let Some(owner) = self.path.owner() {
+            use crate::rseq::section::{cas_pair, Outcome};
+            // SAFETY: SSE2, which every x86_64 CPU has.
+            let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
+            // SAFETY: the state is a live, 16-byte aligned pair which, while
+            // the remote flag is down, only this buffer's sections on its
+            // CPU store to (every other update is a remote one, below);
+            // AVX was checked when the path was chosen.
+            let outcome = unsafe {
+                cas_pair(
+                    owner,
+                    self.hot.state.as_ptr(),
+                    expected.0,
+                    expected.1,
+                    packed,
+                )
+            };
+            return match outcome {
+                Outcome::Done => Ok(()),
+                Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
+                Outcome::Elsewhere => {
+                    let _remote = self.path.remote();
+                    self.hot.state.compare_exchange(
+                        expected,
+                        new,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                }
+            };
+        }
+        self.hot
+            .state
+            .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+
+    /// A guess at `state` for step A of a reservation: the hints on the CAS
+    /// path (a 128-bit load would be a locked instruction there), the state
+    /// itself on the rseq path, where nothing else keeps the hints fresh.
+    /// Possibly torn or stale: the CAS checks it.
+    #[inline(always)]
+    pub(crate) fn guess_state(&self) -> (u64, u64) {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if self.path.owner().is_some() {
+            // SAFETY: the state is a live, 16-byte aligned pair.
+            return unsafe { crate::rseq::section::load_halves(self.hot.state.as_ptr()) };
+        }
+        // Relaxed: only a guess (see `reserve`, step A).
+        (
+            self.hot.write_hint.load(Ordering::Relaxed),
+            self.hot.ts_hint.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether the hints need refreshing after a successful CAS: only the
+    /// CAS path reads them.
+    #[inline(always)]
+    pub(crate) fn keeps_hints(&self) -> bool {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if self.path.owner().is_some() {
+            return false;
+        }
+        true
+    }
+
+    /// Adds `value` to the commit word `word`; returns whether the page had
+    /// been reclaimed by a fixup before the add (the commit then counts its
+    /// event as lost). Release: see `CpuBuffer::commit_bytes`.
+    #[inline(always)]
+    pub(crate) fn add_commit(&self, word: &AtomicU64, value: u64) -> bool {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if let Some(owner) = self.path.owner() {
+            use crate::rseq::section::{add_unless, Outcome};
+            // SAFETY: a commit word of this buffer, live as the buffer is.
+            // While the remote flag is down it changes only by this
+            // buffer's sections on its CPU and by claims' compare-and-swaps,
+            // which expect a complete or OPENING page, and a page with an
+            // add pending is neither, so no claim can land between a
+            // section's load and its store. A fixup's mark is a remote
+            // update. Refused when the page is RECLAIMED: the add is then
+            // done remotely, as a fixup's page is rare.
+            match unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) } {
+                Outcome::Done => return false,
+                Outcome::Refused | Outcome::Elsewhere => {
+                    let _remote = self.path.remote();
+                    let before = word.fetch_add(value, Ordering::Release);
+                    return before & crate::meta::RECLAIMED != 0;
+                }
+            }
+        }
+        word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
+    }
+
+    /// Counts one ended reservation in `hit`. Relaxed: a statistic (see
+    /// RareCounters::bump); on the rseq path a plain add on the CPU.
+    #[inline(always)]
+    pub(crate) fn count_hit(&self) {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if let Some(owner) = self.path.owner() {
+            use crate::rseq::section::{add_unless, Outcome};
+            // SAFETY: `hit` is live with the buffer and, while the remote
+            // flag is down, changes only by this buffer's sections on its
+            // CPU.
+            match unsafe { add_unless(owner, self.hot.hit.as_ptr(), 1, 0) } {
+                Outcome::Done => return,
+                Outcome::Refused | Outcome::Elsewhere => {
+                    let _remote = self.path.remote();
+                    self.hot.hit.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+        self.hot.hit.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Sets `bits` in commit word `word` for a fixup; returns the word
+    /// before. AcqRel, as the fixup needs (see `reclaim`). On the rseq path
+    /// always a remote update: the fixup runs on the reader's CPU, and a
+    /// late commit's section must not overwrite the mark.
+    pub(crate) fn mark_commit(&self, word: &AtomicU64, bits: u64) -> u64 {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if self.path.owner().is_some() {
+            let _remote = self.path.remote();
+            return word.fetch_or(bits, Ordering::AcqRel);
+        }
+        word.fetch_or(bits, Ordering::AcqRel)
+    }
+
+    /// The write path this buffer's writers take.
+    pub fn write_path(&self) -> crate::WritePath {
+        self.path.path()
+    }
+
+    /// Updates of this buffer's per-CPU words that came from off its CPU
+    /// on the rseq path (a writer that migrated between reserve and
+    /// commit, `reserve_on` another CPU, a flush or fixup from a reader):
+    /// each costs a membarrier system call. Always 0 on the CAS path.
+    pub fn remote_updates(&self) -> u64 {
+        self.path.remote_updates()
+    }
+}

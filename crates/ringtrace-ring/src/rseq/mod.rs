@@ -1,0 +1,251 @@
+//! The write path: restartable sequences (rseq) on the owning CPU, or
+//! compare-and-swap from anywhere.
+//!
+//! A CPU buffer's writers change three words per event: the `(write,
+//! last_ts)` state, the page's commit word and the `hit` count. On the
+//! **CAS path** they do it with `lock cmpxchg16b`, `lock xadd` and
+//! `lock inc`, correct from any CPU. On the **rseq path** a writer running
+//! on the buffer's own CPU does each in a restartable sequence that ends
+//! in one plain store (see [`section`](self)): the kernel restarts the
+//! sequence if the writer is preempted, migrated or interrupted by a
+//! signal before that store, so it is atomic with respect to everything
+//! else on the CPU, as the kernel's `local_t` operations are with respect
+//! to interrupts. Anything that is not on the CPU (a writer that migrated
+//! between reserve and commit, `reserve_on` another CPU, a flush or fixup
+//! from a reader) goes through a remote update (`remote`): it raises
+//! the buffer's flag, fences the CPU with membarrier and then uses the
+//! CAS path's locked instruction, so it never races a plain store.
+//!
+//! The rseq path needs, and [`unavailable`] reports what is missing:
+//! - x86_64 Linux (the sections are written for it);
+//! - an rseq area registered by glibc 2.35 or later (not with
+//!   `GLIBC_TUNABLES=glibc.pthread.rseq=0`, not under qemu-user);
+//! - AVX, on which aligned 16-byte stores are atomic (Intel SDM 9.1.1;
+//!   AMD APM 7.3.2): the state's store must not tear for readers on other
+//!   CPUs;
+//! - membarrier's rseq fence (Linux 5.10 or later);
+//! - for [`WritePath::Auto`], one buffer per possible CPU, so that each CPU
+//!   has a buffer of its own (asked for by name, the rseq path is taken
+//!   with fewer buffers too: CPUs without a buffer of their own then write
+//!   remotely, a system call each).
+//!
+//! [`WritePath::Auto`] takes the rseq path where it can and the CAS path
+//! elsewhere; the environment variable `RINGTRACE_WRITE_PATH` (`rseq`,
+//! `cas` or `auto`) overrides `Auto` without a rebuild, so that a test
+//! suite or a benchmark can run on either.
+
+use std::sync::atomic::AtomicU64;
+use thiserror::Error;
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+mod remote;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+pub(crate) mod section;
+
+/// Which write path a ring uses (see the [module](self) documentation).
+///
+/// ```
+/// use ringtrace_ring::{RingBuffer, RingConfig, WritePath};
+/// use ringtrace_clock::Counter;
+/// let ring = RingBuffer::new(RingConfig::default().write_path(WritePath::Cas), Counter::new())?;
+/// assert_eq!(ring.write_path(), WritePath::Cas);
+/// let auto = RingBuffer::new(RingConfig::default(), Counter::new())?;
+/// // Rseq where this machine allows it, Cas elsewhere.
+/// assert_ne!(auto.write_path(), WritePath::Auto);
+/// # Ok::<(), ringtrace_ring::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WritePath {
+    /// The rseq path where available, the CAS path otherwise (the
+    /// default); `RINGTRACE_WRITE_PATH` may choose instead.
+    #[default]
+    Auto,
+    /// Restartable sequences: no lock-prefixed instruction while the
+    /// writer stays on its CPU. Refused where unavailable.
+    Rseq,
+    /// Compare-and-swap: locked instructions, correct anywhere.
+    Cas,
+}
+
+impl WritePath {
+    /// The name `parse` takes and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            WritePath::Auto => "auto",
+            WritePath::Rseq => "rseq",
+            WritePath::Cas => "cas",
+        }
+    }
+
+    /// `auto`, `rseq` or `cas`.
+    pub fn parse(name: &str) -> Result<WritePath, WritePathError> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(WritePath::Auto),
+            "rseq" => Ok(WritePath::Rseq),
+            "cas" => Ok(WritePath::Cas),
+            _ => Err(WritePathError::Unknown(name.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for WritePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A write path that cannot be had.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WritePathError {
+    /// Not a path's name.
+    #[error("unknown write path {0:?}: valid are auto, rseq and cas")]
+    Unknown(String),
+    /// The rseq path was asked for and cannot run here.
+    #[error(
+        "the rseq write path is unavailable: {0}; use `cas` (or `auto`, which falls back to it)"
+    )]
+    Unavailable(String),
+}
+
+/// The environment variable that overrides [`WritePath::Auto`].
+pub const WRITE_PATH_ENV: &str = "RINGTRACE_WRITE_PATH";
+
+/// Why the rseq path cannot run in this process, or `None` if it can.
+/// Checked once (it registers the process with membarrier).
+pub fn unavailable() -> Option<String> {
+    probe().err()
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+fn probe() -> Result<isize, String> {
+    static PROBE: std::sync::OnceLock<Result<isize, String>> = std::sync::OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            let offset = crate::cpu::rseq_offset().ok_or_else(|| {
+                "glibc registered no rseq area (glibc before 2.35, GLIBC_TUNABLES=glibc.pthread.rseq=0, or an emulator such as qemu-user)".to_string()
+            })?;
+            if !std::arch::is_x86_feature_detected!("avx") {
+                return Err("this CPU has no AVX, so a 16-byte store is not guaranteed atomic".into());
+            }
+            remote::register()?;
+            Ok(offset)
+        })
+        .clone()
+}
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+fn probe() -> Result<isize, String> {
+    Err(if cfg!(miri) || cfg!(loom) {
+        "not under Miri or loom, which cannot run its assembly".to_string()
+    } else {
+        "it is written for x86_64 Linux only".to_string()
+    })
+}
+
+/// Sections the kernel aborted on this thread (preemption, migration or a
+/// signal in the middle of one): each abort handler adds one. Always 0 off
+/// the rseq path.
+pub fn thread_aborts() -> u64 {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    {
+        section::thread_aborts()
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+    {
+        0
+    }
+}
+
+/// Resolves the configured path for a ring of `buffers` CPU buffers:
+/// the path, or why `Rseq` cannot be had.
+pub(crate) fn resolve(asked: WritePath, buffers: usize) -> Result<Resolved, WritePathError> {
+    let asked = match asked {
+        WritePath::Auto => match std::env::var(WRITE_PATH_ENV) {
+            Ok(name) if !name.is_empty() => WritePath::parse(&name)?,
+            _ => WritePath::Auto,
+        },
+        other => other,
+    };
+    match asked {
+        WritePath::Cas => Ok(Resolved::Cas),
+        // Asked for, it is taken with fewer buffers than CPUs too: writers
+        // on a CPU without a buffer of its own then update another CPU's
+        // buffer remotely, a system call each. Correct, and what the test
+        // suite runs under RINGTRACE_WRITE_PATH=rseq to mix the two.
+        WritePath::Rseq => probe()
+            .map(Resolved::Rseq)
+            .map_err(WritePathError::Unavailable),
+        WritePath::Auto => Ok(match probe() {
+            Ok(offset) if buffers >= crate::cpu::possible_cpus() => Resolved::Rseq(offset),
+            _ => Resolved::Cas,
+        }),
+    }
+}
+
+/// A resolved path: `Rseq` with glibc's `__rseq_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resolved {
+    Cas,
+    Rseq(isize),
+}
+
+/// One CPU buffer's side of the write path: which path, and for rseq the
+/// remote flag and the count of remote updates. In process memory, not in
+/// a file ring's file: another process that adopts the file chooses its
+/// own path.
+#[derive(Debug)]
+pub(crate) struct PerCpuPath {
+    /// `Some(__rseq_offset)` on the rseq path.
+    rseq_offset: Option<isize>,
+    cpu: u32,
+    /// Nonzero while a remote update is under way (see `remote`).
+    remote: crossbeam_utils::CachePadded<AtomicU64>,
+    /// Remote updates done, for reports.
+    updates: AtomicU64,
+}
+
+impl PerCpuPath {
+    pub(crate) fn new(path: Resolved, cpu: usize) -> Self {
+        PerCpuPath {
+            rseq_offset: match path {
+                Resolved::Cas => None,
+                Resolved::Rseq(offset) => Some(offset),
+            },
+            cpu: cpu as u32,
+            remote: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+            updates: AtomicU64::new(0),
+        }
+    }
+
+    /// The path this buffer's writers take.
+    pub(crate) fn path(&self) -> WritePath {
+        if self.rseq_offset.is_some() {
+            WritePath::Rseq
+        } else {
+            WritePath::Cas
+        }
+    }
+
+    /// Remote updates so far (see `remote`).
+    pub(crate) fn remote_updates(&self) -> u64 {
+        self.updates.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The section owner, on the rseq path.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn owner(&self) -> Option<section::Owner> {
+        self.rseq_offset.map(|rseq_offset| section::Owner {
+            rseq_offset,
+            cpu: self.cpu,
+            remote: self.remote.as_ptr(),
+        })
+    }
+
+    /// Begins a remote update (see `remote`).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
+        remote::RemoteUpdate::begin(&self.remote, self.cpu, &self.updates)
+    }
+}

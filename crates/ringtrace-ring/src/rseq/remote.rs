@@ -1,0 +1,108 @@
+//! Updates of a CPU buffer's per-CPU words from anywhere but its CPU.
+//!
+//! A section on the owning CPU loads a word and stores it back without a
+//! lock prefix. A locked read-modify-write from another CPU that landed
+//! between that load and that store would be overwritten, so no other CPU
+//! may update those words while a section can run. A remote update
+//! therefore:
+//!
+//! 1. raises the buffer's `remote` flag (a locked add: a full barrier), so
+//!    that every section that starts from now on sees it and refuses;
+//! 2. asks the kernel to restart every section running on the owning CPU
+//!    (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, FLAG_CPU, cpu)`):
+//!    a section that read the flag as zero before step 1 either committed
+//!    before the fence (and the fence makes its store visible here) or is
+//!    aborted, and on its retry sees the flag;
+//! 3. does its update with the ordinary locked instruction;
+//! 4. lowers the flag (Release: the update is visible to a section that
+//!    sees the flag down).
+//!
+//! Sections that see the flag raised go through here too, so while it is
+//! up every updater uses locked instructions, as the CAS path always does.
+//! It costs a system call and an interrupt of the owning CPU, so it is
+//! for what is rare: a writer that migrated between reserve and commit,
+//! `reserve_on` a CPU the caller is not on, a flush or a fixup from a
+//! reader, a thread with no rseq registration. The ring counts them
+//! (`RingBuffer::remote_updates`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 7;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 8;
+const MEMBARRIER_CMD_FLAG_CPU: libc::c_uint = 1;
+
+fn membarrier(cmd: libc::c_int, flags: libc::c_uint, cpu: libc::c_int) -> libc::c_long {
+    // SAFETY: membarrier takes three integers and touches no user memory.
+    unsafe { libc::syscall(libc::SYS_membarrier, cmd, flags, cpu) }
+}
+
+/// Registers this process for rseq fences; `Err` says why it cannot be.
+pub(crate) fn register() -> Result<(), String> {
+    let supported = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
+    if supported < 0 {
+        return Err(format!(
+            "membarrier is not available ({}); the rseq path needs Linux 5.10 or later",
+            std::io::Error::last_os_error()
+        ));
+    }
+    if supported & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) == 0 {
+        return Err("membarrier cannot restart rseq sections on this kernel (Linux 5.10 or later is needed)".into());
+    }
+    if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0 {
+        return Err(format!(
+            "membarrier refused to register this process for rseq fences ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Restarts every rseq section of this process running on `cpu`; on
+/// return, what such a section committed is visible to the caller.
+fn fence(cpu: u32) {
+    // errno is saved and restored: this runs in signal handlers too.
+    // SAFETY: __errno_location returns this thread's errno slot.
+    let errno = unsafe { *libc::__errno_location() };
+    let mut done = membarrier(
+        MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ,
+        MEMBARRIER_CMD_FLAG_CPU,
+        cpu as libc::c_int,
+    ) == 0;
+    if !done {
+        // A CPU the kernel does not know (offline, past nr_cpu_ids): fence
+        // every CPU instead. Registration succeeded, so this one works.
+        done = membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, 0, 0) == 0;
+    }
+    debug_assert!(done, "membarrier failed after registration");
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// A remote update in progress: the flag is up and the CPU fenced until
+/// this is dropped.
+pub(crate) struct RemoteUpdate<'a> {
+    flag: &'a AtomicU64,
+}
+
+impl<'a> RemoteUpdate<'a> {
+    /// Steps 1 and 2; `updates` counts it.
+    #[cold]
+    pub(crate) fn begin(flag: &'a AtomicU64, cpu: u32, updates: &AtomicU64) -> Self {
+        // SeqCst: a locked add, a full barrier before the fence, so the
+        // flag is visible to every section the fence does not abort.
+        flag.fetch_add(1, Ordering::SeqCst);
+        fence(cpu);
+        // Relaxed: a statistic.
+        updates.fetch_add(1, Ordering::Relaxed);
+        RemoteUpdate { flag }
+    }
+}
+
+impl Drop for RemoteUpdate<'_> {
+    fn drop(&mut self) {
+        // Step 4. Release: our locked update is visible to any section
+        // that loads the flag as zero after this.
+        self.flag.fetch_sub(1, Ordering::Release);
+    }
+}

@@ -1,0 +1,218 @@
+//! The restartable sequences themselves: three critical sections in
+//! `asm!`, each of which checks that the thread is on the buffer's CPU and
+//! that no remote update is under way, then ends in one committing store.
+//!
+//! The kernel restarts a section (jumps to its abort handler) when the
+//! thread is preempted, migrated or sent a signal while its instruction
+//! pointer is between the section's start and its commit. So a section
+//! that got to its commit ran with nothing else on that CPU in between:
+//! its loads and its store are atomic with respect to every other writer
+//! on the CPU, as the kernel's `local_t` operations are with interrupts.
+//! Writers on other CPUs never update these words while a section may run:
+//! they go through [`super::remote`], which raises the buffer's `remote`
+//! flag (every section checks it) and fences the CPU with membarrier.
+//!
+//! The layout follows librseq's x86_64 macros: a 32-byte `struct rseq_cs`
+//! descriptor in the `__rseq_cs` section (version 0, flags 0, start,
+//! post-commit offset, abort address), its address stored into the
+//! thread's `rseq_cs` field before the section starts, and an abort
+//! handler in `__rseq_failure` preceded by the signature glibc registered
+//! (`RSEQ_SIG`, 0x53053053, as the operand of a `ud1` so that a
+//! disassembler shows an instruction). The handler jumps to a Rust label
+//! that counts the abort and runs the section again.
+//!
+//! Labels are numbered 3 to 7: Intel syntax reads `1b` and `0b` as binary
+//! numbers.
+
+use core::arch::asm;
+use core::arch::x86_64::__m128i;
+use std::cell::Cell;
+
+thread_local! {
+    /// Sections of this thread that the kernel aborted. A const-initialised
+    /// cell without Drop: no lazy registration, so it is safe to touch from
+    /// a signal handler.
+    static ABORTS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Sections the kernel aborted (preemption, migration, a signal) on this
+/// thread since it started. Each abort handler adds one.
+pub fn thread_aborts() -> u64 {
+    ABORTS.with(Cell::get)
+}
+
+#[cold]
+#[inline(never)]
+fn count_abort() {
+    ABORTS.with(|a| a.set(a.get().wrapping_add(1)));
+}
+
+/// How a section ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// The committing store was done.
+    Done,
+    /// The word did not hold what the section expects (a compare failed,
+    /// or the page was reclaimed): nothing was stored.
+    Refused,
+    /// The thread is not on the buffer's CPU (or its rseq registration
+    /// failed: `cpu_id` is negative), or a remote update is under way:
+    /// nothing was stored; the caller goes through [`super::remote`].
+    Elsewhere,
+}
+
+/// Where a section finds its thread's rseq area and what it guards.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Owner {
+    /// glibc's `__rseq_offset`: the area is at the thread pointer (`fs`
+    /// base) plus this.
+    pub rseq_offset: isize,
+    /// The CPU whose buffer this is.
+    pub cpu: u32,
+    /// The buffer's remote flag: nonzero while another CPU updates it.
+    pub remote: *const u64,
+}
+
+/// Compare-and-swap of a 16-byte aligned pair `target` from `(lo, hi)` to
+/// `new`, as an rseq section ending in one 16-byte `movdqa` store.
+///
+/// # Safety
+/// `target` is a live, 16-byte aligned pair that, while `owner.remote` is
+/// zero, only sections on `owner.cpu` store to; `owner.remote` is live;
+/// `owner.rseq_offset` is glibc's registered offset. (The store is atomic
+/// for readers on other CPUs on processors with AVX, which the caller
+/// checked: `super::probe`.)
+#[inline(always)]
+pub(crate) unsafe fn cas_pair(
+    owner: Owner,
+    target: *mut u128,
+    lo: u64,
+    hi: u64,
+    new: __m128i,
+) -> Outcome {
+    loop {
+        // SAFETY: see the function's contract. The section reads the rseq
+        // area (fs-relative, registered by glibc for this thread), the
+        // remote flag and the pair, and stores only the pair; the kernel
+        // restarts it at label 6 if it is interrupted before label 5.
+        unsafe {
+            asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "3:",
+                ".long 0, 0",
+                ".quad 4f, (5f - 4f), 6f",
+                ".popsection",
+                "lea {tmp}, [rip + 3b]",
+                "mov qword ptr fs:[{off} + 8], {tmp}",
+                "4:",
+                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
+                "jne {elsewhere}",
+                "cmp qword ptr [{remote}], 0",
+                "jne {elsewhere}",
+                "cmp qword ptr [{target}], {lo}",
+                "jne {refused}",
+                "cmp qword ptr [{target} + 8], {hi}",
+                "jne {refused}",
+                "movdqa xmmword ptr [{target}], {new}",
+                "5:",
+                ".pushsection __rseq_failure, \"ax\"",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "6:",
+                "jmp {abort}",
+                ".popsection",
+                off = in(reg) owner.rseq_offset,
+                cpu = in(reg) owner.cpu,
+                remote = in(reg) owner.remote,
+                target = in(reg) target,
+                lo = in(reg) lo,
+                hi = in(reg) hi,
+                new = in(xmm_reg) new,
+                tmp = out(reg) _,
+                elsewhere = label { return Outcome::Elsewhere; },
+                refused = label { return Outcome::Refused; },
+                abort = label { count_abort(); continue; },
+            );
+        }
+        return Outcome::Done;
+    }
+}
+
+/// Adds `value` to `word` unless `word` has any bit of `refuse` set, as an
+/// rseq section ending in one `add` (a single instruction, so atomic on
+/// its CPU; no lock prefix).
+///
+/// # Safety
+/// `word` is a live u64 that, while `owner.remote` is zero, only sections
+/// on `owner.cpu` and locked read-modify-writes that cannot overlap a
+/// section's (see the caller) change; the rest as for [`cas_pair`].
+#[inline(always)]
+pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse: u64) -> Outcome {
+    loop {
+        // SAFETY: as in cas_pair; the section stores only `word`.
+        unsafe {
+            asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "3:",
+                ".long 0, 0",
+                ".quad 4f, (5f - 4f), 6f",
+                ".popsection",
+                "lea {tmp}, [rip + 3b]",
+                "mov qword ptr fs:[{off} + 8], {tmp}",
+                "4:",
+                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
+                "jne {elsewhere}",
+                "cmp qword ptr [{remote}], 0",
+                "jne {elsewhere}",
+                "test qword ptr [{word}], {refuse}",
+                "jnz {refused}",
+                "add qword ptr [{word}], {value}",
+                "5:",
+                ".pushsection __rseq_failure, \"ax\"",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "6:",
+                "jmp {abort}",
+                ".popsection",
+                off = in(reg) owner.rseq_offset,
+                cpu = in(reg) owner.cpu,
+                remote = in(reg) owner.remote,
+                word = in(reg) word,
+                value = in(reg) value,
+                refuse = in(reg) refuse,
+                tmp = out(reg) _,
+                elsewhere = label { return Outcome::Elsewhere; },
+                refused = label { return Outcome::Refused; },
+                abort = label { count_abort(); continue; },
+            );
+        }
+        return Outcome::Done;
+    }
+}
+
+/// The two halves of a 16-byte pair, by two plain loads: a guess, possibly
+/// torn, that a [`cas_pair`] then checks.
+///
+/// # Safety
+/// `target` is a live, 16-byte aligned pair.
+#[inline(always)]
+pub(crate) unsafe fn load_halves(target: *const u128) -> (u64, u64) {
+    let (lo, hi): (u64, u64);
+    // SAFETY: `target` is live and aligned (the contract); two aligned
+    // 8-byte loads, each atomic. Done in asm so that the mixed-size access
+    // to a word other CPUs change with 16-byte atomics stays outside the
+    // Rust memory model, as a call into C would.
+    unsafe {
+        asm!(
+            "mov {lo}, qword ptr [{p}]",
+            "mov {hi}, qword ptr [{p} + 8]",
+            p = in(reg) target,
+            lo = out(reg) lo,
+            hi = out(reg) hi,
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    (lo, hi)
+}
