@@ -30,26 +30,25 @@ impl CpuBuffer {
     ) -> Result<(), (u64, u64)> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{cas_pair, Outcome};
+            use crate::rseq::section::{cas_pair, locked_cas_pair, Outcome};
+            let state = self.hot.state.as_ptr();
             // SAFETY: SSE2, which every x86_64 CPU has.
             let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
             // SAFETY: the state is a live, 16-byte aligned pair which, while
             // the remote flag is down, only this buffer's sections on its
             // CPU store to (every other update is a remote one, below);
             // AVX was checked when the path was chosen.
-            let outcome = unsafe {
-                cas_pair(
-                    owner,
-                    self.hot.state.as_ptr(),
-                    expected.0,
-                    expected.1,
-                    packed,
-                )
-            };
+            let mut outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
+            if outcome == Outcome::Flagged {
+                // SAFETY: as above; a locked CAS on the CPU, atomic against
+                // the remote's.
+                outcome =
+                    unsafe { locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1) };
+            }
             return match outcome {
                 Outcome::Done => Ok(()),
                 Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
-                Outcome::Elsewhere => {
+                Outcome::OffCpu | Outcome::Flagged => {
                     let _remote = self.path.remote();
                     self.hot.state.compare_exchange(
                         expected,
@@ -101,7 +100,7 @@ impl CpuBuffer {
     pub(crate) fn add_commit(&self, word: &AtomicU64, value: u64) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, Outcome};
+            use crate::rseq::section::{add_unless, locked_add, Outcome};
             // SAFETY: a commit word of this buffer, live as the buffer is.
             // While the remote flag is down it changes only by this
             // buffer's sections on its CPU and by claims' compare-and-swaps,
@@ -110,14 +109,18 @@ impl CpuBuffer {
             // section's load and its store. A fixup's mark is a remote
             // update. Refused when the page is RECLAIMED: the add is then
             // done remotely, as a fixup's page is rare.
-            match unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) } {
-                Outcome::Done => return false,
-                Outcome::Refused | Outcome::Elsewhere => {
-                    let _remote = self.path.remote();
-                    let before = word.fetch_add(value, Ordering::Release);
-                    return before & crate::meta::RECLAIMED != 0;
-                }
-            }
+            let before =
+                match unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) } {
+                    Outcome::Done => return false,
+                    // SAFETY: as above; a locked add on the CPU.
+                    Outcome::Flagged => unsafe { locked_add(owner, word.as_ptr(), value) },
+                    Outcome::Refused | Outcome::OffCpu => None,
+                };
+            let before = before.unwrap_or_else(|| {
+                let _remote = self.path.remote();
+                word.fetch_add(value, Ordering::Release)
+            });
+            return before & crate::meta::RECLAIMED != 0;
         }
         word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
     }
@@ -128,18 +131,22 @@ impl CpuBuffer {
     pub(crate) fn count_hit(&self) {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, Outcome};
+            use crate::rseq::section::{add_unless, locked_add, Outcome};
             // SAFETY: `hit` is live with the buffer and, while the remote
             // flag is down, changes only by this buffer's sections on its
             // CPU.
-            match unsafe { add_unless(owner, self.hot.hit.as_ptr(), 1, 0) } {
-                Outcome::Done => return,
-                Outcome::Refused | Outcome::Elsewhere => {
-                    let _remote = self.path.remote();
-                    self.hot.hit.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
+            let hit = self.hot.hit.as_ptr();
+            let done = match unsafe { add_unless(owner, hit, 1, 0) } {
+                Outcome::Done => true,
+                // SAFETY: as above; a locked add on the CPU.
+                Outcome::Flagged => unsafe { locked_add(owner, hit, 1) }.is_some(),
+                Outcome::Refused | Outcome::OffCpu => false,
+            };
+            if !done {
+                let _remote = self.path.remote();
+                self.hot.hit.fetch_add(1, Ordering::Relaxed);
             }
+            return;
         }
         self.hot.hit.fetch_add(1, Ordering::Relaxed);
     }
@@ -168,5 +175,101 @@ impl CpuBuffer {
     /// each costs a membarrier system call. Always 0 on the CAS path.
     pub fn remote_updates(&self) -> u64 {
         self.path.remote_updates()
+    }
+}
+
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_arch = "x86_64",
+    not(loom),
+    not(miri)
+))]
+mod tests {
+    use crate::{RingBuffer, RingConfig, WritePath};
+    use ringtrace_clock::Counter;
+
+    /// Pins the calling thread to `cpu`; false if the kernel refused.
+    fn pin(cpu: usize) -> bool {
+        // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    fn rseq_ring() -> Option<RingBuffer<Counter>> {
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(64 * 1024)
+            .write_path(WritePath::Rseq);
+        RingBuffer::new(config, Counter::new()).ok()
+    }
+
+    #[test]
+    fn with_the_remote_flag_up_writers_on_the_cpu_use_locked_sections_not_system_calls() {
+        let Some(ring) = rseq_ring() else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        let cpu = crate::cpu::current_cpu();
+        if !pin(cpu) {
+            return;
+        }
+        let b = ring.cpu_buffer(cpu).unwrap();
+        b.path.hold_flag(true);
+        // Enough events to cross pages: the slow path's CAS and commits too.
+        for i in 0..2_000u32 {
+            ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        }
+        b.path.hold_flag(false);
+        assert_eq!(
+            b.remote_updates(),
+            0,
+            "a flagged section made a system call"
+        );
+        for i in 0..2_000u32 {
+            ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        }
+        assert_eq!(b.remote_updates(), 0);
+        let s = ring.stats();
+        assert_eq!(s.hit, 4_000);
+        let mut n = 0u32;
+        while let Some(e) = b.read_event() {
+            assert_eq!(e.payload, (n % 2_000).to_le_bytes());
+            n += 1;
+        }
+        assert_eq!(u64::from(n) + ring.stats().overrun, 4_000);
+    }
+
+    #[test]
+    fn writes_to_another_cpus_buffer_are_remote_updates_and_land_exactly() {
+        let Some(ring) = rseq_ring() else {
+            return;
+        };
+        if ring.cpus() < 2 {
+            return;
+        }
+        let cpu = crate::cpu::current_cpu();
+        if !pin(cpu) {
+            return;
+        }
+        let other = (cpu + 1) % ring.cpus();
+        for i in 0..100u32 {
+            ring.write_on(other, &i.to_le_bytes()).unwrap();
+        }
+        let b = ring.cpu_buffer(other).unwrap();
+        // Reserve (state), commit (commit word) and hit: three each, and
+        // a few more as pages open (their headers' commits).
+        assert!(
+            (300..320).contains(&b.remote_updates()),
+            "{}",
+            b.remote_updates()
+        );
+        assert_eq!(b.stats().hit, 100);
+        for i in 0..100u32 {
+            assert_eq!(b.read_event().unwrap().payload, i.to_le_bytes());
+        }
     }
 }

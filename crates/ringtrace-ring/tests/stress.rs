@@ -17,7 +17,6 @@ use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
 use ringtrace_clock::ClockSpec;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
-use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -56,29 +55,7 @@ fn stress(
     let done = Arc::new(AtomicBool::new(false));
     let consumer = {
         let done = Arc::clone(&done);
-        std::thread::spawn(move || {
-            let mut seen: Vec<Vec<(u64, Vec<u8>)>> = vec![Vec::new(); s.ring.cpus()];
-            loop {
-                let finished = done.load(Ordering::Acquire);
-                if finished {
-                    s.ring.flush();
-                }
-                let mut got = 0;
-                for (cpu, b) in s.ring.cpu_buffers().iter().enumerate() {
-                    while let Some(e) = b.read_event() {
-                        seen[cpu].push((e.ts, e.payload));
-                        got += 1;
-                    }
-                }
-                // Past pages that dead writers left, at the end.
-                if finished && got == 0 && !s.ring.cpu_buffers().iter().any(|b| b.fixup()) {
-                    return seen;
-                }
-                if got == 0 {
-                    std::thread::yield_now();
-                }
-            }
-        })
+        std::thread::spawn(move || common::consume_until_done(&s.ring, &done))
     };
 
     let writers: Vec<_> = (0..WRITERS)
@@ -134,38 +111,7 @@ fn stress(
     assert_eq!(stats.hit, stats.accounted(), "{stats:?}");
     assert_eq!(stats.entries, 0, "{stats:?}");
 
-    let mut ids = HashSet::new();
-    let mut total = 0u64;
-    for (cpu, events) in seen.iter().enumerate() {
-        let mut last_ts = 0;
-        let mut last_seq: HashMap<u32, u64> = HashMap::new();
-        for (ts, p) in events {
-            let (w, seq) = common::check(p).unwrap_or_else(|e| panic!("cpu {cpu}: {e}"));
-            assert!(
-                *ts >= last_ts,
-                "cpu {cpu}: time went back from {last_ts} to {ts}"
-            );
-            last_ts = *ts;
-            assert!(ids.insert((w, seq)), "event ({w}, {seq}) read twice");
-            if let Some(prev) = last_seq.insert(w, seq) {
-                assert!(seq > prev, "cpu {cpu}: writer {w} event {seq} after {prev}");
-            }
-            total += 1;
-        }
-    }
-    assert_eq!(total, stats.read);
-    match mode {
-        Mode::Discard => assert_eq!(total + stats.lost, stats.hit - stats.discarded, "{stats:?}"),
-        Mode::Overwrite => assert_eq!(total + stats.overrun + stats.lost, stats.hit, "{stats:?}"),
-    }
-    if dead == 0 {
-        assert_eq!(stats.lost, 0, "{stats:?}");
-    } else {
-        assert!(
-            stats.pages_reclaimed > 0,
-            "no dead writer's page was taken out"
-        );
-    }
+    common::check_seen(&seen, &stats, mode, dead);
 }
 
 static OVERWRITE: OnceLock<Shared> = OnceLock::new();

@@ -242,6 +242,24 @@ impl PerCpuPath {
         })
     }
 
+    /// Raises (or lowers) the remote flag without fencing, for a test that
+    /// makes the sections on the CPU take their locked form.
+    #[cfg(all(
+        test,
+        target_os = "linux",
+        target_arch = "x86_64",
+        not(loom),
+        not(miri)
+    ))]
+    pub(crate) fn hold_flag(&self, up: bool) {
+        use std::sync::atomic::Ordering;
+        if up {
+            self.remote.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.remote.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
     /// Begins a remote update (see `remote`).
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]

@@ -56,9 +56,13 @@ pub(crate) enum Outcome {
     /// or the page was reclaimed): nothing was stored.
     Refused,
     /// The thread is not on the buffer's CPU (or its rseq registration
-    /// failed: `cpu_id` is negative), or a remote update is under way:
-    /// nothing was stored; the caller goes through [`super::remote`].
-    Elsewhere,
+    /// failed: `cpu_id` is negative): nothing was stored; the caller goes
+    /// through [`super::remote`].
+    OffCpu,
+    /// A remote update is under way: nothing was stored; the caller, on the
+    /// CPU, uses the `locked_*` sections, whose locked instruction cannot
+    /// lose the remote's.
+    Flagged,
 }
 
 /// Where a section finds its thread's rseq area and what it guards.
@@ -107,9 +111,9 @@ pub(crate) unsafe fn cas_pair(
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
                 "cmp dword ptr fs:[{off} + 4], {cpu:e}",
-                "jne {elsewhere}",
+                "jne {off_cpu}",
                 "cmp qword ptr [{remote}], 0",
-                "jne {elsewhere}",
+                "jne {flagged}",
                 "cmp qword ptr [{target}], {lo}",
                 "jne {refused}",
                 "cmp qword ptr [{target} + 8], {hi}",
@@ -130,7 +134,8 @@ pub(crate) unsafe fn cas_pair(
                 hi = in(reg) hi,
                 new = in(xmm_reg) new,
                 tmp = out(reg) _,
-                elsewhere = label { return Outcome::Elsewhere; },
+                off_cpu = label { return Outcome::OffCpu; },
+                flagged = label { return Outcome::Flagged; },
                 refused = label { return Outcome::Refused; },
                 abort = label { count_abort(); continue; },
             );
@@ -163,9 +168,9 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
                 "cmp dword ptr fs:[{off} + 4], {cpu:e}",
-                "jne {elsewhere}",
+                "jne {off_cpu}",
                 "cmp qword ptr [{remote}], 0",
-                "jne {elsewhere}",
+                "jne {flagged}",
                 "test qword ptr [{word}], {refuse}",
                 "jnz {refused}",
                 "add qword ptr [{word}], {value}",
@@ -183,12 +188,140 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
                 value = in(reg) value,
                 refuse = in(reg) refuse,
                 tmp = out(reg) _,
-                elsewhere = label { return Outcome::Elsewhere; },
+                off_cpu = label { return Outcome::OffCpu; },
+                flagged = label { return Outcome::Flagged; },
                 refused = label { return Outcome::Refused; },
                 abort = label { count_abort(); continue; },
             );
         }
         return Outcome::Done;
+    }
+}
+
+/// Compare-and-swap of the pair `target` from `(lo, hi)` to `(new_lo,
+/// new_hi)` with `lock cmpxchg16b`, as the commit of a section that checks
+/// only the CPU: while a remote update is under way, a writer on the CPU
+/// cannot use the plain store, and must not pay a system call either (a
+/// remote updater preempted with its flag up would otherwise turn every
+/// event on the CPU into one). The locked instruction is atomic against
+/// the remote's; the section keeps the thread from doing it after a
+/// migration, when a plain section on the CPU could straddle it.
+/// `Refused` if the pair held something else, `OffCpu` if not on the CPU.
+///
+/// `rbx`, which cmpxchg16b takes the new low half in, cannot be named as
+/// an operand (LLVM may use it): it is swapped with the operand before the
+/// section and swapped back on every way out (after the commit, and in the
+/// abort handler, whose signature precedes it as in the other sections).
+/// Every operand is in a named register, none of them rbx.
+///
+/// # Safety
+/// As for [`cas_pair`].
+#[inline(always)]
+pub(crate) unsafe fn locked_cas_pair(
+    owner: Owner,
+    target: *mut u128,
+    lo: u64,
+    hi: u64,
+    new_lo: u64,
+    new_hi: u64,
+) -> Outcome {
+    loop {
+        // SAFETY: as in cas_pair; rbx is restored on every path out.
+        unsafe {
+            asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "3:",
+                ".long 0, 0",
+                ".quad 4f, (5f - 4f), 6f",
+                ".popsection",
+                "xchg rbx, r9",
+                "lea r10, [rip + 3b]",
+                "mov qword ptr fs:[rsi + 8], r10",
+                "4:",
+                "cmp dword ptr fs:[rsi + 4], edi",
+                "jne 7f",
+                "lock cmpxchg16b xmmword ptr [r8]",
+                "5:",
+                "xchg rbx, r9",
+                "jne {refused}",
+                "jmp 8f",
+                "7:",
+                "xchg rbx, r9",
+                "jmp {off_cpu}",
+                ".pushsection __rseq_failure, \"ax\"",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "6:",
+                "xchg rbx, r9",
+                "jmp {abort}",
+                ".popsection",
+                "8:",
+                // Named registers: a `reg` operand may be given rbx
+                // itself, which the swap would then clobber.
+                in("rsi") owner.rseq_offset,
+                in("rdi") owner.cpu,
+                in("r8") target,
+                in("r9") new_lo,
+                out("r10") _,
+                inout("rax") lo => _,
+                inout("rdx") hi => _,
+                in("rcx") new_hi,
+                off_cpu = label { return Outcome::OffCpu; },
+                refused = label { return Outcome::Refused; },
+                abort = label { count_abort(); continue; },
+            );
+        }
+        return Outcome::Done;
+    }
+}
+
+/// `lock xadd` of `value` to `word` as the commit of a section that checks
+/// only the CPU (why: see [`locked_cas_pair`]); the word's value before the
+/// add, or `None` if the thread is not on the CPU.
+///
+/// # Safety
+/// `word` is live; the rest as for [`cas_pair`].
+#[inline(always)]
+pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Option<u64> {
+    let mut before = 0u64;
+    loop {
+        // SAFETY: as in cas_pair; the section stores only `word` (its
+        // commit) and, after it, `before`, a local.
+        unsafe {
+            asm!(
+                ".pushsection __rseq_cs, \"aw\"",
+                ".balign 32",
+                "3:",
+                ".long 0, 0",
+                ".quad 4f, (5f - 4f), 6f",
+                ".popsection",
+                "lea {tmp}, [rip + 3b]",
+                "mov qword ptr fs:[{off} + 8], {tmp}",
+                "4:",
+                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
+                "jne {off_cpu}",
+                "mov {tmp}, {value}",
+                "lock xadd qword ptr [{word}], {tmp}",
+                "5:",
+                "mov qword ptr [{before}], {tmp}",
+                ".pushsection __rseq_failure, \"ax\"",
+                ".byte 0x0f, 0xb9, 0x3d",
+                ".long 0x53053053",
+                "6:",
+                "jmp {abort}",
+                ".popsection",
+                off = in(reg) owner.rseq_offset,
+                cpu = in(reg) owner.cpu,
+                word = in(reg) word,
+                value = in(reg) value,
+                before = in(reg) &mut before,
+                tmp = out(reg) _,
+                off_cpu = label { return None; },
+                abort = label { count_abort(); continue; },
+            );
+        }
+        return Some(before);
     }
 }
 
