@@ -132,10 +132,10 @@ impl CpuBuffer {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
             use crate::rseq::section::{add_unless, locked_add, Outcome};
+            let hit = self.hot.hit.as_ptr();
             // SAFETY: `hit` is live with the buffer and, while the remote
             // flag is down, changes only by this buffer's sections on its
             // CPU.
-            let hit = self.hot.hit.as_ptr();
             let done = match unsafe { add_unless(owner, hit, 1, 0) } {
                 Outcome::Done => true,
                 // SAFETY: as above; a locked add on the CPU.
