@@ -77,25 +77,53 @@ impl Default for ClocksConfig {
     }
 }
 
-/// A one-CPU ring for `clock`, as the cost and tick runs use.
+/// A small ring for `clock`, as the cost and tick runs use: one buffer per
+/// possible CPU, so that it takes the write path a program's ring gets
+/// (rseq where the machine has it; see [`write_path_note`]).
 pub(crate) fn small_ring(
     clock: AnyClock,
 ) -> Result<RingBuffer<AnyClock>, ringtrace_ring::ConfigError> {
     RingBuffer::new(
         RingConfig::default()
-            .cpus(1)
+            .cpus(ringtrace_ring::cpu::possible_cpus())
             .per_cpu_bytes(256 * 1024)
             .mode(Mode::Overwrite),
         clock,
     )
 }
 
+/// Which write path the clocks' rings record through, as a line for the
+/// reports: `rseq` (no locked instruction) or `cas`, and why not rseq.
+pub fn write_path_note() -> String {
+    // A ring shaped as small_ring's, asked which path it took (the
+    // environment may choose too: ringtrace_ring::rseq::WRITE_PATH_ENV).
+    let path = RingBuffer::new(
+        RingConfig::default()
+            .cpus(ringtrace_ring::cpu::possible_cpus())
+            .per_cpu_bytes(8 * 1024),
+        ringtrace_clock::Counter::new(),
+    )
+    .map(|r| r.write_path());
+    match (path, ringtrace_ring::rseq::unavailable()) {
+        (Ok(ringtrace_ring::WritePath::Rseq), _) => {
+            "write path: rseq (restartable sequences, no locked instruction on the writer's CPU)"
+                .into()
+        }
+        (_, Some(why)) => format!("write path: cas (compare-and-swap; rseq unavailable: {why})"),
+        (_, None) => format!(
+            "write path: cas (compare-and-swap, chosen by {})",
+            ringtrace_ring::rseq::WRITE_PATH_ENV
+        ),
+    }
+}
+
 /// One recorded event through a call, as an instrumented program makes
 /// it: inlined into the timing loop, the event and the loop interleave and
-/// measure worse than either (docs/design.md, ring performance).
+/// measure worse than either (docs/design.md, ring performance). On the
+/// caller's CPU, as a program records.
 #[inline(never)]
 fn record_once(ring: &RingBuffer<AnyClock>, payload: &[u8; 16]) {
-    let _ = black_box(ring.write_on(0, payload));
+    let _ = black_box(ring.write(payload));
 }
 
 /// ns per recorded event over `batches` batches of 256: their median.

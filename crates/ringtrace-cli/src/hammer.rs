@@ -111,6 +111,10 @@ pub struct HammerConfig {
     /// Write into `file` if it exists (a ring of the same shape and clock
     /// whose writer is gone) rather than refuse it.
     pub append: bool,
+    /// How the producers update the ring's per-CPU words: restartable
+    /// sequences (no locked instruction) or compare-and-swap; `Auto`
+    /// takes rseq where the machine has it (see `ringtrace_ring::rseq`).
+    pub write_path: ringtrace_ring::WritePath,
 }
 
 impl Default for HammerConfig {
@@ -136,6 +140,7 @@ impl Default for HammerConfig {
             producers: 1,
             file: None,
             append: false,
+            write_path: ringtrace_ring::WritePath::Auto,
         }
     }
 }
@@ -210,6 +215,15 @@ pub struct HammerResult {
     /// The ring's file, when it had one (null otherwise).
     #[serde(serialize_with = "path_lossy")]
     pub trace_file: Option<PathBuf>,
+    /// The write path the producers took: `rseq` or `cas`.
+    pub write_path: String,
+    /// Why the rseq path was not taken, when `write_path` is `cas` and
+    /// `auto` was asked for (null otherwise).
+    pub rseq_unavailable: Option<String>,
+    /// Updates of a CPU buffer's words made from off its CPU on the rseq
+    /// path (a producer moved between reserve and commit, the consumer's
+    /// flush): each cost a membarrier system call. 0 on the CAS path.
+    pub remote_updates: u64,
 }
 
 /// One producer's own figures.
@@ -325,7 +339,8 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
     let mut ring_config = RingConfig::default()
         .per_cpu_bytes(config.buffer_size)
         .mode(config.mode)
-        .cpus(ringtrace_ring::cpu::possible_cpus().max(cpus));
+        .cpus(ringtrace_ring::cpu::possible_cpus().max(cpus))
+        .write_path(config.write_path);
     if let Some(path) = &config.file {
         ring_config = ring_config
             .file(path)
@@ -392,6 +407,14 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         bad_payloads: consumed.bad,
         warnings: warnings.into_inner().unwrap_or_else(|e| e.into_inner()),
         trace_file: ring.file_path().map(Path::to_owned),
+        write_path: ring.write_path().to_string(),
+        rseq_unavailable: (ring.write_path() == ringtrace_ring::WritePath::Cas
+            && config.write_path == ringtrace_ring::WritePath::Auto)
+            .then(|| {
+                ringtrace_ring::rseq::unavailable()
+                    .unwrap_or_else(|| format!("{} chose it", ringtrace_ring::rseq::WRITE_PATH_ENV))
+            }),
+        remote_updates: ring.remote_updates(),
     })
 }
 
@@ -488,6 +511,16 @@ impl HammerResult {
             line(format!("Warning: {w}"));
         }
         line("End ring buffer hammer".into());
+        line(match (&self.rseq_unavailable, self.write_path.as_str()) {
+            (_, "rseq") => format!(
+                "Write path: rseq, no locked instruction on the producer's CPU ({} remote updates)",
+                self.remote_updates
+            ),
+            (Some(why), _) => {
+                format!("Write path: cas (compare-and-swap; rseq unavailable: {why})")
+            }
+            (None, path) => format!("Write path: {path} (compare-and-swap, as asked)"),
+        });
         line(format!("Time:     {} (usecs)", self.time_us));
         line(format!("Overruns: {}", self.overruns));
         if self.read_by == "disabled" {

@@ -139,9 +139,11 @@ pub fn run(
     run: Duration,
     period: Duration,
 ) -> Result<TickRun, Box<dyn std::error::Error>> {
+    // One buffer per CPU, for the write path a program's ring gets; the
+    // writer is pinned to CPU 0 and writes buffer 0.
     let ring = Box::new(RingBuffer::new(
         RingConfig::default()
-            .cpus(1)
+            .cpus(ringtrace_ring::cpu::possible_cpus())
             .per_cpu_bytes(256 * 1024)
             .mode(Mode::Overwrite),
         spec.build()?,

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ringtrace::clock::ClockSpec;
 use ringtrace::ring::Mode;
 use ringtrace_cli::hammer::{self, ConsumerKind, HammerConfig, ReadBy};
+use ringtrace_ring::WritePath;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -277,9 +278,24 @@ struct HammerArgs {
     /// shape and clock whose writer is gone), going on from where it ended.
     #[arg(long, requires = "file")]
     append: bool,
+    /// How producers update the ring: `rseq` (restartable sequences, no
+    /// locked instruction while a producer stays on its CPU), `cas`
+    /// (compare-and-swap with locked instructions, correct anywhere),
+    /// `auto` (rseq where this machine has it), or `both`: one run on
+    /// each, rseq first, printed one after the other (a JSON array).
+    #[arg(long, value_enum, default_value = "auto")]
+    write_path: WritePathArg,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum WritePathArg {
+    Auto,
+    Rseq,
+    Cas,
+    Both,
 }
 
 #[derive(clap::Args)]
@@ -360,24 +376,49 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         producers: args.producers,
         file: args.file,
         append: args.append,
+        write_path: WritePath::Auto,
     };
-    let result = timed("hammer", config.duration, || hammer::run(&config))?;
+    let paths: &[WritePath] = match args.write_path {
+        WritePathArg::Auto => &[WritePath::Auto],
+        WritePathArg::Rseq => &[WritePath::Rseq],
+        WritePathArg::Cas => &[WritePath::Cas],
+        WritePathArg::Both => &[WritePath::Rseq, WritePath::Cas],
+    };
+    if paths.len() > 1 && config.file.is_some() {
+        return Err("--write-path both makes two runs, and --file names one ring file; give one path, or no --file".into());
+    }
+    let mut results = Vec::new();
+    for &write_path in paths {
+        let config = HammerConfig {
+            write_path,
+            ..config.clone()
+        };
+        let result = timed("hammer", config.duration, || hammer::run(&config))?;
+        if !args.json {
+            if paths.len() > 1 {
+                emit(&format!("== write path {write_path}\n"))?;
+            }
+            emit(&result.text(&config))?;
+        }
+        results.push(result);
+    }
     if args.json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
+        let out = if let [one] = results.as_slice() {
+            serde_json::to_string_pretty(one)?
+        } else {
+            serde_json::to_string_pretty(&results)?
+        };
+        emit(&format!("{out}\n"))?;
         // The oversubscription is in the JSON (`oversubscribed`,
         // `warnings`); refused scheduling requests are also said here.
-        for w in result.sched_warnings() {
+        for w in results.iter().flat_map(|r| r.sched_warnings()) {
             eprintln!("ringtrace: warning: {w}");
         }
-    } else {
-        emit(&result.text(&config))?;
     }
-    Ok(if result.bad_payloads > 0 {
+    let bad: u64 = results.iter().map(|r| r.bad_payloads).sum();
+    Ok(if bad > 0 {
         if args.json {
-            eprintln!(
-                "[ERROR!] {} payloads did not match what was written",
-                result.bad_payloads
-            );
+            eprintln!("[ERROR!] {bad} payloads did not match what was written");
         }
         ExitCode::from(1)
     } else {
@@ -406,6 +447,7 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     let seed004 = ringtrace_cli::seed004::Seed004::new(cost, &rows);
     if args.json {
         let out = serde_json::json!({
+            "write_path": ringtrace_cli::clocks::write_path_note(),
             "tick_period_us": args.tick_us,
             "rows": rows,
             "unavailable": unavailable,
@@ -413,6 +455,7 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
+        emit(&format!("{}\n", ringtrace_cli::clocks::write_path_note()))?;
         emit(&ringtrace_cli::clocks::text(&rows, &unavailable))?;
         emit(&format!("\n{}", ringtrace_cli::seed004::text(&seed004)))?;
     }
