@@ -65,6 +65,13 @@ cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-
 step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
 cargo test --workspace --locked
 
+step "the ring's tests on each write path: rseq (asked for: rings with fewer buffers than CPUs mix sections and remote updates) and cas"
+RINGTRACE_WRITE_PATH=rseq cargo test -p ringtrace-ring -p ringtrace-check --locked
+RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace-ring -p ringtrace-check --locked
+
+step "the write path falls back to cas where glibc registers no rseq area (GLIBC_TUNABLES=glibc.pthread.rseq=0)"
+GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
+
 step "examples, as the README runs them (built by cargo test above)"
 for example in producer_thread custom_clock tracing_backend; do
   cargo run -q --locked --example "$example"

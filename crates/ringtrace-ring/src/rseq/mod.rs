@@ -197,8 +197,16 @@ pub(crate) enum Resolved {
 pub(crate) struct PerCpuPath {
     /// `Some(__rseq_offset)` on the rseq path.
     rseq_offset: Option<isize>,
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
+        allow(dead_code)
+    )]
     cpu: u32,
     /// Nonzero while a remote update is under way (see `remote`).
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
+        allow(dead_code)
+    )]
     remote: crossbeam_utils::CachePadded<AtomicU64>,
     /// Remote updates done, for reports.
     updates: AtomicU64,
@@ -265,5 +273,46 @@ impl PerCpuPath {
     #[cold]
     pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
         remote::RemoteUpdate::begin(&self.remote, self.cpu, &self.updates)
+    }
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_names_parse_and_a_bad_one_names_the_valid_ones() {
+        for path in [WritePath::Auto, WritePath::Rseq, WritePath::Cas] {
+            assert_eq!(WritePath::parse(path.name()), Ok(path));
+        }
+        assert_eq!(WritePath::parse(" RSEQ "), Ok(WritePath::Rseq));
+        let e = WritePath::parse("lockfree").unwrap_err().to_string();
+        assert!(
+            e.contains("lockfree") && e.contains("auto, rseq and cas"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn cas_is_always_available_and_auto_never_stays_auto() {
+        assert_eq!(resolve(WritePath::Cas, 1), Ok(Resolved::Cas));
+        assert!(resolve(WritePath::Auto, 1).is_ok());
+    }
+
+    /// Run by scripts/test.sh with GLIBC_TUNABLES=glibc.pthread.rseq=0 and
+    /// RINGTRACE_EXPECT_NO_RSEQ=1: glibc registers no rseq area, so the
+    /// rseq path is refused with the reason and `auto` falls back.
+    #[test]
+    fn without_glibc_rseq_the_rseq_path_is_refused_and_auto_falls_back_to_cas() {
+        if std::env::var("RINGTRACE_EXPECT_NO_RSEQ").as_deref() != Ok("1") {
+            return;
+        }
+        let why = unavailable().expect("rseq was expected to be unavailable");
+        assert!(why.contains("rseq"), "{why}");
+        let e = resolve(WritePath::Rseq, 4096).unwrap_err().to_string();
+        assert!(e.contains("unavailable") && e.contains("cas"), "{e}");
+        if std::env::var(WRITE_PATH_ENV).is_err() {
+            assert_eq!(resolve(WritePath::Auto, 4096), Ok(Resolved::Cas));
+        }
     }
 }
