@@ -5,7 +5,11 @@
 //!
 //! - **write**: one reserve + 16-byte write + commit stamped by `tsc`
 //!   (through a call, as an instrumented program makes it) against a bare
-//!   `rdtsc` loop, both on one pinned CPU.
+//!   `rdtsc` loop, all on one pinned CPU: on the rseq and the CAS write
+//!   paths (`ringtrace_ring::rseq`), each with the concrete `Tsc` and with
+//!   `"tsc"` built from its name (an `AnyClock`); beside them the peers, an
+//!   rtrb push + pop of an rdtsc-stamped slot (the per-thread SPSC design)
+//!   and a plain Vec append of stamp and payload (the floor).
 //! - **scaling**: two producers pinned to two CPUs, each on its own
 //!   buffer, against one producer: events per second, two over one.
 //! - **file**: the same write into a file ring (the flight recorder,
@@ -20,7 +24,9 @@
 //! other, the ratio is taken per pair, and the median of those ratios is
 //! the figure docs/results.md quotes, with its 10th and 90th percentiles.
 
-use ringtrace_benches::{pin, record_16b, run_producers, tsc_file_ring, tsc_ring};
+use ringtrace_benches::{
+    pin, record_16b, record_16b_any, ring_on, run_producers, tsc_file_ring, tsc_ring,
+};
 use ringtrace_clock::{Clock, Tsc};
 use std::hint::black_box;
 use std::time::Instant;
@@ -41,36 +47,117 @@ fn percentiles(mut values: Vec<f64>) -> [f64; 3] {
     [at(0.1), at(0.5), at(0.9)]
 }
 
+/// The SPSC peer: an rtrb ring of (rdtsc stamp, 16 payload bytes) slots,
+/// pushed and popped by the same thread, as a per-thread tracer would.
+#[inline(never)]
+fn rtrb_16b(
+    p: &mut rtrb::Producer<[u64; 3]>,
+    c: &mut rtrb::Consumer<[u64; 3]>,
+    tsc: &Tsc,
+    payload: &[u8; 16],
+) {
+    let lo = u64::from_le_bytes(payload[..8].try_into().unwrap_or_default());
+    let hi = u64::from_le_bytes(payload[8..].try_into().unwrap_or_default());
+    let _ = p.push([tsc.read(), lo, hi]);
+    black_box(c.pop().ok());
+}
+
+/// The floor: a stamp and the payload appended to a per-thread Vec (24
+/// bytes of plain stores), cleared when full.
+#[inline(never)]
+fn vec_16b(v: &mut Vec<u8>, tsc: &Tsc, payload: &[u8; 16]) {
+    if v.len() + 24 > v.capacity() {
+        v.clear();
+    }
+    v.extend_from_slice(&tsc.read().to_le_bytes());
+    v.extend_from_slice(payload);
+}
+
+/// Times `f` over WRITE_ITERS iterations: ns per iteration.
+fn per_iter(mut f: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..WRITE_ITERS {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / WRITE_ITERS as f64
+}
+
 fn write_ratio(tsc: Tsc) {
+    use ringtrace_ring::WritePath;
     let cpu = ringtrace_ring::cpu::current_cpu();
     if !pin(cpu) {
         eprintln!("write: could not pin to CPU {cpu}; the pairs may migrate");
     }
-    let r = tsc_ring(tsc);
     let payload = [0xA5u8; 16];
-    let (mut bare, mut write, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let named = || {
+        "tsc"
+            .parse::<ringtrace_clock::ClockSpec>()
+            .ok()?
+            .build()
+            .ok()
+    };
+    let rseq = ring_on(tsc, WritePath::Rseq);
+    let rseq_named = named().and_then(|c| ring_on(c, WritePath::Rseq));
+    let cas = ring_on(tsc, WritePath::Cas).expect("the CAS path is always available");
+    let cas_named = named().and_then(|c| ring_on(c, WritePath::Cas));
+    let (mut producer, mut consumer) = rtrb::RingBuffer::<[u64; 3]>::new(1024);
+    let mut floor = Vec::with_capacity(1 << 20);
+    // Each round times every side back to back; ratios are per round.
+    let names = [
+        "bare rdtsc",
+        "rseq path, Tsc",
+        "rseq path, \"tsc\" by name",
+        "CAS path, Tsc",
+        "CAS path, \"tsc\" by name",
+        "rtrb push+pop",
+        "Vec append (floor)",
+    ];
+    let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     for _ in 0..WRITE_PAIRS {
-        let t = Instant::now();
-        for _ in 0..WRITE_ITERS {
+        let mut round = vec![f64::NAN; names.len()];
+        round[0] = per_iter(|| {
             black_box(tsc.read());
+        });
+        if let Some(r) = &rseq {
+            round[1] = per_iter(|| record_16b(r, cpu, black_box(&payload)));
         }
-        let b = t.elapsed().as_nanos() as f64 / WRITE_ITERS as f64;
-        let t = Instant::now();
-        for _ in 0..WRITE_ITERS {
-            record_16b(&r, cpu, black_box(&payload));
+        if let Some(r) = &rseq_named {
+            round[2] = per_iter(|| record_16b_any(r, cpu, black_box(&payload)));
         }
-        let w = t.elapsed().as_nanos() as f64 / WRITE_ITERS as f64;
-        bare.push(b);
-        write.push(w);
-        ratio.push(w / b);
+        round[3] = per_iter(|| record_16b(&cas, cpu, black_box(&payload)));
+        if let Some(r) = &cas_named {
+            round[4] = per_iter(|| record_16b_any(r, cpu, black_box(&payload)));
+        }
+        round[5] = per_iter(|| rtrb_16b(&mut producer, &mut consumer, &tsc, black_box(&payload)));
+        round[6] = per_iter(|| vec_16b(&mut floor, &tsc, black_box(&payload)));
+        for (k, v) in round.iter().enumerate() {
+            if v.is_finite() {
+                ns[k].push(*v);
+                ratio[k].push(v / round[0]);
+            }
+        }
     }
-    let [b10, b50, b90] = percentiles(bare);
-    let [w10, w50, w90] = percentiles(write);
-    let [r10, r50, r90] = percentiles(ratio);
-    println!("write path on CPU {cpu}, {WRITE_PAIRS} pairs of {WRITE_ITERS} iterations");
-    println!("  bare rdtsc           ns  p10 {b10:6.2}  p50 {b50:6.2}  p90 {b90:6.2}");
-    println!("  reserve+16B+commit   ns  p10 {w10:6.2}  p50 {w50:6.2}  p90 {w90:6.2}");
-    println!("  ratio (paired)           p10 {r10:6.2}  p50 {r50:6.2}  p90 {r90:6.2}   bound 1.5");
+    println!("write path on CPU {cpu}, {WRITE_PAIRS} rounds of {WRITE_ITERS} iterations; a reserve + 16-byte write + commit through a call");
+    if rseq.is_none() {
+        println!(
+            "  rseq path unavailable: {}",
+            ringtrace_ring::rseq::unavailable().unwrap_or_default()
+        );
+    }
+    println!(
+        "  {:<28} {:>8} {:>8} {:>8}   {:>6} {:>6} {:>6}",
+        "", "ns p10", "p50", "p90", "x p10", "p50", "p90"
+    );
+    for (k, name) in names.iter().enumerate() {
+        if ns[k].is_empty() {
+            continue;
+        }
+        let [n10, n50, n90] = percentiles(ns[k].clone());
+        let [r10, r50, r90] = percentiles(ratio[k].clone());
+        println!("  {name:<28} {n10:8.2} {n50:8.2} {n90:8.2}   {r10:6.2} {r50:6.2} {r90:6.2}");
+    }
+    println!("  (x: times a bare rdtsc, paired per round; bound for the rseq path by name: 1.6 on Intel, 1.3 on AMD)");
 }
 
 fn scaling_ratio(tsc: Tsc, cpus: usize) {
@@ -87,8 +174,11 @@ fn scaling_ratio(tsc: Tsc, cpus: usize) {
         ratio.push(2.0 * one / two);
     }
     let [r10, r50, r90] = percentiles(ratio);
-    println!("scaling, {SCALING_PAIRS} pairs of {SCALING_EVENTS} events per producer");
-    println!("  two over one producer    p10 {r10:6.2}  p50 {r50:6.2}  p90 {r90:6.2}   bound 1.8");
+    println!(
+        "scaling ({} write path), {SCALING_PAIRS} pairs of {SCALING_EVENTS} events per producer",
+        r.write_path()
+    );
+    println!("  two over one producer    p10 {r10:6.2}  p50 {r50:6.2}  p90 {r90:6.2}   bound 1.9");
 }
 
 /// File-ring pairs: fewer than the write pairs, each as long.

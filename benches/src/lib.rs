@@ -13,6 +13,24 @@ pub fn tsc_ring(clock: Tsc) -> RingBuffer<Tsc> {
     RingBuffer::new(config, clock).expect("default config is valid")
 }
 
+/// [`tsc_ring`] on a given write path (`Auto` is the default), stamped by
+/// any clock: `None` if that path cannot be had here.
+pub fn ring_on<C: ringtrace_clock::Clock>(
+    clock: C,
+    path: ringtrace_ring::WritePath,
+) -> Option<RingBuffer<C>> {
+    let config = RingConfig::default().mode(Mode::Overwrite).write_path(path);
+    RingBuffer::new(config, clock).ok()
+}
+
+/// [`record_16b`] for a ring stamped by a clock built from its name.
+#[inline(never)]
+pub fn record_16b_any(r: &RingBuffer<ringtrace_clock::AnyClock>, cpu: usize, payload: &[u8; 16]) {
+    let mut res = r.reserve_on(cpu, 16).expect("overwrite mode never refuses");
+    res.write(payload);
+    res.commit();
+}
+
 /// The same ring laid out in a file at `path` (the flight recorder),
 /// created afresh: a file already there is removed first.
 pub fn tsc_file_ring(clock: Tsc, path: &std::path::Path) -> RingBuffer<Tsc> {
