@@ -25,6 +25,49 @@ pub trait Clock: Send + Sync {
 
     /// What the clock is and promises.
     fn info(&self) -> ClockInfo;
+
+    /// Whether a reading of this clock is exactly an instruction the ring
+    /// can issue itself ([`InlineRead`]). A ring asks once, when it is
+    /// built, so that a clock chosen by name at run time (an
+    /// [`AnyClock`](crate::AnyClock), which otherwise dispatches on its kind
+    /// at every read) costs per event what the concrete clock costs.
+    /// `Call` (the default) is always correct.
+    fn inline_read(&self) -> InlineRead {
+        InlineRead::Call
+    }
+}
+
+/// How a ring may read a clock on its write path (see
+/// [`Clock::inline_read`]).
+///
+/// ```
+/// use ringtrace_clock::{Clock, ClockSpec, Counter, InlineRead};
+/// assert_eq!(Counter::new().inline_read(), InlineRead::Call);
+/// if let Ok(tsc) = "tsc".parse::<ClockSpec>().unwrap().build() {
+///     // Built from its name, the raw TSC is still a bare rdtsc.
+///     assert_eq!(tsc.inline_read(), InlineRead::Rdtsc);
+///     let t = InlineRead::Rdtsc.read(&tsc);
+///     assert!(t > 0);
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum InlineRead {
+    /// Call the clock's `read`.
+    Call,
+    /// A bare `rdtsc` (x86_64 only; [`Tsc`](crate::Tsc)'s reading).
+    Rdtsc,
+}
+
+impl InlineRead {
+    /// Reads `clock` as this says: the instruction itself, or a call.
+    #[inline(always)]
+    pub fn read<C: Clock + ?Sized>(self, clock: &C) -> u64 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            InlineRead::Rdtsc => crate::source::tsc_read(),
+            _ => clock.read(),
+        }
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for &C {
@@ -34,6 +77,9 @@ impl<C: Clock + ?Sized> Clock for &C {
     }
     fn info(&self) -> ClockInfo {
         (**self).info()
+    }
+    fn inline_read(&self) -> InlineRead {
+        (**self).inline_read()
     }
 }
 
@@ -45,6 +91,9 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
     fn info(&self) -> ClockInfo {
         (**self).info()
     }
+    fn inline_read(&self) -> InlineRead {
+        (**self).inline_read()
+    }
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
@@ -54,5 +103,8 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     }
     fn info(&self) -> ClockInfo {
         (**self).info()
+    }
+    fn inline_read(&self) -> InlineRead {
+        (**self).inline_read()
     }
 }

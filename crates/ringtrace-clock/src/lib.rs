@@ -39,7 +39,7 @@ mod source;
 mod spec;
 
 pub use calibrate::calibrate_frequency;
-pub use clock::Clock;
+pub use clock::{Clock, InlineRead};
 pub use cost::{measure_read_cost, ReadCost, MAX_BATCHES, MAX_READS_PER_BATCH};
 pub use error::ClockError;
 pub use info::{ClockInfo, Guarantee, TickConversion};

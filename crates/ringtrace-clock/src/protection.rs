@@ -149,6 +149,15 @@ impl<C: Clock> Clock for Protected<C> {
         self.protection.run(|| self.clock.read())
     }
 
+    fn inline_read(&self) -> crate::InlineRead {
+        // Only an unprotected read is the bare instruction.
+        if self.protection == Protection::Raw {
+            self.clock.inline_read()
+        } else {
+            crate::InlineRead::Call
+        }
+    }
+
     fn info(&self) -> ClockInfo {
         let mut info = self.clock.info();
         if self.protection != Protection::Raw {

@@ -30,7 +30,7 @@ impl CpuBuffer {
     ) -> Result<(), (u64, u64)> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{cas_pair, locked_cas_pair, Outcome};
+            use crate::rseq::section::{cas_pair, Outcome};
             let state = self.hot.state.as_ptr();
             // SAFETY: SSE2, which every x86_64 CPU has.
             let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
@@ -38,30 +38,49 @@ impl CpuBuffer {
             // the remote flag is down, only this buffer's sections on its
             // CPU store to (every other update is a remote one, below);
             // AVX was checked when the path was chosen.
-            let mut outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
-            if outcome == Outcome::Flagged {
-                // SAFETY: as above; a locked CAS on the CPU, atomic against
-                // the remote's.
-                outcome =
-                    unsafe { locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1) };
+            let outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
+            if outcome == Outcome::Done {
+                return Ok(());
             }
-            return match outcome {
-                Outcome::Done => Ok(()),
-                Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
-                Outcome::OffCpu | Outcome::Flagged => {
-                    let _remote = self.path.remote();
-                    self.hot.state.compare_exchange(
-                        expected,
-                        new,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    )
-                }
-            };
+            return self.cas_state_rare(owner, outcome, expected, new);
         }
         self.hot
             .state
             .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+
+    /// `cas_state` when its section did not commit: out of line, so that
+    /// the fast path stays small.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    #[inline(never)]
+    fn cas_state_rare(
+        &self,
+        owner: crate::rseq::section::Owner,
+        outcome: crate::rseq::section::Outcome,
+        expected: (u64, u64),
+        new: (u64, u64),
+    ) -> Result<(), (u64, u64)> {
+        use crate::rseq::section::{locked_cas_pair, Outcome};
+        let state = self.hot.state.as_ptr();
+        let outcome = match outcome {
+            // SAFETY: as in cas_state; a locked CAS on the CPU, atomic
+            // against the remote's.
+            Outcome::Flagged => unsafe {
+                locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1)
+            },
+            other => other,
+        };
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
+            Outcome::OffCpu | Outcome::Flagged => {
+                let _remote = self.path.remote();
+                self.hot
+                    .state
+                    .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+            }
+        }
     }
 
     /// A guess at `state` for step A of a reservation: the hints on the CAS
@@ -100,7 +119,7 @@ impl CpuBuffer {
     pub(crate) fn add_commit(&self, word: &AtomicU64, value: u64) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, locked_add, Outcome};
+            use crate::rseq::section::{add_unless, Outcome};
             // SAFETY: a commit word of this buffer, live as the buffer is.
             // While the remote flag is down it changes only by this
             // buffer's sections on its CPU and by claims' compare-and-swaps,
@@ -109,18 +128,13 @@ impl CpuBuffer {
             // section's load and its store. A fixup's mark is a remote
             // update. Refused when the page is RECLAIMED: the add is then
             // done remotely, as a fixup's page is rare.
-            let before =
-                match unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) } {
-                    Outcome::Done => return false,
-                    // SAFETY: as above; a locked add on the CPU.
-                    Outcome::Flagged => unsafe { locked_add(owner, word.as_ptr(), value) },
-                    Outcome::Refused | Outcome::OffCpu => None,
-                };
-            let before = before.unwrap_or_else(|| {
-                let _remote = self.path.remote();
-                word.fetch_add(value, Ordering::Release)
-            });
-            return before & crate::meta::RECLAIMED != 0;
+            if unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) }
+                == Outcome::Done
+            {
+                return false;
+            }
+            return self.add_rare(owner, word, value, Ordering::Release) & crate::meta::RECLAIMED
+                != 0;
         }
         word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
     }
@@ -131,24 +145,41 @@ impl CpuBuffer {
     pub(crate) fn count_hit(&self) {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, locked_add, Outcome};
+            use crate::rseq::section::{add_unless, Outcome};
             let hit = self.hot.hit.as_ptr();
             // SAFETY: `hit` is live with the buffer and, while the remote
             // flag is down, changes only by this buffer's sections on its
             // CPU.
-            let done = match unsafe { add_unless(owner, hit, 1, 0) } {
-                Outcome::Done => true,
-                // SAFETY: as above; a locked add on the CPU.
-                Outcome::Flagged => unsafe { locked_add(owner, hit, 1) }.is_some(),
-                Outcome::Refused | Outcome::OffCpu => false,
-            };
-            if !done {
-                let _remote = self.path.remote();
-                self.hot.hit.fetch_add(1, Ordering::Relaxed);
+            if unsafe { add_unless(owner, hit, 1, 0) } != Outcome::Done {
+                self.add_rare(owner, &self.hot.hit, 1, Ordering::Relaxed);
             }
             return;
         }
         self.hot.hit.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An add whose plain section did not commit (a remote update under
+    /// way, the thread off the CPU, or a reclaimed page): a locked add in a
+    /// section on the CPU, else a remote update. Returns the word before.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    #[inline(never)]
+    fn add_rare(
+        &self,
+        owner: crate::rseq::section::Owner,
+        word: &AtomicU64,
+        value: u64,
+        order: Ordering,
+    ) -> u64 {
+        // SAFETY: `word` is a live word of this buffer; a locked add on the
+        // CPU is atomic against a remote's and against a plain section's.
+        if let Some(before) =
+            unsafe { crate::rseq::section::locked_add(owner, word.as_ptr(), value) }
+        {
+            return before;
+        }
+        let _remote = self.path.remote();
+        word.fetch_add(value, order)
     }
 
     /// Sets `bits` in commit word `word` for a fixup; returns the word

@@ -6,7 +6,7 @@ use crate::iter::CpuIter;
 use crate::merge::MergedReader;
 use crate::reservation::Reservation;
 use crate::stats::Stats;
-use ringtrace_clock::{Clock, ClockInfo};
+use ringtrace_clock::{Clock, ClockInfo, InlineRead};
 
 /// Per-CPU lock-free ring buffers stamped by one clock.
 ///
@@ -27,6 +27,10 @@ use ringtrace_clock::{Clock, ClockInfo};
 #[derive(Debug)]
 pub struct RingBuffer<C: Clock> {
     clock: C,
+    /// How the write path reads `clock`, decided once (see
+    /// [`Clock::inline_read`]): a clock built from its name costs per event
+    /// what the concrete clock does.
+    inline_read: InlineRead,
     buffers: Box<[CpuBuffer]>,
     geometry: Geometry,
     /// The metadata records appended at run time (see `annex`).
@@ -62,6 +66,7 @@ impl<C: Clock> RingBuffer<C> {
             .map(|cpu| CpuBuffer::anonymous(cpu, geometry, zero_on_claim))
             .collect::<Result<_, _>>()?;
         Ok(RingBuffer {
+            inline_read: clock.inline_read(),
             clock,
             buffers,
             geometry,
@@ -136,6 +141,7 @@ impl<C: Clock> RingBuffer<C> {
             .collect::<Result<_, _>>()?;
         opened.file.set_open();
         Ok(RingBuffer {
+            inline_read: clock.inline_read(),
             clock,
             buffers,
             geometry,
@@ -210,7 +216,11 @@ impl<C: Clock> RingBuffer<C> {
     /// whatever CPU the caller is on.
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
-        self.buffer_for(cpu).reserve(&self.clock, len)
+        let clock = Stamp {
+            clock: &self.clock,
+            how: self.inline_read,
+        };
+        self.buffer_for(cpu).reserve(&clock, len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -255,5 +265,24 @@ impl<C: Clock> RingBuffer<C> {
         for b in self.buffers.iter() {
             b.flush();
         }
+    }
+}
+
+/// The ring's clock as its write path reads it: through the clock's `read`,
+/// or inline as the instruction the clock said it is, decided once per
+/// ring (a `match` on a field that never changes predicts perfectly).
+struct Stamp<'a, C: Clock> {
+    clock: &'a C,
+    how: InlineRead,
+}
+
+impl<C: Clock> Clock for Stamp<'_, C> {
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        self.how.read(self.clock)
+    }
+
+    fn info(&self) -> ClockInfo {
+        self.clock.info()
     }
 }

@@ -37,6 +37,8 @@ pub use global::Global;
 pub use local::Local;
 pub use posix::{Boot, Mono, MonoRaw, PosixClock};
 pub use sched::{Sched, SchedLatch};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use tsc::rdtsc as tsc_read;
 pub use tsc::{Tsc, TscOrdered};
 
 use crate::{Clock, ClockError, ClockInfo};
@@ -175,6 +177,10 @@ impl Clock for BaseSource {
     fn info(&self) -> ClockInfo {
         with_source!(self, c => c.info())
     }
+
+    fn inline_read(&self) -> crate::InlineRead {
+        with_source!(self, c => c.inline_read())
+    }
 }
 
 /// A base source, or one clamped by [`Global`].
@@ -199,6 +205,14 @@ impl Clock for Source {
         match self {
             Source::Base(c) => c.read(),
             Source::Global(c) => c.read(),
+        }
+    }
+
+    fn inline_read(&self) -> crate::InlineRead {
+        match self {
+            Source::Base(c) => c.inline_read(),
+            // Clamped to a process-wide maximum: more than the instruction.
+            Source::Global(_) => crate::InlineRead::Call,
         }
     }
 

@@ -93,7 +93,7 @@ fn facts(name: &'static str) -> Result<&'static TscFacts, ClockError> {
 /// A bare `rdtsc`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     // SAFETY: rdtsc exists on every x86_64 CPU and has no preconditions
     // (CR4.TSD is never set for Linux user processes).
     #[allow(unused_unsafe)]
@@ -138,6 +138,10 @@ impl crate::Clock for Tsc {
 
     fn info(&self) -> ClockInfo {
         ClockInfo::counter("tsc", Guarantee::PerCpu, self.frequency_hz)
+    }
+
+    fn inline_read(&self) -> crate::InlineRead {
+        crate::InlineRead::Rdtsc
     }
 }
 
