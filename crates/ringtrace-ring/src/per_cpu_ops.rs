@@ -171,11 +171,11 @@ impl CpuBuffer {
         value: u64,
         order: Ordering,
     ) -> u64 {
+        let word_ptr = word.as_ptr();
         // SAFETY: `word` is a live word of this buffer; a locked add on the
         // CPU is atomic against a remote's and against a plain section's.
-        if let Some(before) =
-            unsafe { crate::rseq::section::locked_add(owner, word.as_ptr(), value) }
-        {
+        let before = unsafe { crate::rseq::section::locked_add(owner, word_ptr, value) };
+        if let Some(before) = before {
             return before;
         }
         let _remote = self.path.remote();
