@@ -109,6 +109,9 @@ pub enum ConfigError {
         /// The largest capacity.
         max: usize,
     },
+    /// This CPU lacks an instruction the ring needs.
+    #[error("{0}")]
+    Cpu(String),
     /// A write path that is unknown, or unavailable here.
     #[error(transparent)]
     WritePath(#[from] crate::WritePathError),

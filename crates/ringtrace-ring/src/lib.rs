@@ -63,6 +63,8 @@
 //! file ring, so that a crashed program's trace still decodes.
 
 mod annex;
+#[cfg(all(not(loom), target_arch = "x86_64", not(miri)))]
+mod atomic128_x86;
 pub mod config;
 pub mod cpu;
 mod cpu_buffer;

@@ -48,6 +48,7 @@ impl<C: Clock> RingBuffer<C> {
     /// it.
     pub fn new(config: RingConfig, clock: C) -> Result<Self, ConfigError> {
         let geometry = config.validate()?;
+        crate::sync::check_cpu().map_err(ConfigError::Cpu)?;
         crate::cpu::init();
         let write_path = crate::rseq::resolve(config.write_path, geometry.cpus)?;
         #[cfg(not(loom))]

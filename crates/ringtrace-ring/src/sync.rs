@@ -41,11 +41,30 @@ pub(crate) fn spin_wait(spins: u32) {
 #[derive(Debug)]
 pub(crate) struct AtomicPair {
     #[cfg(not(loom))]
-    word: portable_atomic::AtomicU128,
+    word: Word128,
     #[cfg(loom)]
     index: loom::sync::atomic::AtomicUsize,
     #[cfg(loom)]
     arena: std::sync::Mutex<Vec<(u64, u64)>>,
+}
+
+/// The 128-bit atomic under the pair: this crate's own `lock cmpxchg16b`
+/// on x86_64 (no build flag needed, no lock: `atomic128_x86`),
+/// portable-atomic's elsewhere (aarch64: `casp` or `ldxp`/`stxp`) and
+/// under Miri, which cannot run the assembly.
+#[cfg(all(not(loom), target_arch = "x86_64", not(miri)))]
+type Word128 = crate::atomic128_x86::AtomicU128;
+#[cfg(all(not(loom), not(all(target_arch = "x86_64", not(miri)))))]
+type Word128 = portable_atomic::AtomicU128;
+
+/// Whether this CPU can run the ring: on x86_64, `cmpxchg16b` (every
+/// x86_64 CPU since 2006 has it); `Err` names what is missing.
+pub(crate) fn check_cpu() -> Result<(), String> {
+    #[cfg(all(not(loom), target_arch = "x86_64", not(miri)))]
+    if !crate::atomic128_x86::supported() {
+        return Err("this CPU has no cmpxchg16b, which the ring's 128-bit state needs".into());
+    }
+    Ok(())
 }
 
 /// Packs (low, high) into one u128.
@@ -66,7 +85,7 @@ pub(crate) fn unpair(word: u128) -> (u64, u64) {
 impl AtomicPair {
     pub(crate) fn new(low: u64, high: u64) -> Self {
         AtomicPair {
-            word: portable_atomic::AtomicU128::new(pair(low, high)),
+            word: Word128::new(pair(low, high)),
         }
     }
 
