@@ -42,7 +42,7 @@ impl CpuBuffer {
             if outcome == Outcome::Done {
                 return Ok(());
             }
-            return self.cas_state_rare(owner, outcome, expected, new);
+            return self.cas_state_rare(outcome, expected, new);
         }
         self.hot
             .state
@@ -56,12 +56,16 @@ impl CpuBuffer {
     #[inline(never)]
     fn cas_state_rare(
         &self,
-        owner: crate::rseq::section::Owner,
         outcome: crate::rseq::section::Outcome,
         expected: (u64, u64),
         new: (u64, u64),
     ) -> Result<(), (u64, u64)> {
         use crate::rseq::section::{locked_cas_pair, Outcome};
+        // Looked up again rather than passed: passing it made the fast
+        // path store it to the stack before every section.
+        let Some(owner) = self.path.owner() else {
+            return Err(self.hot.state.load(Ordering::Acquire));
+        };
         let state = self.hot.state.as_ptr();
         let outcome = match outcome {
             // SAFETY: as in cas_state; a locked CAS on the CPU, atomic
@@ -133,8 +137,7 @@ impl CpuBuffer {
             {
                 return false;
             }
-            return self.add_rare(owner, word, value, Ordering::Release) & crate::meta::RECLAIMED
-                != 0;
+            return self.add_rare(word, value, Ordering::Release) & crate::meta::RECLAIMED != 0;
         }
         word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
     }
@@ -151,7 +154,7 @@ impl CpuBuffer {
             // flag is down, changes only by this buffer's sections on its
             // CPU.
             if unsafe { add_unless(owner, hit, 1, 0) } != Outcome::Done {
-                self.add_rare(owner, &self.hot.hit, 1, Ordering::Relaxed);
+                self.add_rare(&self.hot.hit, 1, Ordering::Relaxed);
             }
             return;
         }
@@ -164,19 +167,15 @@ impl CpuBuffer {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     #[inline(never)]
-    fn add_rare(
-        &self,
-        owner: crate::rseq::section::Owner,
-        word: &AtomicU64,
-        value: u64,
-        order: Ordering,
-    ) -> u64 {
+    fn add_rare(&self, word: &AtomicU64, value: u64, order: Ordering) -> u64 {
         let word_ptr = word.as_ptr();
-        // SAFETY: `word` is a live word of this buffer; a locked add on the
-        // CPU is atomic against a remote's and against a plain section's.
-        let before = unsafe { crate::rseq::section::locked_add(owner, word_ptr, value) };
-        if let Some(before) = before {
-            return before;
+        if let Some(owner) = self.path.owner() {
+            // SAFETY: `word` is a live word of this buffer; a locked add on
+            // the CPU is atomic against a remote's and a plain section's.
+            let before = unsafe { crate::rseq::section::locked_add(owner, word_ptr, value) };
+            if let Some(before) = before {
+                return before;
+            }
         }
         let _remote = self.path.remote();
         word.fetch_add(value, order)
