@@ -199,6 +199,23 @@ impl TracerBuilder {
         self
     }
 
+    /// How writers update the ring (see `ringtrace_ring::rseq`):
+    /// [`WritePath::Auto`](ringtrace_ring::WritePath::Auto) by default,
+    /// restartable sequences where the machine has them and
+    /// compare-and-swap elsewhere; asking for `Rseq` where it cannot run
+    /// makes [`build`](TracerBuilder::build) fail, naming what is missing.
+    ///
+    /// ```
+    /// use ringtrace::{ring::WritePath, Tracer};
+    /// let tracer = Tracer::builder().clock("counter").write_path(WritePath::Cas).build()?;
+    /// assert_eq!(tracer.ring().write_path(), WritePath::Cas);
+    /// # Ok::<(), ringtrace::TracerError>(())
+    /// ```
+    pub fn write_path(mut self, path: ringtrace_ring::WritePath) -> Self {
+        self.config.write_path = path;
+        self
+    }
+
     /// The ring configuration as it stands (what [`build`] will use, minus
     /// the metadata it adds for a file).
     ///
