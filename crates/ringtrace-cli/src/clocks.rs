@@ -104,8 +104,12 @@ pub fn write_path_note() -> String {
         ringtrace_clock::Counter::new(),
     )
     .map(|r| r.write_path());
+    let path = match path {
+        Ok(path) => path,
+        Err(e) => return format!("write path: none, the rings cannot be built: {e}"),
+    };
     match (path, ringtrace_ring::rseq::unavailable()) {
-        (Ok(ringtrace_ring::WritePath::Rseq), _) => {
+        (ringtrace_ring::WritePath::Rseq, _) => {
             "write path: rseq (restartable sequences, no locked instruction on the writer's CPU)"
                 .into()
         }

@@ -114,6 +114,80 @@ fn hammer_json_has_every_key_and_its_totals_add_up() {
 }
 
 #[test]
+fn hammer_on_both_write_paths_runs_each_and_says_which_ran() {
+    let out = ringtrace(&[
+        "hammer",
+        "--seconds",
+        "0.2",
+        "--write-path",
+        "both",
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("rseq write path is unavailable")
+        && std::env::var("RINGTRACE_REQUIRE_RSEQ").as_deref() != Ok("1")
+    {
+        eprintln!("skipped: {err}");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = v.as_array().expect("two runs, as an array");
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["write_path"], "rseq");
+    assert_eq!(runs[1]["write_path"], "cas");
+    for run in runs {
+        assert_eq!(run["total"], run["hit"], "{run}");
+        assert!(run["remote_updates"].is_u64(), "{run}");
+    }
+}
+
+#[test]
+fn a_write_path_that_cannot_be_had_is_an_error_naming_the_valid_ones() {
+    let out = ringtrace(&["hammer", "--seconds", "0.1", "--write-path", "lockfree"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lockfree") && err.contains("rseq") && err.contains("cas"),
+        "{err}"
+    );
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["hammer", "--seconds", "0.1"])
+        .env("RINGTRACE_WRITE_PATH", "fast")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("RINGTRACE_WRITE_PATH=\"fast\"") && err.contains("auto, rseq and cas"),
+        "{err}"
+    );
+
+    // Asked for by name where glibc registers no rseq area: refused, and
+    // the reason named; `auto` falls back to cas and says why.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["hammer", "--seconds", "0.1", "--write-path", "rseq"])
+        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rseq write path is unavailable"), "{err}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["hammer", "--seconds", "0.1"])
+        .env("GLIBC_TUNABLES", "glibc.pthread.rseq=0")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Write path: cas") && text.contains("rseq unavailable"),
+        "{text}"
+    );
+}
+
+#[test]
 fn hammer_reads_by_events_when_asked() {
     let out = ringtrace(&["hammer", "--seconds", "0.2", "--read", "events"]);
     assert!(out.status.success());

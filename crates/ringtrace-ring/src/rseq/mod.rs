@@ -100,6 +100,9 @@ pub enum WritePathError {
     /// Not a path's name.
     #[error("unknown write path {0:?}: valid are auto, rseq and cas")]
     Unknown(String),
+    /// The environment variable names no path.
+    #[error("RINGTRACE_WRITE_PATH={0:?} is not a write path: valid are auto, rseq and cas (or unset it)")]
+    UnknownInEnvironment(String),
     /// The rseq path was asked for and cannot run here.
     #[error(
         "the rseq write path is unavailable: {0}; use `cas` (or `auto`, which falls back to it)"
@@ -161,7 +164,8 @@ pub fn thread_aborts() -> u64 {
 pub(crate) fn resolve(asked: WritePath, buffers: usize) -> Result<Resolved, WritePathError> {
     let asked = match asked {
         WritePath::Auto => match std::env::var(WRITE_PATH_ENV) {
-            Ok(name) if !name.is_empty() => WritePath::parse(&name)?,
+            Ok(name) if !name.is_empty() => WritePath::parse(&name)
+                .map_err(|_| WritePathError::UnknownInEnvironment(name.clone()))?,
             _ => WritePath::Auto,
         },
         other => other,
