@@ -92,7 +92,7 @@ cargo test -p ringtrace-tracepoint --locked --features debug-preempt --test coun
 
 step "loom models of the ring (reserve, commit, read; LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-$loom_preemptions})"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" \
-  cargo test -p ringtrace-ring --locked --release --test loom
+  cargo test -p ringtrace-ring --locked --release --test loom --test loom_rseq_protocol
 
 if [ "$quick" = 1 ]; then
   step "miri (quick): the clock's and ring's unit tests, and the fuzz properties"
