@@ -135,7 +135,11 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_owned());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cpus} CPUs, {model}, Linux {}", kernel.trim())
+    format!(
+        "{cpus} CPUs, {model}, Linux {}; ring {}",
+        kernel.trim(),
+        crate::clocks::write_path_note()
+    )
 }
 
 /// The steps a report takes, for a progress bar.
