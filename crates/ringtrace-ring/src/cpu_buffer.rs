@@ -290,7 +290,9 @@ impl CpuBuffer {
     ///
     /// The steps, and what holds between them:
     ///
-    /// - A: take a guess at `state` (the hints: two plain loads).
+    /// - A: take a guess at `state`: two plain loads, of the hints on the
+    ///   CAS path, of the state's own two words on the rseq path (see
+    ///   [`crate::rseq`]), where nothing else keeps the hints fresh.
     /// - B: read the clock. If the CAS at D succeeds, `state` held the guess
     ///   from before A until D (the write offset only grows, so it cannot
     ///   have left and come back), so the clock was read while this writer's
@@ -304,16 +306,25 @@ impl CpuBuffer {
     ///   time any writer can reserve in it the slot names it and its commit
     ///   word counts from zero (`prepare_page`).
     /// - D: CAS `state` from the guess to (end of our record, our time).
-    ///   Failure returns the true state: back to B with it.
-    /// - E: the space is ours. Refresh the hints; count the hit. If we moved
+    ///   Failure returns the true state: back to B with it. On the CAS path
+    ///   a `lock cmpxchg16b`; on the rseq path a section on the buffer's
+    ///   CPU that compares both words with the guess and ends in one
+    ///   16-byte store of the new pair, which the kernel restarts if
+    ///   anything else ran on the CPU in between (a preempting writer, a
+    ///   signal handler that writes): a compare-and-swap by other means,
+    ///   with the same failure, so B to F hold as written
+    ///   (`per_cpu_ops::cas_state`; off the CPU, a remote update).
+    /// - E: the space is ours. Refresh the hints (CAS path). If we moved
     ///   to a new page: pad the old page's tail and commit the padding, and
     ///   write and commit the new page's header.
     /// - F: hand out the reservation; the caller writes the payload and
-    ///   commits, in any order relative to other writers. On the fast path
-    ///   the record's words and commit word were resolved before D, because
-    ///   the locked CAS is a full barrier on x86_64: a load after it waits for
-    ///   it, and it waits for the clock read. That ordering took the write
-    ///   path from 1.9 to 1.4 times a bare rdtsc (docs/results.md).
+    ///   commits, in any order relative to other writers; the commit adds
+    ///   to the page's commit word and counts the hit (two locked adds, or
+    ///   two sections on the CPU). On the fast path the record's words and
+    ///   commit word were resolved before D, because the locked CAS is a
+    ///   full barrier on x86_64: a load after it waits for it, and it waits
+    ///   for the clock read. That ordering took the CAS path from 1.9 to 1.4
+    ///   times a bare rdtsc on AMD (docs/results.md).
     ///
     /// Between D and commit, a signal handler on this thread may reserve and
     /// commit (its CAS sees our new state), and another thread may too: the
