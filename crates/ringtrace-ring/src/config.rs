@@ -209,7 +209,7 @@ pub struct RingConfig {
     /// [`DEFAULT_METADATA_CAPACITY`] (256 KiB) by default, at most
     /// [`MAX_METADATA_CAPACITY`].
     pub metadata_capacity: usize,
-    /// How writers update the per-CPU words: [`WritePath::Auto`] (the
+    /// How writers update the per-CPU words: [`WritePath::Auto`](crate::WritePath::Auto) (the
     /// default) takes the rseq path where this machine allows it and the
     /// CAS path elsewhere; see [`crate::rseq`].
     pub write_path: crate::WritePath,
