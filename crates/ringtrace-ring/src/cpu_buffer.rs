@@ -330,9 +330,9 @@ impl CpuBuffer {
     /// commit (its CAS sees our new state), and another thread may too: the
     /// page only becomes complete when every byte is committed.
     #[inline(always)]
-    pub(crate) fn reserve<C: Clock + ?Sized>(
+    pub(crate) fn reserve<C: Clock + Copy>(
         &self,
-        clock: &C,
+        clock: C,
         len: usize,
     ) -> Result<Reservation<'_>, ReserveError> {
         // The common case, steps A to F with every rare branch taken out:
@@ -434,9 +434,9 @@ impl CpuBuffer {
     /// Reserves through the general loop only, skipping the fast path: the
     /// property test that the two agree on every clock sequence uses it.
     #[cfg(test)]
-    pub(crate) fn reserve_general<C: Clock + ?Sized>(
+    pub(crate) fn reserve_general<C: Clock + Copy>(
         &self,
-        clock: &C,
+        clock: C,
         len: usize,
     ) -> Result<Reservation<'_>, ReserveError> {
         let p = self.reserve_slow(clock, len);
@@ -465,7 +465,7 @@ impl CpuBuffer {
     /// The general reserve loop: every case of steps A to F.
     #[cold]
     #[inline(never)]
-    fn reserve_slow<C: Clock + ?Sized>(&self, clock: &C, len: usize) -> Placement {
+    fn reserve_slow<C: Clock + Copy>(&self, clock: C, len: usize) -> Placement {
         let page_size = self.page_size();
         if len > format::max_payload(page_size) {
             return Placement::failed(FAIL_TOO_LARGE);

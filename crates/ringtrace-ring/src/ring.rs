@@ -221,7 +221,9 @@ impl<C: Clock> RingBuffer<C> {
             clock: &self.clock,
             how: self.inline_read,
         };
-        self.buffer_for(cpu).reserve(&clock, len)
+        // By value: two words in registers, where a reference would make
+        // it live on the stack for the general loop's sake.
+        self.buffer_for(cpu).reserve(clock, len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -276,6 +278,14 @@ struct Stamp<'a, C: Clock> {
     clock: &'a C,
     how: InlineRead,
 }
+
+// A reference and an enum: copied whatever C is (a derive would ask C: Copy).
+impl<C: Clock> Clone for Stamp<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C: Clock> Copy for Stamp<'_, C> {}
 
 impl<C: Clock> Clock for Stamp<'_, C> {
     #[inline(always)]
