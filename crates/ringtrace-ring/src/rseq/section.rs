@@ -28,6 +28,41 @@ use core::arch::asm;
 use core::arch::x86_64::__m128i;
 use std::cell::Cell;
 
+/// The `struct rseq_cs` descriptor (label 3) of a section that starts at
+/// label 4, commits before label 5 and aborts to label 6: version 0, flags
+/// 0, start, post-commit offset, abort address, 32-byte aligned in
+/// `__rseq_cs`. Every section's template starts with it.
+macro_rules! rseq_descriptor {
+    () => {
+        concat!(
+            ".pushsection __rseq_cs, \"aw\"\n",
+            ".balign 32\n",
+            "3:\n",
+            ".long 0, 0\n",
+            ".quad 4f, (5f - 4f), 6f\n",
+            ".popsection",
+        )
+    };
+}
+
+/// The abort handler (label 6) in `__rseq_failure`, behind the signature
+/// glibc registered (0x53053053, as a `ud1` operand); it runs `$teardown`
+/// (undoing what the section set up before its start) and jumps to the
+/// template's `abort` label.
+macro_rules! rseq_abort_handler {
+    ($teardown:literal) => {
+        concat!(
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n",
+            ".long 0x53053053\n",
+            "6:\n",
+            $teardown,
+            "jmp {abort}\n",
+            ".popsection",
+        )
+    };
+}
+
 thread_local! {
     /// Sections of this thread that the kernel aborted. A const-initialised
     /// cell without Drop: no lazy registration, so it is safe to touch from
@@ -101,12 +136,7 @@ pub(crate) unsafe fn cas_pair(
         // restarts it at label 6 if it is interrupted before label 5.
         unsafe {
             asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4f, (5f - 4f), 6f",
-                ".popsection",
+                rseq_descriptor!(),
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
@@ -120,12 +150,7 @@ pub(crate) unsafe fn cas_pair(
                 "jne {refused}",
                 "movdqa xmmword ptr [{target}], {new}",
                 "5:",
-                ".pushsection __rseq_failure, \"ax\"",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "jmp {abort}",
-                ".popsection",
+                rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
                 cpu = in(reg) owner.cpu,
                 remote = in(reg) owner.remote,
@@ -158,12 +183,7 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
         // SAFETY: as in cas_pair; the section stores only `word`.
         unsafe {
             asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4f, (5f - 4f), 6f",
-                ".popsection",
+                rseq_descriptor!(),
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
@@ -175,12 +195,7 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
                 "jnz {refused}",
                 "add qword ptr [{word}], {value}",
                 "5:",
-                ".pushsection __rseq_failure, \"ax\"",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "jmp {abort}",
-                ".popsection",
+                rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
                 cpu = in(reg) owner.cpu,
                 remote = in(reg) owner.remote,
@@ -229,12 +244,7 @@ pub(crate) unsafe fn locked_cas_pair(
         // SAFETY: as in cas_pair; rbx is restored on every path out.
         unsafe {
             asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4f, (5f - 4f), 6f",
-                ".popsection",
+                rseq_descriptor!(),
                 "xchg rbx, r9",
                 "lea r10, [rip + 3b]",
                 "mov qword ptr fs:[rsi + 8], r10",
@@ -249,13 +259,7 @@ pub(crate) unsafe fn locked_cas_pair(
                 "7:",
                 "xchg rbx, r9",
                 "jmp {off_cpu}",
-                ".pushsection __rseq_failure, \"ax\"",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "xchg rbx, r9",
-                "jmp {abort}",
-                ".popsection",
+                rseq_abort_handler!("xchg rbx, r9\n"),
                 "8:",
                 // Named registers: a `reg` operand may be given rbx
                 // itself, which the swap would then clobber.
@@ -290,12 +294,7 @@ pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Opt
         // commit) and, after it, `before`, a local.
         unsafe {
             asm!(
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4f, (5f - 4f), 6f",
-                ".popsection",
+                rseq_descriptor!(),
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
@@ -305,12 +304,7 @@ pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Opt
                 "lock xadd qword ptr [{word}], {tmp}",
                 "5:",
                 "mov qword ptr [{before}], {tmp}",
-                ".pushsection __rseq_failure, \"ax\"",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "jmp {abort}",
-                ".popsection",
+                rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
                 cpu = in(reg) owner.cpu,
                 word = in(reg) word,
