@@ -104,7 +104,7 @@ pub struct CpuBuffer {
     /// One commit word per physical page, each on its own cache line.
     /// Zeroed and mapped like the pages: a spare's is set when it enters a
     /// slot (`swap_in_spare`), so the quarantine's cost nothing unused.
-    pub(crate) commits: ZeroedSlice<CachePadded<AtomicU64>>,
+    pub(crate) commits: ZeroedSlice<CachePadded<crate::meta::CommitLine>>,
     pub(crate) words: PageWords,
     pub(crate) rare: ZeroedBox<CachePadded<RareCounters>>,
     pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
@@ -214,7 +214,7 @@ impl CpuBuffer {
             slot.store(word.pack(), Ordering::Relaxed);
         }
         for commit in commits.iter().take(n + 1) {
-            commit.store(
+            commit.word.store(
                 Commit::complete(0, geometry.page_size, 0, false).pack(),
                 Ordering::Relaxed,
             );
@@ -353,7 +353,7 @@ impl CpuBuffer {
         // it to `last_ts` and counts the fixup. A wrapping difference alone
         // would take a wrap for a small step forward.
         let (delta, behind) = now.overflowing_sub(last_ts);
-        let (record, commit_word, header, ts) = 'fast: {
+        let (record, commit_line, header, ts) = 'fast: {
             // A length of a page or more never fits, and is refused by the
             // general loop; below it the size cannot overflow. (Sized from
             // `len` itself, so that a constant length folds.)
@@ -371,7 +371,7 @@ impl CpuBuffer {
                 if let Some(phys) = self.current_phys(write >> self.geometry.page_shift()) {
                     // Resolved before D (see F): in the page, as checked.
                     let record = self.words.words(phys, pos as usize, size as usize / 4);
-                    let commit_word = self.commit_word(phys);
+                    let commit_line = self.commit_line(phys);
                     // D: AcqRel as in the general loop. Relaxed on failure:
                     // the general loop starts again from a fresh guess.
                     let new = (write + size, now);
@@ -403,7 +403,7 @@ impl CpuBuffer {
                             // x86_64.
                             first.store(header | format::PENDING, Ordering::Release);
                         }
-                        break 'fast (record, commit_word, header, now);
+                        break 'fast (record, commit_line, header, now);
                     }
                 }
             }
@@ -413,19 +413,23 @@ impl CpuBuffer {
             }
             self.placed_parts(&p, len)
         };
-        Ok(Reservation::new(self, record, commit_word, header, len, ts))
+        Ok(Reservation::new(self, record, commit_line, header, len, ts))
     }
 
     /// What a reservation is made of, for an event the general loop placed:
     /// its record's words, its page's commit word, the header its commit
     /// stores and its time.
     #[inline(always)]
-    fn placed_parts(&self, p: &Placement, len: usize) -> (&[AtomicU32], &AtomicU64, u32, u64) {
+    fn placed_parts(
+        &self,
+        p: &Placement,
+        len: usize,
+    ) -> (&[AtomicU32], &crate::meta::CommitLine, u32, u64) {
         // A placed event fits its page, so `len` is small here.
         (
             self.words
                 .words(p.phys(), p.event_at(), format::event_size(len) / 4),
-            self.commit_word(p.phys()),
+            self.commit_line(p.phys()),
             p.header(),
             p.ts,
         )
@@ -443,8 +447,8 @@ impl CpuBuffer {
         if p.is_failed() {
             return Err(self.reserve_error(&p, len));
         }
-        let (record, commit_word, header, ts) = self.placed_parts(&p, len);
-        Ok(Reservation::new(self, record, commit_word, header, len, ts))
+        let (record, commit_line, header, ts) = self.placed_parts(&p, len);
+        Ok(Reservation::new(self, record, commit_line, header, len, ts))
     }
 
     /// Builds the placement of an event at `event_at`, writing a long
@@ -647,7 +651,7 @@ impl CpuBuffer {
             // Acquire: see the commit word as the claimer or reader left it.
             let word = slot_word.load(Ordering::Acquire);
             let slot = Slot::unpack(word);
-            let commit_word = &self.commits[slot.phys];
+            let commit_word = &self.commits[slot.phys].word;
             let commit = Commit::unpack(commit_word.load(Ordering::Acquire));
             // A consistent pair: the slot unchanged across the commit load.
             // (Slot words never repeat, so equal means unchanged; the commit
@@ -874,6 +878,12 @@ impl CpuBuffer {
     /// The commit word of physical page `phys`.
     #[inline(always)]
     pub(crate) fn commit_word(&self, phys: usize) -> &AtomicU64 {
+        &self.commit_line(phys).word
+    }
+
+    /// The commit word and hits of physical page `phys`.
+    #[inline(always)]
+    pub(crate) fn commit_line(&self, phys: usize) -> &crate::meta::CommitLine {
         debug_assert!(phys < self.commits.len());
         // SAFETY: `phys` comes from a slot word, the reader's free list or a
         // placement built from one; all are indices of pages this buffer

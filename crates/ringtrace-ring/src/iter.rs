@@ -94,7 +94,7 @@ impl<'a> CpuIter<'a> {
                 }
                 return false;
             }
-            let c1 = b.commits[slot.phys].load(Ordering::Acquire);
+            let c1 = b.commits[slot.phys].word.load(Ordering::Acquire);
             let commit = Commit::unpack(c1);
             let limit = if commit.opening {
                 if commit.tag == tag_of(want) {
@@ -120,7 +120,7 @@ impl<'a> CpuIter<'a> {
                 // one still open below it, brings the count up to that
                 // stale frontier.
                 let (write_now, _) = b.hot.state.load(Ordering::Acquire);
-                let c2 = b.commits[slot.phys].load(Ordering::Acquire);
+                let c2 = b.commits[slot.phys].word.load(Ordering::Acquire);
                 let frontier = (write_now & (page_size as u64 - 1)) as usize;
                 if c1 != c2
                     || write_now >> shift != self.seq

@@ -15,7 +15,7 @@ pub(crate) struct CpuMemory {
     pub hot: ZeroedBox<CachePadded<WriterHot>>,
     pub rare: ZeroedBox<CachePadded<RareCounters>>,
     pub slots: ZeroedSlice<AtomicU64>,
-    pub commits: ZeroedSlice<CachePadded<AtomicU64>>,
+    pub commits: ZeroedSlice<CachePadded<crate::meta::CommitLine>>,
     pub words: PageWords,
     /// A file ring: a claim zeroes its page before any writer may reserve
     /// in it, so that a recovered file never shows an older lap's bytes.

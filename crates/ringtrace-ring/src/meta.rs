@@ -30,6 +30,35 @@
 //!
 //! A page is *complete* when `bytes == page_size`: every byte of it is
 //! accounted for by a committed record, so no reservation in it is open.
+//!
+//! Beside each commit word, in the same 16 bytes ([`CommitLine`]), is the
+//! page's `hits`: reservations ended on the page by the rseq write path,
+//! which adds to both words in one 16-byte store. It is the page's share
+//! of the buffer's `hit`, and never reset: a buffer's `hit` is its hot
+//! line's count (the CAS path, remote updates, adoption) plus every
+//! page's `hits`.
+
+/// A physical page's commit word and its `hits` (see the module docs): 16
+/// bytes, 16-aligned, so that one section store updates both. In a file
+/// ring these are the first 16 bytes of each commit line (format version 3;
+/// zero in older files, whose hits are all in the hot line).
+#[derive(Debug)]
+#[repr(C, align(16))]
+pub(crate) struct CommitLine {
+    pub word: crate::sync::AtomicU64,
+    pub hits: crate::sync::AtomicU64,
+}
+
+// SAFETY: two integer atomics, valid for any bits and zero for `new(0)`,
+// without Drop; repr(C) fixes their order (the file format's).
+unsafe impl crate::zeroed::Zeroable for CommitLine {
+    fn zero() -> Self {
+        CommitLine {
+            word: crate::sync::AtomicU64::new(0),
+            hits: crate::sync::AtomicU64::new(0),
+        }
+    }
+}
 
 /// Decoded slot word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

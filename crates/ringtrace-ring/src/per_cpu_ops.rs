@@ -142,23 +142,47 @@ impl CpuBuffer {
         word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
     }
 
-    /// Counts one ended reservation in `hit`. Relaxed: a statistic (see
-    /// RareCounters::bump); on the rseq path a plain add on the CPU.
+    /// Commits an event (or a discard record) of `value` bytes and events
+    /// to `line`'s commit word and counts the reservation's end as a hit;
+    /// returns whether the page had been reclaimed by a fixup before the
+    /// add (the commit then counts its event as lost). Release: see
+    /// `CpuBuffer::commit_bytes`.
+    ///
+    /// On the CAS path the hit goes to the hot line's `hit` (Relaxed: a
+    /// statistic, see RareCounters::bump). On the rseq path one section
+    /// adds `value` to the commit word and one to the page's `hits` beside
+    /// it, in one 16-byte store (see [`crate::meta::CommitLine`]): a commit
+    /// is one section, not two.
     #[inline(always)]
-    pub(crate) fn count_hit(&self) {
+    pub(crate) fn commit_event(&self, line: &crate::meta::CommitLine, value: u64) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, Outcome};
-            let hit = self.hot.hit.as_ptr();
-            // SAFETY: `hit` is live with the buffer and, while the remote
-            // flag is down, changes only by this buffer's sections on its
-            // CPU.
-            if unsafe { add_unless(owner, hit, 1, 0) } != Outcome::Done {
-                self.add_rare(&self.hot.hit, 1, Ordering::Relaxed);
+            use crate::rseq::section::{add_pair_unless, Outcome};
+            // SAFETY: a commit line of this buffer, live as the buffer is,
+            // 16-aligned (CommitLine's repr). The commit word: as in
+            // `add_commit`. The hits: while the remote flag is down only
+            // this buffer's sections on its CPU change them.
+            if unsafe { add_pair_unless(owner, line, value, crate::meta::RECLAIMED) }
+                == Outcome::Done
+            {
+                return false;
             }
-            return;
+            return self.commit_event_rare(line, value);
         }
+        let before = line.word.fetch_add(value, Ordering::Release);
         self.hot.hit.fetch_add(1, Ordering::Relaxed);
+        before & crate::meta::RECLAIMED != 0
+    }
+
+    /// `commit_event` when its section did not commit: the two adds one by
+    /// one, each a locked section on the CPU or a remote update.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    #[inline(never)]
+    fn commit_event_rare(&self, line: &crate::meta::CommitLine, value: u64) -> bool {
+        let before = self.add_rare(&line.word, value, Ordering::Release);
+        self.add_rare(&line.hits, 1, Ordering::Relaxed);
+        before & crate::meta::RECLAIMED != 0
     }
 
     /// An add whose plain section did not commit (a remote update under
@@ -301,5 +325,49 @@ mod tests {
         for i in 0..100u32 {
             assert_eq!(b.read_event().unwrap().payload, i.to_le_bytes());
         }
+    }
+
+    #[test]
+    fn commits_on_the_cpu_count_hits_per_page_and_stats_and_recovery_sum_them() {
+        let dir = std::env::temp_dir().join(format!("ringtrace-page-hits-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("hits.ring");
+        let _ = std::fs::remove_file(&path);
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(16 * 1024)
+            .write_path(WritePath::Rseq)
+            .file(&path);
+        let Ok(ring) = RingBuffer::new(config, Counter::new()) else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        let cpu = crate::cpu::current_cpu();
+        if !pin(cpu) {
+            return;
+        }
+        for i in 0..300u32 {
+            ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        }
+        // A dropped reservation ends too: a discard record, and a hit.
+        drop(ring.reserve_on(cpu, 8).unwrap());
+        let b = ring.cpu_buffer(cpu).unwrap();
+        let on_pages: u64 = b
+            .commits
+            .iter()
+            .map(|l| l.hits.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        let in_hot = b.hot.hit.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(b.remote_updates(), 0);
+        assert_eq!(
+            in_hot, 0,
+            "a section commit counted its hit in the hot line"
+        );
+        assert_eq!(on_pages, 301);
+        assert_eq!(b.stats().hit, 301);
+        drop(ring);
+        let rec = crate::file::recover(&path).unwrap();
+        assert_eq!(rec.file_stats().hit, 301);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

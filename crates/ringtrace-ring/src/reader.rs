@@ -281,7 +281,7 @@ impl CpuBuffer {
         if slot.gen != gen_of(seq, self.pages()) || !self.is_closed(seq) {
             return false;
         }
-        let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+        let commit = Commit::unpack(self.commits[slot.phys].word.load(Ordering::Acquire));
         if commit.opening || commit.bytes == self.page_size() {
             // Complete (nothing to fix), or being claimed for the next lap,
             // which only a complete page can be.
@@ -299,7 +299,7 @@ impl CpuBuffer {
         let rare = &self.rare;
         // Relaxed: statistics; see RareCounters::bump.
         Stats {
-            hit: self.hot.hit.load(Ordering::Relaxed),
+            hit: self.hits(),
             missed: rare.missed.load(Ordering::Relaxed),
             overrun: rare.overrun.load(Ordering::Relaxed),
             read: rare.read.load(Ordering::Relaxed),
@@ -311,6 +311,16 @@ impl CpuBuffer {
             pages_quarantined: st.quarantine.len() as u64,
             fixups_refused: rare.fixups_refused.load(Ordering::Relaxed),
         }
+    }
+
+    /// `hit`: the hot line's count plus every page's `hits` (see
+    /// [`crate::meta::CommitLine`]). Relaxed: a statistic, exact when no
+    /// writer is active.
+    fn hits(&self) -> u64 {
+        self.commits
+            .iter()
+            .map(|line| line.hits.load(Ordering::Relaxed))
+            .fold(self.hot.hit.load(Ordering::Relaxed), u64::wrapping_add)
     }
 
     /// Committed events not yet consumed: exact when no writer is active.
@@ -329,7 +339,7 @@ impl CpuBuffer {
             if slot.gen != gen_of(seq, self.pages()) {
                 continue;
             }
-            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+            let commit = Commit::unpack(self.commits[slot.phys].word.load(Ordering::Acquire));
             if commit.opening || commit.tag != tag_of(slot.gen) {
                 continue;
             }
@@ -423,7 +433,7 @@ impl CpuBuffer {
             // Acquire: pairs with the committers' Release adds (one release
             // sequence), so a page found complete has every record's stores
             // visible to the copy `take` makes.
-            let commit = Commit::unpack(self.commits[slot.phys].load(Ordering::Acquire));
+            let commit = Commit::unpack(self.commits[slot.phys].word.load(Ordering::Acquire));
             if commit.opening {
                 if commit.tag == tag_of(want) {
                     return Head::NotOpened; // being opened for this lap
@@ -575,7 +585,7 @@ impl CpuBuffer {
             format::record_header(format::TYPE_PADDING, 0),
         );
         // Release; the slot CAS below publishes it too (verification.md, W17).
-        self.commits[spare].store(
+        self.commits[spare].word.store(
             Commit::complete(slot.gen, self.page_size(), 0, true).pack(),
             Ordering::Release,
         );
@@ -663,9 +673,9 @@ impl CpuBuffer {
         // `c2 == c1` says the word did not move in between (within a
         // generation it only grows). The same Acquire makes the committed
         // records' stores visible to the copy below.
-        let c1 = self.commits[slot.phys].load(Ordering::Acquire);
+        let c1 = self.commits[slot.phys].word.load(Ordering::Acquire);
         let (write, _) = self.hot.state.load(Ordering::Acquire);
-        let c2 = self.commits[slot.phys].load(Ordering::Acquire);
+        let c2 = self.commits[slot.phys].word.load(Ordering::Acquire);
         if c1 != c2 || write >> shift != seq {
             return Found::Empty;
         }
@@ -812,7 +822,7 @@ impl CpuBuffer {
             return false;
         }
         let before =
-            Commit::unpack(self.mark_commit(&self.commits[slot.phys], crate::meta::RECLAIMED));
+            Commit::unpack(self.mark_commit(&self.commits[slot.phys].word, crate::meta::RECLAIMED));
         let lost = before.events.saturating_sub(slot.consumed);
         RareCounters::bump(&self.rare.lost, u64::from(lost));
         RareCounters::bump(&self.rare.pages_reclaimed, 1);
@@ -838,10 +848,9 @@ impl CpuBuffer {
         }
         let page_size = self.page_size();
         let commits = &self.commits;
-        let (done, waiting): (Vec<usize>, Vec<usize>) = st
-            .quarantine
-            .iter()
-            .partition(|&&p| Commit::unpack(commits[p].load(Ordering::Acquire)).bytes == page_size);
+        let (done, waiting): (Vec<usize>, Vec<usize>) = st.quarantine.iter().partition(|&&p| {
+            Commit::unpack(commits[p].word.load(Ordering::Acquire)).bytes == page_size
+        });
         if !done.is_empty() {
             st.free.extend(done);
             st.quarantine = waiting;

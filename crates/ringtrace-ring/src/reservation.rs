@@ -4,7 +4,7 @@ use crate::cpu_buffer::CpuBuffer;
 use crate::format;
 use crate::meta;
 use crate::stats::RareCounters;
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 
 /// Room for one event in a CPU buffer, between reserve and commit.
 ///
@@ -30,7 +30,8 @@ pub struct Reservation<'a> {
     /// The event record's words: header, then (for a long event) the
     /// length, then the payload.
     record: &'a [AtomicU32],
-    commit_word: &'a AtomicU64,
+    /// The page's commit word and hits.
+    commit: &'a meta::CommitLine,
     /// The event header the commit stores.
     header: u32,
     /// Index in `record` of the first payload word (1 or 2).
@@ -49,13 +50,13 @@ pub struct Reservation<'a> {
 
 impl<'a> Reservation<'a> {
     /// A reservation of the record `record` (header word included) on the
-    /// page counted by `commit_word`. Both are resolved by the reserve, so
+    /// page counted by `commit`. Both are resolved by the reserve, so
     /// neither the writer nor the commit decodes anything.
     #[inline(always)]
     pub(crate) fn new(
         buffer: &'a CpuBuffer,
         record: &'a [AtomicU32],
-        commit_word: &'a AtomicU64,
+        commit: &'a meta::CommitLine,
         header: u32,
         len: usize,
         ts: u64,
@@ -63,7 +64,7 @@ impl<'a> Reservation<'a> {
         Reservation {
             buffer,
             record,
-            commit_word,
+            commit,
             header,
             payload_at: if format::is_short(len) { 1 } else { 2 },
             len: len as u32,
@@ -184,11 +185,9 @@ impl<'a> Reservation<'a> {
             // store on x86_64.
             header.store(this.header, Ordering::Release);
         }
-        // Release: see CpuBuffer::commit_bytes.
-        let reclaimed = this.buffer.add_commit(this.commit_word, this.add);
-        // Counted now, not at reserve, so that a reservation that never
-        // ends is in no count.
-        this.buffer.count_hit();
+        // Release: see CpuBuffer::commit_bytes. The hit is counted now, not
+        // at reserve, so that a reservation that never ends is in no count.
+        let reclaimed = this.buffer.commit_event(this.commit, this.add);
         if reclaimed {
             this.lost_late();
         }
@@ -219,8 +218,7 @@ impl Drop for Reservation<'_> {
             );
         }
         // Release: see CpuBuffer::commit_bytes.
-        self.buffer.add_commit(self.commit_word, size);
-        self.buffer.count_hit();
+        self.buffer.commit_event(self.commit, size);
         RareCounters::bump(&self.buffer.rare.discarded, 1);
     }
 }

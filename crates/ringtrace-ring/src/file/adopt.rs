@@ -97,7 +97,7 @@ impl CpuBuffer {
         if reader_page != 0 {
             let phys = (reader_page & 0xFFFF_FFFF).wrapping_sub(1) as usize;
             if let Some(commit) = commits.get(phys) {
-                let events = Commit::unpack(commit.load(Ordering::Relaxed)).events;
+                let events = Commit::unpack(commit.word.load(Ordering::Relaxed)).events;
                 let unread = events.saturating_sub((reader_page >> 32) as u32);
                 RareCounters::bump(&rare.lost, u64::from(unread));
             }
@@ -120,7 +120,7 @@ impl CpuBuffer {
         for index in 0..n {
             let slot_word = &buffer.slots[index];
             let slot = Slot::unpack(slot_word.load(Ordering::Relaxed));
-            let commit = Commit::unpack(buffer.commits[slot.phys].load(Ordering::Relaxed));
+            let commit = Commit::unpack(buffer.commits[slot.phys].word.load(Ordering::Relaxed));
             if !commit.opening || commit.zeroed || !zero_on_claim {
                 continue;
             }
@@ -136,7 +136,7 @@ impl CpuBuffer {
         let tail = buffer.tail_seq(write);
         for page in tail.saturating_sub(n as u64 - 1)..=tail {
             let slot = Slot::unpack(buffer.slot_of(page).load(Ordering::Relaxed));
-            let commit = Commit::unpack(buffer.commits[slot.phys].load(Ordering::Relaxed));
+            let commit = Commit::unpack(buffer.commits[slot.phys].word.load(Ordering::Relaxed));
             let complete = commit.bytes == geometry.page_size;
             if slot.gen != gen_of(page, n)
                 || commit.opening
@@ -228,7 +228,9 @@ impl CpuBuffer {
             header: true,
             ..commit
         };
-        self.commits[phys].store(whole.pack(), Ordering::Relaxed);
+        self.commits[phys]
+            .word
+            .store(whole.pack(), Ordering::Relaxed);
         Ok(())
     }
 }

@@ -291,7 +291,7 @@ impl RingFile {
         };
         if have.version != VERSION {
             return Err(mismatch(format!(
-                "it is a format version {} file, which has no metadata annex; this build appends to version {VERSION} files only: start a new file (`ringtrace recover` still reads the old one)",
+                "it is a format version {} file; this build appends to version {VERSION} files only (version 1 has no metadata annex, version 2 no per-page hits): start a new file (`ringtrace recover` still reads the old one)",
                 have.version
             )));
         }

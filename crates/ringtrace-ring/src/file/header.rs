@@ -11,8 +11,10 @@ use ringtrace_clock::{ClockInfo, Guarantee, TickConversion};
 pub const MAGIC: [u8; 8] = *b"RINGTRC\0";
 /// The format version this build writes (and the newest it reads).
 /// Version 2 added the metadata annex: two layout words, its offset and
-/// capacity.
-pub const VERSION: u32 = 2;
+/// capacity. Version 3 counts hits per page too, beside each commit word
+/// (the rseq write path's, see `meta::CommitLine`): a reader sums them with
+/// the hot line's `hit`, which an older reader would not.
+pub const VERSION: u32 = 3;
 /// The oldest format version this build reads: a version 1 file recovers
 /// (with no metadata records), but is not appended to.
 pub const OLDEST_VERSION: u32 = 1;

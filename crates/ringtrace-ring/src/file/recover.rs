@@ -266,6 +266,17 @@ impl Control {
             h.layout.commits + h.layout.commit_stride * phys as u64,
         )
     }
+    /// A page's `hits`, beside its commit word (format version 3; zero in
+    /// older files, whose commit lines were padding there).
+    fn commit_hits(&self, h: &FileHeader, phys: usize) -> u64 {
+        if h.layout.commit_stride < 16 {
+            return 0;
+        }
+        u64_at(
+            &self.bytes,
+            h.layout.commits + h.layout.commit_stride * phys as u64 + 8,
+        )
+    }
 }
 
 /// A page to decode: where, which lap, how many events to skip.
@@ -303,7 +314,9 @@ fn recover_cpu(
         return Ok(out);
     }
     let stats = Stats {
-        hit: first.hot(h, lay::HOT_HIT),
+        hit: (0..h.physical_pages())
+            .map(|phys| first.commit_hits(h, phys))
+            .fold(first.hot(h, lay::HOT_HIT), u64::wrapping_add),
         missed: first.rare(h, lay::RARE_MISSED),
         overrun: first.rare(h, lay::RARE_OVERRUN),
         read: first.rare(h, lay::RARE_READ),

@@ -213,6 +213,64 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
     }
 }
 
+/// Adds `value` to a commit line's word and 1 to its hits, unless the
+/// word has any bit of `refuse` set, as an rseq section ending in one
+/// 16-byte `movdqa` store of both (a commit is then one section, not one
+/// for the word and one for `hit`).
+///
+/// # Safety
+/// `line` is live; its word changes, while `owner.remote` is zero, only by
+/// sections on `owner.cpu` and by locked read-modify-writes that cannot
+/// overlap a section's (see the caller); its hits only by sections on
+/// `owner.cpu`; the rest as for [`cas_pair`].
+#[inline(always)]
+pub(crate) unsafe fn add_pair_unless(
+    owner: Owner,
+    line: &crate::meta::CommitLine,
+    value: u64,
+    refuse: u64,
+) -> Outcome {
+    let line = core::ptr::from_ref(line);
+    // SAFETY: SSE2, which every x86_64 CPU has.
+    let add = unsafe { core::arch::x86_64::_mm_set_epi64x(1, value as i64) };
+    loop {
+        // SAFETY: as in cas_pair; the section loads the line (16-aligned:
+        // CommitLine's repr) and stores only it.
+        unsafe {
+            asm!(
+                rseq_descriptor!(),
+                "lea {tmp}, [rip + 3b]",
+                "mov qword ptr fs:[{off} + 8], {tmp}",
+                "4:",
+                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
+                "jne {off_cpu}",
+                "cmp qword ptr [{remote}], 0",
+                "jne {flagged}",
+                "test qword ptr [{line}], {refuse}",
+                "jnz {refused}",
+                "movdqa {sum}, xmmword ptr [{line}]",
+                "paddq {sum}, {add}",
+                "movdqa xmmword ptr [{line}], {sum}",
+                "5:",
+                rseq_abort_handler!(""),
+                off = in(reg) owner.rseq_offset,
+                cpu = in(reg) owner.cpu,
+                remote = in(reg) owner.remote,
+                line = in(reg) line,
+                add = in(xmm_reg) add,
+                refuse = in(reg) refuse,
+                tmp = out(reg) _,
+                sum = out(xmm_reg) _,
+                off_cpu = label { return Outcome::OffCpu; },
+                flagged = label { return Outcome::Flagged; },
+                refused = label { return Outcome::Refused; },
+                abort = label { count_abort(); continue; },
+            );
+        }
+        return Outcome::Done;
+    }
+}
+
 /// Compare-and-swap of the pair `target` from `(lo, hi)` to `(new_lo,
 /// new_hi)` with `lock cmpxchg16b`, as the commit of a section that checks
 /// only the CPU: while a remote update is under way, a writer on the CPU
