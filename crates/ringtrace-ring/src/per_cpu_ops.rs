@@ -69,8 +69,8 @@ impl CpuBuffer {
         let state = self.hot.state.as_ptr();
         let outcome = match outcome {
             // SAFETY: as in cas_state; a locked CAS on the CPU, atomic
-            // against the remote's.
-            Outcome::Flagged => unsafe {
+            // against a remote's.
+            Outcome::Gated => unsafe {
                 locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1)
             },
             other => other,
@@ -78,7 +78,7 @@ impl CpuBuffer {
         match outcome {
             Outcome::Done => Ok(()),
             Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
-            Outcome::OffCpu | Outcome::Flagged => {
+            Outcome::OffCpu | Outcome::Gated => {
                 let _remote = self.path.remote();
                 self.hot
                     .state
@@ -125,7 +125,7 @@ impl CpuBuffer {
         if let Some(owner) = self.path.owner() {
             use crate::rseq::section::{add_unless, Outcome};
             // SAFETY: a commit word of this buffer, live as the buffer is.
-            // While the remote flag is down it changes only by this
+            // While the gate is open it changes only by this
             // buffer's sections on its CPU and by claims' compare-and-swaps,
             // which expect a complete or OPENING page, and a page with an
             // add pending is neither, so no claim can land between a
@@ -160,7 +160,7 @@ impl CpuBuffer {
             use crate::rseq::section::{add_pair_unless, Outcome};
             // SAFETY: a commit line of this buffer, live as the buffer is,
             // 16-aligned (CommitLine's repr). The commit word: as in
-            // `add_commit`. The hits: while the remote flag is down only
+            // `add_commit`. The hits: while the gate is open only
             // this buffer's sections on its CPU change them.
             if unsafe { add_pair_unless(owner, line, value, crate::meta::RECLAIMED) }
                 == Outcome::Done

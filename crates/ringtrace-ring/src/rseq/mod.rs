@@ -120,13 +120,16 @@ pub fn unavailable() -> Option<String> {
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-fn probe() -> Result<isize, String> {
-    static PROBE: std::sync::OnceLock<Result<isize, String>> = std::sync::OnceLock::new();
+fn probe() -> Result<std::num::NonZeroIsize, String> {
+    static PROBE: std::sync::OnceLock<Result<std::num::NonZeroIsize, String>> =
+        std::sync::OnceLock::new();
     PROBE
         .get_or_init(|| {
             let offset = crate::cpu::rseq_offset().ok_or_else(|| {
                 "glibc registered no rseq area (glibc before 2.35, GLIBC_TUNABLES=glibc.pthread.rseq=0, or an emulator such as qemu-user)".to_string()
             })?;
+            let offset = std::num::NonZeroIsize::new(offset)
+                .ok_or("glibc's __rseq_offset is 0, which no glibc sets")?;
             if !std::arch::is_x86_feature_detected!("avx") {
                 return Err("this CPU has no AVX, so a 16-byte store is not guaranteed atomic".into());
             }
@@ -137,7 +140,7 @@ fn probe() -> Result<isize, String> {
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
-fn probe() -> Result<isize, String> {
+fn probe() -> Result<std::num::NonZeroIsize, String> {
     Err(if cfg!(miri) || cfg!(loom) {
         "not under Miri or loom, which cannot run its assembly".to_string()
     } else {
@@ -186,11 +189,12 @@ pub(crate) fn resolve(asked: WritePath, buffers: usize) -> Result<Resolved, Writ
     }
 }
 
-/// A resolved path: `Rseq` with glibc's `__rseq_offset`.
+/// A resolved path: `Rseq` with glibc's `__rseq_offset` (never 0: the
+/// thread pointer points at glibc's thread header, not at the rseq area).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Resolved {
     Cas,
-    Rseq(isize),
+    Rseq(std::num::NonZeroIsize),
 }
 
 /// One CPU buffer's side of the write path: which path, and for rseq the
@@ -199,19 +203,21 @@ pub(crate) enum Resolved {
 /// own path.
 #[derive(Debug)]
 pub(crate) struct PerCpuPath {
-    /// `Some(__rseq_offset)` on the rseq path.
-    rseq_offset: Option<isize>,
+    /// `Some(__rseq_offset)` on the rseq path (a niche: one word, so that
+    /// the write path's check is a test of it).
+    rseq_offset: Option<std::num::NonZeroIsize>,
     #[cfg_attr(
         not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
         allow(dead_code)
     )]
     cpu: u32,
-    /// Nonzero while a remote update is under way (see `remote`).
+    /// The gate: `cpu` while no remote update is under way, plus
+    /// `remote::REMOTE_ONE` for each one under way (see [`remote`]).
     #[cfg_attr(
         not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
         allow(dead_code)
     )]
-    remote: crossbeam_utils::CachePadded<AtomicU64>,
+    gate: crossbeam_utils::CachePadded<AtomicU64>,
     /// Remote updates done, for reports.
     updates: AtomicU64,
 }
@@ -224,7 +230,7 @@ impl PerCpuPath {
                 Resolved::Rseq(offset) => Some(offset),
             },
             cpu: cpu as u32,
-            remote: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
+            gate: crossbeam_utils::CachePadded::new(AtomicU64::new(u64::from(cpu as u32))),
             updates: AtomicU64::new(0),
         }
     }
@@ -248,9 +254,9 @@ impl PerCpuPath {
     #[inline(always)]
     pub(crate) fn owner(&self) -> Option<section::Owner> {
         self.rseq_offset.map(|rseq_offset| section::Owner {
-            rseq_offset,
+            rseq_offset: rseq_offset.get(),
             cpu: self.cpu,
-            remote: self.remote.as_ptr(),
+            gate: self.gate.as_ptr(),
         })
     }
 
@@ -266,9 +272,9 @@ impl PerCpuPath {
     pub(crate) fn hold_flag(&self, up: bool) {
         use std::sync::atomic::Ordering;
         if up {
-            self.remote.fetch_add(1, Ordering::SeqCst);
+            self.gate.fetch_add(remote::REMOTE_ONE, Ordering::SeqCst);
         } else {
-            self.remote.fetch_sub(1, Ordering::SeqCst);
+            self.gate.fetch_sub(remote::REMOTE_ONE, Ordering::SeqCst);
         }
     }
 
@@ -276,7 +282,7 @@ impl PerCpuPath {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
-        remote::RemoteUpdate::begin(&self.remote, self.cpu, &self.updates)
+        remote::RemoteUpdate::begin(&self.gate, self.cpu, &self.updates)
     }
 }
 

@@ -6,8 +6,9 @@
 //! may update those words while a section can run. A remote update
 //! therefore:
 //!
-//! 1. raises the buffer's `remote` flag (a locked add: a full barrier), so
-//!    that every section that starts from now on sees it and refuses;
+//! 1. raises the buffer's remote flag (a locked add of [`REMOTE_ONE`] to
+//!    its gate word: a full barrier), so that every section that starts
+//!    from now on finds the gate shut and refuses;
 //! 2. asks the kernel to restart every section running on the owning CPU
 //!    (`membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, FLAG_CPU, cpu)`):
 //!    a section that read the flag as zero before step 1 either committed
@@ -15,7 +16,13 @@
 //!    aborted, and on its retry sees the flag;
 //! 3. does its update with the ordinary locked instruction;
 //! 4. lowers the flag (Release: the update is visible to a section that
-//!    sees the flag down).
+//!    finds the gate open).
+//!
+//! The gate word is the buffer's CPU number while no remote update is
+//! under way, and that plus `REMOTE_ONE` per update under way otherwise:
+//! a section checks that it is on the buffer's CPU and that no remote
+//! update is under way with one compare, of the thread's `cpu_id` (as a
+//! 64-bit number) with the gate.
 //!
 //! Sections that see the flag raised go through here too, so while it is
 //! up every updater uses locked instructions, as the CAS path always does.
@@ -26,6 +33,10 @@
 //! (`RingBuffer::remote_updates`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What a remote update adds to the gate word while it is under way: above
+/// every CPU number (which `cpu_id` holds in 32 bits).
+pub(crate) const REMOTE_ONE: u64 = 1 << 32;
 
 const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 7;
@@ -91,7 +102,7 @@ impl<'a> RemoteUpdate<'a> {
     pub(crate) fn begin(flag: &'a AtomicU64, cpu: u32, updates: &AtomicU64) -> Self {
         // SeqCst: a locked add, a full barrier before the fence, so the
         // flag is visible to every section the fence does not abort.
-        flag.fetch_add(1, Ordering::SeqCst);
+        flag.fetch_add(REMOTE_ONE, Ordering::SeqCst);
         fence(cpu);
         // Relaxed: a statistic.
         updates.fetch_add(1, Ordering::Relaxed);
@@ -103,6 +114,6 @@ impl Drop for RemoteUpdate<'_> {
     fn drop(&mut self) {
         // Step 4. Release: our locked update is visible to any section
         // that loads the flag as zero after this.
-        self.flag.fetch_sub(1, Ordering::Release);
+        self.flag.fetch_sub(REMOTE_ONE, Ordering::Release);
     }
 }

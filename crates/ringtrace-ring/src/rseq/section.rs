@@ -1,6 +1,7 @@
-//! The restartable sequences themselves: three critical sections in
-//! `asm!`, each of which checks that the thread is on the buffer's CPU and
-//! that no remote update is under way, then ends in one committing store.
+//! The restartable sequences themselves: critical sections in `asm!`, each
+//! of which checks that the thread is on the buffer's CPU and that no
+//! remote update is under way (one compare of `cpu_id` with the buffer's
+//! gate word, see [`super::remote`]), then ends in one committing store.
 //!
 //! The kernel restarts a section (jumps to its abort handler) when the
 //! thread is preempted, migrated or sent a signal while its instruction
@@ -9,8 +10,8 @@
 //! its loads and its store are atomic with respect to every other writer
 //! on the CPU, as the kernel's `local_t` operations are with interrupts.
 //! Writers on other CPUs never update these words while a section may run:
-//! they go through [`super::remote`], which raises the buffer's `remote`
-//! flag (every section checks it) and fences the CPU with membarrier.
+//! they go through [`super::remote`], which shuts the buffer's gate (every
+//! section checks it) and fences the CPU with membarrier.
 //!
 //! The layout follows librseq's x86_64 macros: a 32-byte `struct rseq_cs`
 //! descriptor in the `__rseq_cs` section (version 0, flags 0, start,
@@ -94,10 +95,12 @@ pub(crate) enum Outcome {
     /// failed: `cpu_id` is negative): nothing was stored; the caller goes
     /// through [`super::remote`].
     OffCpu,
-    /// A remote update is under way: nothing was stored; the caller, on the
-    /// CPU, uses the `locked_*` sections, whose locked instruction cannot
-    /// lose the remote's.
-    Flagged,
+    /// The gate was shut: the thread is not on the buffer's CPU, or a
+    /// remote update is under way. Nothing was stored; the caller tries the
+    /// `locked_*` sections, which check the CPU only and whose locked
+    /// instruction cannot lose a remote's, and goes through
+    /// [`super::remote`] if they find it off the CPU.
+    Gated,
 }
 
 /// Where a section finds its thread's rseq area and what it guards.
@@ -108,16 +111,18 @@ pub(crate) struct Owner {
     pub rseq_offset: isize,
     /// The CPU whose buffer this is.
     pub cpu: u32,
-    /// The buffer's remote flag: nonzero while another CPU updates it.
-    pub remote: *const u64,
+    /// The buffer's gate word: `cpu` while no remote update is under way
+    /// (see [`super::remote`]).
+    pub gate: *const u64,
 }
 
 /// Compare-and-swap of a 16-byte aligned pair `target` from `(lo, hi)` to
 /// `new`, as an rseq section ending in one 16-byte `movdqa` store.
 ///
 /// # Safety
-/// `target` is a live, 16-byte aligned pair that, while `owner.remote` is
-/// zero, only sections on `owner.cpu` store to; `owner.remote` is live;
+/// `target` is a live, 16-byte aligned pair that, while `owner.gate` is
+/// open (equal to `owner.cpu`), only sections on `owner.cpu` store to;
+/// `owner.gate` is live;
 /// `owner.rseq_offset` is glibc's registered offset. (The store is atomic
 /// for readers on other CPUs on processors with AVX, which the caller
 /// checked: `super::probe`.)
@@ -132,7 +137,7 @@ pub(crate) unsafe fn cas_pair(
     loop {
         // SAFETY: see the function's contract. The section reads the rseq
         // area (fs-relative, registered by glibc for this thread), the
-        // remote flag and the pair, and stores only the pair; the kernel
+        // gate and the pair, and stores only the pair; the kernel
         // restarts it at label 6 if it is interrupted before label 5.
         unsafe {
             asm!(
@@ -140,10 +145,9 @@ pub(crate) unsafe fn cas_pair(
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
-                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
-                "jne {off_cpu}",
-                "cmp qword ptr [{remote}], 0",
-                "jne {flagged}",
+                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+                "cmp {tmp}, qword ptr [{gate}]",
+                "jne {gated}",
                 "cmp qword ptr [{target}], {lo}",
                 "jne {refused}",
                 "cmp qword ptr [{target} + 8], {hi}",
@@ -152,15 +156,13 @@ pub(crate) unsafe fn cas_pair(
                 "5:",
                 rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
-                cpu = in(reg) owner.cpu,
-                remote = in(reg) owner.remote,
+                gate = in(reg) owner.gate,
                 target = in(reg) target,
                 lo = in(reg) lo,
                 hi = in(reg) hi,
                 new = in(xmm_reg) new,
                 tmp = out(reg) _,
-                off_cpu = label { return Outcome::OffCpu; },
-                flagged = label { return Outcome::Flagged; },
+                gated = label { return Outcome::Gated; },
                 refused = label { return Outcome::Refused; },
                 abort = label { count_abort(); continue; },
             );
@@ -174,7 +176,7 @@ pub(crate) unsafe fn cas_pair(
 /// its CPU; no lock prefix).
 ///
 /// # Safety
-/// `word` is a live u64 that, while `owner.remote` is zero, only sections
+/// `word` is a live u64 that, while `owner.gate` is open, only sections
 /// on `owner.cpu` and locked read-modify-writes that cannot overlap a
 /// section's (see the caller) change; the rest as for [`cas_pair`].
 #[inline(always)]
@@ -187,24 +189,21 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
-                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
-                "jne {off_cpu}",
-                "cmp qword ptr [{remote}], 0",
-                "jne {flagged}",
+                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+                "cmp {tmp}, qword ptr [{gate}]",
+                "jne {gated}",
                 "test qword ptr [{word}], {refuse}",
                 "jnz {refused}",
                 "add qword ptr [{word}], {value}",
                 "5:",
                 rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
-                cpu = in(reg) owner.cpu,
-                remote = in(reg) owner.remote,
+                gate = in(reg) owner.gate,
                 word = in(reg) word,
                 value = in(reg) value,
                 refuse = in(reg) refuse,
                 tmp = out(reg) _,
-                off_cpu = label { return Outcome::OffCpu; },
-                flagged = label { return Outcome::Flagged; },
+                gated = label { return Outcome::Gated; },
                 refused = label { return Outcome::Refused; },
                 abort = label { count_abort(); continue; },
             );
@@ -219,7 +218,7 @@ pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse
 /// for the word and one for `hit`).
 ///
 /// # Safety
-/// `line` is live; its word changes, while `owner.remote` is zero, only by
+/// `line` is live; its word changes, while `owner.gate` is open, only by
 /// sections on `owner.cpu` and by locked read-modify-writes that cannot
 /// overlap a section's (see the caller); its hits only by sections on
 /// `owner.cpu`; the rest as for [`cas_pair`].
@@ -242,10 +241,9 @@ pub(crate) unsafe fn add_pair_unless(
                 "lea {tmp}, [rip + 3b]",
                 "mov qword ptr fs:[{off} + 8], {tmp}",
                 "4:",
-                "cmp dword ptr fs:[{off} + 4], {cpu:e}",
-                "jne {off_cpu}",
-                "cmp qword ptr [{remote}], 0",
-                "jne {flagged}",
+                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+                "cmp {tmp}, qword ptr [{gate}]",
+                "jne {gated}",
                 "test qword ptr [{line}], {refuse}",
                 "jnz {refused}",
                 "movdqa {sum}, xmmword ptr [{line}]",
@@ -254,15 +252,13 @@ pub(crate) unsafe fn add_pair_unless(
                 "5:",
                 rseq_abort_handler!(""),
                 off = in(reg) owner.rseq_offset,
-                cpu = in(reg) owner.cpu,
-                remote = in(reg) owner.remote,
+                gate = in(reg) owner.gate,
                 line = in(reg) line,
                 add = in(xmm_reg) add,
                 refuse = in(reg) refuse,
                 tmp = out(reg) _,
                 sum = out(xmm_reg) _,
-                off_cpu = label { return Outcome::OffCpu; },
-                flagged = label { return Outcome::Flagged; },
+                gated = label { return Outcome::Gated; },
                 refused = label { return Outcome::Refused; },
                 abort = label { count_abort(); continue; },
             );
