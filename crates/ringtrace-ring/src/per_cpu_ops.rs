@@ -30,23 +30,35 @@ impl CpuBuffer {
     ) -> Result<(), (u64, u64)> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{cas_pair, Outcome};
-            let state = self.hot.state.as_ptr();
-            // SAFETY: SSE2, which every x86_64 CPU has.
-            let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
-            // SAFETY: the state is a live, 16-byte aligned pair which, while
-            // the remote flag is down, only this buffer's sections on its
-            // CPU store to (every other update is a remote one, below);
-            // AVX was checked when the path was chosen.
-            let outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
-            if outcome == Outcome::Done {
-                return Ok(());
-            }
-            return self.cas_state_rare(outcome, expected, new);
+            return self.cas_state_with(owner, expected, new);
         }
         self.hot
             .state
             .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+    }
+
+    /// `cas_state` on the rseq path, as `owner`.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn cas_state_with(
+        &self,
+        owner: crate::rseq::section::Owner,
+        expected: (u64, u64),
+        new: (u64, u64),
+    ) -> Result<(), (u64, u64)> {
+        use crate::rseq::section::{cas_pair, Outcome};
+        let state = self.hot.state.as_ptr();
+        // SAFETY: SSE2, which every x86_64 CPU has.
+        let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
+        // SAFETY: the state is a live, 16-byte aligned pair which, while
+        // the gate is open, only this buffer's sections on its CPU store to
+        // (every other update is a remote one, below); AVX was checked when
+        // the path was chosen.
+        let outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
+        if outcome == Outcome::Done {
+            return Ok(());
+        }
+        self.cas_state_rare(outcome, expected, new)
     }
 
     /// `cas_state` when its section did not commit: out of line, so that
@@ -67,10 +79,14 @@ impl CpuBuffer {
             return Err(self.hot.state.load(Ordering::Acquire));
         };
         let state = self.hot.state.as_ptr();
+        if outcome == Outcome::Aborted {
+            crate::rseq::section::count_abort();
+        }
         let outcome = match outcome {
             // SAFETY: as in cas_state; a locked CAS on the CPU, atomic
-            // against a remote's.
-            Outcome::Gated => unsafe {
+            // against a remote's. After an abort too: it is as good as a
+            // retry of the plain section, and keeps the retry out of line.
+            Outcome::Gated | Outcome::Aborted => unsafe {
                 locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1)
             },
             other => other,
@@ -78,7 +94,7 @@ impl CpuBuffer {
         match outcome {
             Outcome::Done => Ok(()),
             Outcome::Refused => Err(self.hot.state.load(Ordering::Acquire)),
-            Outcome::OffCpu | Outcome::Gated => {
+            Outcome::OffCpu | Outcome::Gated | Outcome::Aborted => {
                 let _remote = self.path.remote();
                 self.hot
                     .state
@@ -132,12 +148,13 @@ impl CpuBuffer {
             // section's load and its store. A fixup's mark is a remote
             // update. Refused when the page is RECLAIMED: the add is then
             // done remotely, as a fixup's page is rare.
-            if unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) }
-                == Outcome::Done
-            {
+            let outcome =
+                unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) };
+            if outcome == Outcome::Done {
                 return false;
             }
-            return self.add_rare(word, value, Ordering::Release) & crate::meta::RECLAIMED != 0;
+            return self.add_rare(outcome, word, value, Ordering::Release) & crate::meta::RECLAIMED
+                != 0;
         }
         word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
     }
@@ -162,12 +179,11 @@ impl CpuBuffer {
             // 16-aligned (CommitLine's repr). The commit word: as in
             // `add_commit`. The hits: while the gate is open only
             // this buffer's sections on its CPU change them.
-            if unsafe { add_pair_unless(owner, line, value, crate::meta::RECLAIMED) }
-                == Outcome::Done
-            {
+            let outcome = unsafe { add_pair_unless(owner, line, value, crate::meta::RECLAIMED) };
+            if outcome == Outcome::Done {
                 return false;
             }
-            return self.commit_event_rare(line, value);
+            return self.commit_event_rare(outcome, line, value);
         }
         let before = line.word.fetch_add(value, Ordering::Release);
         self.hot.hit.fetch_add(1, Ordering::Relaxed);
@@ -179,19 +195,36 @@ impl CpuBuffer {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     #[inline(never)]
-    fn commit_event_rare(&self, line: &crate::meta::CommitLine, value: u64) -> bool {
-        let before = self.add_rare(&line.word, value, Ordering::Release);
-        self.add_rare(&line.hits, 1, Ordering::Relaxed);
+    fn commit_event_rare(
+        &self,
+        outcome: crate::rseq::section::Outcome,
+        line: &crate::meta::CommitLine,
+        value: u64,
+    ) -> bool {
+        let before = self.add_rare(outcome, &line.word, value, Ordering::Release);
+        // The first add counted the abort, if any.
+        let again = crate::rseq::section::Outcome::Gated;
+        self.add_rare(again, &line.hits, 1, Ordering::Relaxed);
         before & crate::meta::RECLAIMED != 0
     }
 
-    /// An add whose plain section did not commit (a remote update under
-    /// way, the thread off the CPU, or a reclaimed page): a locked add in a
-    /// section on the CPU, else a remote update. Returns the word before.
+    /// An add whose plain section did not commit (`outcome`: the gate shut
+    /// (a remote update under way, or the thread off the CPU), a reclaimed
+    /// page, or an abort, which is counted here): a locked add in a section
+    /// on the CPU, else a remote update. Returns the word before.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     #[inline(never)]
-    fn add_rare(&self, word: &AtomicU64, value: u64, order: Ordering) -> u64 {
+    fn add_rare(
+        &self,
+        outcome: crate::rseq::section::Outcome,
+        word: &AtomicU64,
+        value: u64,
+        order: Ordering,
+    ) -> u64 {
+        if outcome == crate::rseq::section::Outcome::Aborted {
+            crate::rseq::section::count_abort();
+        }
         let word_ptr = word.as_ptr();
         if let Some(owner) = self.path.owner() {
             // SAFETY: `word` is a live word of this buffer; a locked add on

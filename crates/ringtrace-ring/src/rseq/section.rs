@@ -77,9 +77,10 @@ pub fn thread_aborts() -> u64 {
     ABORTS.with(Cell::get)
 }
 
+/// Counts one abort on this thread.
 #[cold]
 #[inline(never)]
-fn count_abort() {
+pub(crate) fn count_abort() {
     ABORTS.with(|a| a.set(a.get().wrapping_add(1)));
 }
 
@@ -101,6 +102,11 @@ pub(crate) enum Outcome {
     /// instruction cannot lose a remote's, and goes through
     /// [`super::remote`] if they find it off the CPU.
     Gated,
+    /// The kernel aborted the section (preemption, migration, a signal):
+    /// nothing was stored. The caller counts it ([`count_abort`]) and tries
+    /// again, out of the fast path's line: a retry loop inside it would
+    /// keep the abort path's registers live on every event.
+    Aborted,
 }
 
 /// Where a section finds its thread's rseq area and what it guards.
@@ -134,41 +140,39 @@ pub(crate) unsafe fn cas_pair(
     hi: u64,
     new: __m128i,
 ) -> Outcome {
-    loop {
-        // SAFETY: see the function's contract. The section reads the rseq
-        // area (fs-relative, registered by glibc for this thread), the
-        // gate and the pair, and stores only the pair; the kernel
-        // restarts it at label 6 if it is interrupted before label 5.
-        unsafe {
-            asm!(
-                rseq_descriptor!(),
-                "lea {tmp}, [rip + 3b]",
-                "mov qword ptr fs:[{off} + 8], {tmp}",
-                "4:",
-                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-                "cmp {tmp}, qword ptr [{gate}]",
-                "jne {gated}",
-                "cmp qword ptr [{target}], {lo}",
-                "jne {refused}",
-                "cmp qword ptr [{target} + 8], {hi}",
-                "jne {refused}",
-                "movdqa xmmword ptr [{target}], {new}",
-                "5:",
-                rseq_abort_handler!(""),
-                off = in(reg) owner.rseq_offset,
-                gate = in(reg) owner.gate,
-                target = in(reg) target,
-                lo = in(reg) lo,
-                hi = in(reg) hi,
-                new = in(xmm_reg) new,
-                tmp = out(reg) _,
-                gated = label { return Outcome::Gated; },
-                refused = label { return Outcome::Refused; },
-                abort = label { count_abort(); continue; },
-            );
-        }
-        return Outcome::Done;
+    // SAFETY: see the function's contract. The section reads the rseq
+    // area (fs-relative, registered by glibc for this thread), the
+    // gate and the pair, and stores only the pair; the kernel
+    // restarts it at label 6 if it is interrupted before label 5.
+    unsafe {
+        asm!(
+            rseq_descriptor!(),
+            "lea {tmp}, [rip + 3b]",
+            "mov qword ptr fs:[{off} + 8], {tmp}",
+            "4:",
+            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+            "cmp {tmp}, qword ptr [{gate}]",
+            "jne {gated}",
+            "cmp qword ptr [{target}], {lo}",
+            "jne {refused}",
+            "cmp qword ptr [{target} + 8], {hi}",
+            "jne {refused}",
+            "movdqa xmmword ptr [{target}], {new}",
+            "5:",
+            rseq_abort_handler!(""),
+            off = in(reg) owner.rseq_offset,
+            gate = in(reg) owner.gate,
+            target = in(reg) target,
+            lo = in(reg) lo,
+            hi = in(reg) hi,
+            new = in(xmm_reg) new,
+            tmp = out(reg) _,
+            gated = label { return Outcome::Gated; },
+            refused = label { return Outcome::Refused; },
+            abort = label { return Outcome::Aborted; },
+        );
     }
+    Outcome::Done
 }
 
 /// Adds `value` to `word` unless `word` has any bit of `refuse` set, as an
@@ -181,35 +185,33 @@ pub(crate) unsafe fn cas_pair(
 /// section's (see the caller) change; the rest as for [`cas_pair`].
 #[inline(always)]
 pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse: u64) -> Outcome {
-    loop {
-        // SAFETY: as in cas_pair; the section stores only `word`.
-        unsafe {
-            asm!(
-                rseq_descriptor!(),
-                "lea {tmp}, [rip + 3b]",
-                "mov qword ptr fs:[{off} + 8], {tmp}",
-                "4:",
-                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-                "cmp {tmp}, qword ptr [{gate}]",
-                "jne {gated}",
-                "test qword ptr [{word}], {refuse}",
-                "jnz {refused}",
-                "add qword ptr [{word}], {value}",
-                "5:",
-                rseq_abort_handler!(""),
-                off = in(reg) owner.rseq_offset,
-                gate = in(reg) owner.gate,
-                word = in(reg) word,
-                value = in(reg) value,
-                refuse = in(reg) refuse,
-                tmp = out(reg) _,
-                gated = label { return Outcome::Gated; },
-                refused = label { return Outcome::Refused; },
-                abort = label { count_abort(); continue; },
-            );
-        }
-        return Outcome::Done;
+    // SAFETY: as in cas_pair; the section stores only `word`.
+    unsafe {
+        asm!(
+            rseq_descriptor!(),
+            "lea {tmp}, [rip + 3b]",
+            "mov qword ptr fs:[{off} + 8], {tmp}",
+            "4:",
+            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+            "cmp {tmp}, qword ptr [{gate}]",
+            "jne {gated}",
+            "test qword ptr [{word}], {refuse}",
+            "jnz {refused}",
+            "add qword ptr [{word}], {value}",
+            "5:",
+            rseq_abort_handler!(""),
+            off = in(reg) owner.rseq_offset,
+            gate = in(reg) owner.gate,
+            word = in(reg) word,
+            value = in(reg) value,
+            refuse = in(reg) refuse,
+            tmp = out(reg) _,
+            gated = label { return Outcome::Gated; },
+            refused = label { return Outcome::Refused; },
+            abort = label { return Outcome::Aborted; },
+        );
     }
+    Outcome::Done
 }
 
 /// Adds `value` to a commit line's word and 1 to its hits, unless the
@@ -232,39 +234,37 @@ pub(crate) unsafe fn add_pair_unless(
     let line = core::ptr::from_ref(line);
     // SAFETY: SSE2, which every x86_64 CPU has.
     let add = unsafe { core::arch::x86_64::_mm_set_epi64x(1, value as i64) };
-    loop {
-        // SAFETY: as in cas_pair; the section loads the line (16-aligned:
-        // CommitLine's repr) and stores only it.
-        unsafe {
-            asm!(
-                rseq_descriptor!(),
-                "lea {tmp}, [rip + 3b]",
-                "mov qword ptr fs:[{off} + 8], {tmp}",
-                "4:",
-                "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-                "cmp {tmp}, qword ptr [{gate}]",
-                "jne {gated}",
-                "test qword ptr [{line}], {refuse}",
-                "jnz {refused}",
-                "movdqa {sum}, xmmword ptr [{line}]",
-                "paddq {sum}, {add}",
-                "movdqa xmmword ptr [{line}], {sum}",
-                "5:",
-                rseq_abort_handler!(""),
-                off = in(reg) owner.rseq_offset,
-                gate = in(reg) owner.gate,
-                line = in(reg) line,
-                add = in(xmm_reg) add,
-                refuse = in(reg) refuse,
-                tmp = out(reg) _,
-                sum = out(xmm_reg) _,
-                gated = label { return Outcome::Gated; },
-                refused = label { return Outcome::Refused; },
-                abort = label { count_abort(); continue; },
-            );
-        }
-        return Outcome::Done;
+    // SAFETY: as in cas_pair; the section loads the line (16-aligned:
+    // CommitLine's repr) and stores only it.
+    unsafe {
+        asm!(
+            rseq_descriptor!(),
+            "lea {tmp}, [rip + 3b]",
+            "mov qword ptr fs:[{off} + 8], {tmp}",
+            "4:",
+            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
+            "cmp {tmp}, qword ptr [{gate}]",
+            "jne {gated}",
+            "test qword ptr [{line}], {refuse}",
+            "jnz {refused}",
+            "movdqa {sum}, xmmword ptr [{line}]",
+            "paddq {sum}, {add}",
+            "movdqa xmmword ptr [{line}], {sum}",
+            "5:",
+            rseq_abort_handler!(""),
+            off = in(reg) owner.rseq_offset,
+            gate = in(reg) owner.gate,
+            line = in(reg) line,
+            add = in(xmm_reg) add,
+            refuse = in(reg) refuse,
+            tmp = out(reg) _,
+            sum = out(xmm_reg) _,
+            gated = label { return Outcome::Gated; },
+            refused = label { return Outcome::Refused; },
+            abort = label { return Outcome::Aborted; },
+        );
     }
+    Outcome::Done
 }
 
 /// Compare-and-swap of the pair `target` from `(lo, hi)` to `(new_lo,
