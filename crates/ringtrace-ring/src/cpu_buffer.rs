@@ -368,7 +368,13 @@ impl CpuBuffer {
                 && !behind
                 && delta <= format::MAX_DELTA
             {
-                if let Some(phys) = self.current_phys(write >> self.geometry.page_shift()) {
+                // The open page from its cache entry only: on a miss the
+                // general loop looks the slot up (a rare miss, and an
+                // Option from a call here cost the fast path a merge).
+                // Relaxed, as in current_phys.
+                let open = self.hot.open_page.load(Ordering::Relaxed);
+                if open >> 16 == write >> self.geometry.page_shift() {
+                    let phys = (open & 0xFFFF) as usize;
                     // Resolved before D (see F): in the page, as checked.
                     let record = self.words.words(phys, pos as usize, size as usize / 4);
                     let commit_line = self.commit_line(phys);
@@ -622,7 +628,19 @@ impl CpuBuffer {
         // Acquire: more than enough. The state CAS that must succeed before
         // `phys` is used already orders the claim first (verification.md, W5).
         let slot = Slot::unpack(self.slot_of(seq).load(Ordering::Acquire));
-        (slot.gen == gen_of(seq, self.pages())).then_some(slot.phys)
+        if slot.gen != gen_of(seq, self.pages()) {
+            return None;
+        }
+        // A miss (the entry overwritten by a slower writer's older page, or
+        // emptied by an adoption) would send every writer of this page here,
+        // past the fast path, which reads the entry only: refill it. The
+        // pair is right for `seq` whenever `seq` is open, the only time a
+        // writer's state (checked at its CAS) can be in it. Relaxed: as in
+        // open_page.
+        self.hot
+            .open_page
+            .store((seq << 16) | slot.phys as u64, Ordering::Relaxed);
+        Some(slot.phys)
     }
 
     /// Makes page `seq` ready for writing: its slot at `seq`'s generation,
