@@ -9,7 +9,9 @@
 //!   paths (`ringtrace_ring::rseq`), each with the concrete `Tsc` and with
 //!   `"tsc"` built from its name (an `AnyClock`); beside them the peers, an
 //!   rtrb push + pop of an rdtsc-stamped slot (the per-thread SPSC design)
-//!   and a plain Vec append of stamp and payload (the floor).
+//!   and a plain Vec append of stamp and payload (the floor); and the
+//!   floor of any two-section rseq writer (`section_floor`: the rseq
+//!   path's two sections and stores with none of a ring's bookkeeping).
 //! - **scaling**: two producers pinned to two CPUs, each on its own
 //!   buffer, against one producer: events per second, two over one.
 //! - **file**: the same write into a file ring (the flight recorder,
@@ -102,6 +104,8 @@ fn write_ratio(tsc: Tsc) {
     let cas_named = named().and_then(|c| ring_on(c, WritePath::Cas));
     let (mut producer, mut consumer) = rtrb::RingBuffer::<[u64; 3]>::new(1024);
     let mut floor = Vec::with_capacity(1 << 20);
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    let mut sections = ringtrace_benches::section_floor::SectionFloor::new(cpu);
     // Each round times every side back to back; ratios are per round.
     let names = [
         "bare rdtsc",
@@ -111,6 +115,7 @@ fn write_ratio(tsc: Tsc) {
         "CAS path, \"tsc\" by name",
         "rtrb push+pop",
         "Vec append (floor)",
+        "two-section rseq floor",
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
@@ -131,6 +136,10 @@ fn write_ratio(tsc: Tsc) {
         }
         round[5] = per_iter(|| rtrb_16b(&mut producer, &mut consumer, &tsc, black_box(&payload)));
         round[6] = per_iter(|| vec_16b(&mut floor, &tsc, black_box(&payload)));
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Some(s) = &mut sections {
+            round[7] = per_iter(|| s.record_16b(black_box(&payload)));
+        }
         for (k, v) in round.iter().enumerate() {
             if v.is_finite() {
                 ns[k].push(*v);
@@ -158,6 +167,17 @@ fn write_ratio(tsc: Tsc) {
         println!("  {name:<28} {n10:8.2} {n50:8.2} {n90:8.2}   {r10:6.2} {r50:6.2} {r90:6.2}");
     }
     println!("  (x: times a bare rdtsc, paired per round; bound for the rseq path by name: 1.6 on Intel, 1.3 on AMD)");
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    if let Some(s) = &sections {
+        // Its sections must have committed, or it timed a cheap failure.
+        let events = WRITE_PAIRS as u64 * WRITE_ITERS;
+        if s.hits() < events * 9 / 10 {
+            println!(
+                "  the two-section floor committed only {} of {events} events: its figure is not a floor",
+                s.hits()
+            );
+        }
+    }
 }
 
 fn scaling_ratio(tsc: Tsc, cpus: usize) {

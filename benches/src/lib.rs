@@ -4,6 +4,9 @@
 
 use ringtrace_clock::Tsc;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub mod section_floor;
 use std::time::{Duration, Instant};
 
 /// A ring as the write-path benchmarks use it: default sizes, overwrite
