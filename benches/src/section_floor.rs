@@ -216,6 +216,10 @@ mod tests {
         }
         // A full page (every 204 events) starts again, losing that event;
         // an abort loses one too.
-        assert!(floor.hits() >= events * 9 / 10, "{} of {events}", floor.hits());
+        assert!(
+            floor.hits() >= events * 9 / 10,
+            "{} of {events}",
+            floor.hits()
+        );
     }
 }

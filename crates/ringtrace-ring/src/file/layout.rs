@@ -123,7 +123,7 @@ impl FileLayout {
         let rare_size =
             std::mem::size_of::<crossbeam_utils::CachePadded<crate::stats::RareCounters>>();
         let commit_stride =
-            std::mem::size_of::<crossbeam_utils::CachePadded<crate::sync::AtomicU64>>() as u64;
+            std::mem::size_of::<crossbeam_utils::CachePadded<crate::meta::CommitLine>>() as u64;
         Self::compute(
             geometry.pages_per_cpu as u64,
             geometry.physical_pages() as u64,
@@ -301,6 +301,12 @@ mod tests {
     fn word_offsets_match_the_structs() {
         assert_eq!(offset_of!(WriterHot, state), HOT_WRITE);
         assert_eq!(offset_of!(WriterHot, hit), HOT_HIT);
+        // The commit line: the word at 0, the page's hits at 8 (what
+        // recovery reads), and the stride the file records is its size.
+        assert_eq!(offset_of!(crate::meta::CommitLine, word), 0);
+        assert_eq!(offset_of!(crate::meta::CommitLine, hits), 8);
+        let stride = std::mem::size_of::<crossbeam_utils::CachePadded<crate::meta::CommitLine>>();
+        assert!(stride >= 16 && stride % 16 == 0, "{stride}");
         assert!(std::mem::size_of::<WriterHot>() >= HOT_LEN);
         assert_eq!(offset_of!(RareCounters, missed), RARE_MISSED);
         assert_eq!(offset_of!(RareCounters, overrun), RARE_OVERRUN);
