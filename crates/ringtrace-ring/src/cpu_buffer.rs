@@ -888,7 +888,7 @@ impl CpuBuffer {
     /// store before it, and x86_64 keeps stores in order).
     #[inline(always)]
     pub(crate) fn commit_bytes(&self, phys: usize, value: u64) {
-        self.add_commit(self.commit_word(phys), value);
+        self.add_to_line(self.commit_line(phys), value, 0);
     }
 
     /// Writes the record headers of `p` and commits it: as an event if

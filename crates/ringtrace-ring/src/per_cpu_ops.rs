@@ -132,79 +132,69 @@ impl CpuBuffer {
         true
     }
 
-    /// Adds `value` to the commit word `word`; returns whether the page had
-    /// been reclaimed by a fixup before the add (the commit then counts its
-    /// event as lost). Release: see `CpuBuffer::commit_bytes`.
-    #[inline(always)]
-    pub(crate) fn add_commit(&self, word: &AtomicU64, value: u64) -> bool {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if let Some(owner) = self.path.owner() {
-            use crate::rseq::section::{add_unless, Outcome};
-            // SAFETY: a commit word of this buffer, live as the buffer is.
-            // While the gate is open it changes only by this
-            // buffer's sections on its CPU and by claims' compare-and-swaps,
-            // which expect a complete or OPENING page, and a page with an
-            // add pending is neither, so no claim can land between a
-            // section's load and its store. A fixup's mark is a remote
-            // update. Refused when the page is RECLAIMED: the add is then
-            // done remotely, as a fixup's page is rare.
-            let outcome =
-                unsafe { add_unless(owner, word.as_ptr(), value, crate::meta::RECLAIMED) };
-            if outcome == Outcome::Done {
-                return false;
-            }
-            return self.add_rare(outcome, word, value, Ordering::Release) & crate::meta::RECLAIMED
-                != 0;
-        }
-        word.fetch_add(value, Ordering::Release) & crate::meta::RECLAIMED != 0
-    }
-
-    /// Commits an event (or a discard record) of `value` bytes and events
-    /// to `line`'s commit word and counts the reservation's end as a hit;
-    /// returns whether the page had been reclaimed by a fixup before the
-    /// add (the commit then counts its event as lost). Release: see
-    /// `CpuBuffer::commit_bytes`.
+    /// Adds `value` to `line`'s commit word and, for the end of a
+    /// reservation (`hits` 1: an event or a discard record), counts a hit;
+    /// `hits` 0 for a page's header or padding. Returns whether the page
+    /// had been reclaimed by a fixup before the add (a commit then counts
+    /// its event as lost). Release: see `CpuBuffer::commit_bytes`.
     ///
     /// On the CAS path the hit goes to the hot line's `hit` (Relaxed: a
     /// statistic, see RareCounters::bump). On the rseq path one section
-    /// adds `value` to the commit word and one to the page's `hits` beside
-    /// it, in one 16-byte store (see [`crate::meta::CommitLine`]): a commit
-    /// is one section, not two.
+    /// adds to the commit word and to the page's `hits` beside it in one
+    /// 16-byte store (see [`crate::meta::CommitLine`]): a commit is one
+    /// section, not two.
     #[inline(always)]
-    pub(crate) fn commit_event(&self, line: &crate::meta::CommitLine, value: u64) -> bool {
+    pub(crate) fn add_to_line(
+        &self,
+        line: &crate::meta::CommitLine,
+        value: u64,
+        hits: u64,
+    ) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         if let Some(owner) = self.path.owner() {
             use crate::rseq::section::{add_pair_unless, Outcome};
             // SAFETY: a commit line of this buffer, live as the buffer is,
-            // 16-aligned (CommitLine's repr). The commit word: as in
-            // `add_commit`. The hits: while the gate is open only
-            // this buffer's sections on its CPU change them.
-            let outcome = unsafe { add_pair_unless(owner, line, value, crate::meta::RECLAIMED) };
+            // 16-aligned (CommitLine's repr). While the gate is open its
+            // word changes only by this buffer's sections on its CPU and by
+            // claims' compare-and-swaps, which expect a complete or OPENING
+            // page, and a page with an add pending is neither, so no claim
+            // can land between a section's load and its store; a fixup's
+            // mark is a remote update. Its hits change only by this
+            // buffer's sections on its CPU. Refused when the page is
+            // RECLAIMED: the add is then made by the rare path, as a
+            // fixup's page is rare.
+            let outcome =
+                unsafe { add_pair_unless(owner, line, value, hits, crate::meta::RECLAIMED) };
             if outcome == Outcome::Done {
                 return false;
             }
-            return self.commit_event_rare(outcome, line, value);
+            return self.add_to_line_rare(outcome, line, value, hits);
         }
         let before = line.word.fetch_add(value, Ordering::Release);
-        self.hot.hit.fetch_add(1, Ordering::Relaxed);
+        if hits != 0 {
+            self.hot.hit.fetch_add(hits, Ordering::Relaxed);
+        }
         before & crate::meta::RECLAIMED != 0
     }
 
-    /// `commit_event` when its section did not commit: the two adds one by
+    /// `add_to_line` when its section did not commit: the two adds one by
     /// one, each a locked section on the CPU or a remote update.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     #[inline(never)]
-    fn commit_event_rare(
+    fn add_to_line_rare(
         &self,
         outcome: crate::rseq::section::Outcome,
         line: &crate::meta::CommitLine,
         value: u64,
+        hits: u64,
     ) -> bool {
         let before = self.add_rare(outcome, &line.word, value, Ordering::Release);
-        // The first add counted the abort, if any.
-        let again = crate::rseq::section::Outcome::Gated;
-        self.add_rare(again, &line.hits, 1, Ordering::Relaxed);
+        if hits != 0 {
+            // The first add counted the abort, if any.
+            let again = crate::rseq::section::Outcome::Gated;
+            self.add_rare(again, &line.hits, hits, Ordering::Relaxed);
+        }
         before & crate::meta::RECLAIMED != 0
     }
 

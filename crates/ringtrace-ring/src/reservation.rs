@@ -187,7 +187,7 @@ impl<'a> Reservation<'a> {
         }
         // Release: see CpuBuffer::commit_bytes. The hit is counted now, not
         // at reserve, so that a reservation that never ends is in no count.
-        let reclaimed = this.buffer.commit_event(this.commit, this.add);
+        let reclaimed = this.buffer.add_to_line(this.commit, this.add, 1);
         if reclaimed {
             this.lost_late();
         }
@@ -218,7 +218,7 @@ impl Drop for Reservation<'_> {
             );
         }
         // Release: see CpuBuffer::commit_bytes.
-        self.buffer.commit_event(self.commit, size);
+        self.buffer.add_to_line(self.commit, size, 1);
         RareCounters::bump(&self.buffer.rare.discarded, 1);
     }
 }

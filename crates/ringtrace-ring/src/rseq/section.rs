@@ -175,46 +175,7 @@ pub(crate) unsafe fn cas_pair(
     Outcome::Done
 }
 
-/// Adds `value` to `word` unless `word` has any bit of `refuse` set, as an
-/// rseq section ending in one `add` (a single instruction, so atomic on
-/// its CPU; no lock prefix).
-///
-/// # Safety
-/// `word` is a live u64 that, while `owner.gate` is open, only sections
-/// on `owner.cpu` and locked read-modify-writes that cannot overlap a
-/// section's (see the caller) change; the rest as for [`cas_pair`].
-#[inline(always)]
-pub(crate) unsafe fn add_unless(owner: Owner, word: *mut u64, value: u64, refuse: u64) -> Outcome {
-    // SAFETY: as in cas_pair; the section stores only `word`.
-    unsafe {
-        asm!(
-            rseq_descriptor!(),
-            "lea {tmp}, [rip + 3b]",
-            "mov qword ptr fs:[{off} + 8], {tmp}",
-            "4:",
-            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-            "cmp {tmp}, qword ptr [{gate}]",
-            "jne {gated}",
-            "test qword ptr [{word}], {refuse}",
-            "jnz {refused}",
-            "add qword ptr [{word}], {value}",
-            "5:",
-            rseq_abort_handler!(""),
-            off = in(reg) owner.rseq_offset,
-            gate = in(reg) owner.gate,
-            word = in(reg) word,
-            value = in(reg) value,
-            refuse = in(reg) refuse,
-            tmp = out(reg) _,
-            gated = label { return Outcome::Gated; },
-            refused = label { return Outcome::Refused; },
-            abort = label { return Outcome::Aborted; },
-        );
-    }
-    Outcome::Done
-}
-
-/// Adds `value` to a commit line's word and 1 to its hits, unless the
+/// Adds `value` to a commit line's word and `hits` to its hits, unless the
 /// word has any bit of `refuse` set, as an rseq section ending in one
 /// 16-byte `movdqa` store of both (a commit is then one section, not one
 /// for the word and one for `hit`).
@@ -229,11 +190,12 @@ pub(crate) unsafe fn add_pair_unless(
     owner: Owner,
     line: &crate::meta::CommitLine,
     value: u64,
+    hits: u64,
     refuse: u64,
 ) -> Outcome {
     let line = core::ptr::from_ref(line);
     // SAFETY: SSE2, which every x86_64 CPU has.
-    let add = unsafe { core::arch::x86_64::_mm_set_epi64x(1, value as i64) };
+    let add = unsafe { core::arch::x86_64::_mm_set_epi64x(hits as i64, value as i64) };
     // SAFETY: as in cas_pair; the section loads the line (16-aligned:
     // CommitLine's repr) and stores only it.
     unsafe {
