@@ -52,6 +52,31 @@ pub fn record_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
     res.commit();
 }
 
+/// Times `write` against a bare `read` of the TSC, paired: in each of 151
+/// rounds 50,000 of one, then 50,000 of the other; returns the 10th, 50th
+/// and 90th percentiles of the per-round ratio (the quick A/B examples'
+/// measurement; `ring_ratio` is the full one).
+pub fn ratio_to_rdtsc(tsc: &Tsc, mut write: impl FnMut()) -> [f64; 3] {
+    use ringtrace_clock::Clock;
+    let n = 50_000u32;
+    let mut ratios = Vec::new();
+    for _ in 0..151 {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(tsc.read());
+        }
+        let bare = t.elapsed().as_nanos() as f64;
+        let t = Instant::now();
+        for _ in 0..n {
+            write();
+        }
+        ratios.push(t.elapsed().as_nanos() as f64 / bare);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q) as usize];
+    [at(0.1), at(0.5), at(0.9)]
+}
+
 /// Pins the calling thread to `cpu`; false if the kernel refused.
 pub fn pin(cpu: usize) -> bool {
     // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask, and the

@@ -35,6 +35,35 @@ pub struct SectionFloor {
 #[repr(C, align(16))]
 struct Line(UnsafeCell<[u64; 2]>);
 
+/// A section's start, as the ring's (`rseq::section`): its descriptor
+/// (start 4, commit before 5, abort 6) in `__rseq_cs`, stored into the
+/// thread's rseq area, then `cpu_id` against the gate, leaving to 7.
+macro_rules! section_start {
+    () => {
+        concat!(
+            ".pushsection __rseq_cs, \"aw\"\n.balign 32\n3:\n",
+            ".long 0, 0\n.quad 4f, (5f - 4f), 6f\n.popsection\n",
+            "lea {t}, [rip + 3b]\n",
+            "mov qword ptr fs:[{off} + 8], {t}\n",
+            "4:\n",
+            "mov {t:e}, dword ptr fs:[{off} + 4]\n",
+            "cmp {t}, qword ptr [{gate}]\n",
+            "jne 7f",
+        )
+    };
+}
+
+/// The abort handler (label 6) behind glibc's signature: leave to 7.
+macro_rules! abort_to_7 {
+    () => {
+        concat!(
+            ".pushsection __rseq_failure, \"ax\"\n",
+            ".byte 0x0f, 0xb9, 0x3d\n.long 0x53053053\n",
+            "6:\njmp 7f\n.popsection",
+        )
+    };
+}
+
 /// Reserve: compare the guess and store the new pair, as a section.
 /// True if it committed.
 #[inline(always)]
@@ -44,14 +73,7 @@ unsafe fn reserve_section(w: &SectionFloor, guess: (u64, u64), new: __m128i) -> 
     // rseq offset is glibc's; the section stores only the state.
     unsafe {
         asm!(
-            ".pushsection __rseq_cs, \"aw\"", ".balign 32", "3:",
-            ".long 0, 0", ".quad 4f, (5f - 4f), 6f", ".popsection",
-            "lea {t}, [rip + 3b]",
-            "mov qword ptr fs:[{off} + 8], {t}",
-            "4:",
-            "mov {t:e}, dword ptr fs:[{off} + 4]",
-            "cmp {t}, qword ptr [{gate}]",
-            "jne 7f",
+            section_start!(),
             "cmp qword ptr [{state}], {lo}",
             "jne 7f",
             "cmp qword ptr [{state} + 8], {hi}",
@@ -60,8 +82,7 @@ unsafe fn reserve_section(w: &SectionFloor, guess: (u64, u64), new: __m128i) -> 
             "5:",
             "mov {ok:e}, 1",
             "jmp 8f",
-            ".pushsection __rseq_failure, \"ax\"", ".byte 0x0f, 0xb9, 0x3d",
-            ".long 0x53053053", "6:", "jmp 7f", ".popsection",
+            abort_to_7!(),
             "7:",
             "xor {ok:e}, {ok:e}",
             "8:",
@@ -86,22 +107,14 @@ unsafe fn commit_section(w: &SectionFloor, add: __m128i) {
     // SAFETY: as in reserve_section; the section stores only the line.
     unsafe {
         asm!(
-            ".pushsection __rseq_cs, \"aw\"", ".balign 32", "3:",
-            ".long 0, 0", ".quad 4f, (5f - 4f), 6f", ".popsection",
-            "lea {t}, [rip + 3b]",
-            "mov qword ptr fs:[{off} + 8], {t}",
-            "4:",
-            "mov {t:e}, dword ptr fs:[{off} + 4]",
-            "cmp {t}, qword ptr [{gate}]",
-            "jne 7f",
+            section_start!(),
             "bt qword ptr [{line}], 41",
             "jc 7f",
             "movdqa {x}, xmmword ptr [{line}]",
             "paddq {x}, {add}",
             "movdqa xmmword ptr [{line}], {x}",
             "5:",
-            ".pushsection __rseq_failure, \"ax\"", ".byte 0x0f, 0xb9, 0x3d",
-            ".long 0x53053053", "6:", "jmp 7f", ".popsection",
+            abort_to_7!(),
             "7:",
             off = in(reg) w.rseq_offset,
             gate = in(reg) &w.gate,
