@@ -43,7 +43,7 @@ impl Buffer {
     }
 
     /// A writer on the CPU: the plain section, or the locked one when the
-    /// flag is up (`add_unless`, then `add_rare`'s `locked_add`).
+    /// gate is shut (`add_pair_unless`, then `add_rare`'s `locked_add`).
     fn add_on_cpu(&self) {
         let _on_cpu = self.cpu.lock().unwrap();
         if self.remote.load(SeqCst) == 0 {
