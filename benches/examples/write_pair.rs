@@ -1,7 +1,8 @@
 //! A quick paired measurement of one event on a write path against a bare
 //! rdtsc, for trying changes to the fast path (ring_ratio is the full one):
-//! `cargo run --release -p ringtrace-benches --example write_pair -- [rseq|cas]`.
-use ringtrace_benches::{pin, ratio_to_rdtsc, record_16b, ring_on};
+//! `cargo run --release -p ringtrace-benches --example write_pair -- [rseq|cas] [reserve|write|writer]`
+//! (reserve, write and commit as three calls; `write_on`; a `CpuWriter`).
+use ringtrace_benches::{pin, ratio_to_rdtsc, record_16b, ring_on, write_16b, writer_16b};
 use ringtrace_clock::Tsc;
 use std::hint::black_box;
 
@@ -13,9 +14,16 @@ fn main() {
     pin(cpu);
     let ring = ring_on(tsc, path).unwrap_or_else(|| panic!("{path} unavailable"));
     let payload = [0xA5u8; 16];
-    let [p10, p50, p90] = ratio_to_rdtsc(&tsc, || record_16b(&ring, cpu, black_box(&payload)));
+    let how = std::env::args().nth(2).unwrap_or_else(|| "reserve".into());
+    let writer = ring.cpu_writer(cpu);
+    let [p10, p50, p90] = match how.as_str() {
+        "reserve" => ratio_to_rdtsc(&tsc, || record_16b(&ring, cpu, black_box(&payload))),
+        "write" => ratio_to_rdtsc(&tsc, || write_16b(&ring, cpu, black_box(&payload))),
+        "writer" => ratio_to_rdtsc(&tsc, || writer_16b(&writer, black_box(&payload))),
+        other => panic!("{other}: reserve, write or writer"),
+    };
     println!(
-        "{} path: times a bare rdtsc p10 {p10:.2} p50 {p50:.2} p90 {p90:.2}",
+        "{} path, {how}: times a bare rdtsc p10 {p10:.2} p50 {p50:.2} p90 {p90:.2}",
         ring.write_path()
     );
 }

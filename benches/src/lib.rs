@@ -52,6 +52,31 @@ pub fn record_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
     res.commit();
 }
 
+/// The same event in one call: [`RingBuffer::write_on`] `cpu`, which on
+/// the rseq path with a bare-rdtsc clock writes it whole.
+#[inline(never)]
+pub fn write_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
+    r.write_on(cpu, payload)
+        .expect("overwrite mode never refuses");
+}
+
+/// [`write_16b`] for a ring stamped by a clock built from its name.
+#[inline(never)]
+pub fn write_16b_any(r: &RingBuffer<ringtrace_clock::AnyClock>, cpu: usize, payload: &[u8; 16]) {
+    r.write_on(cpu, payload)
+        .expect("overwrite mode never refuses");
+}
+
+/// The same event through a writer bound to its CPU's buffer
+/// ([`RingBuffer::cpu_writer`]).
+#[inline(never)]
+pub fn writer_16b<C: ringtrace_clock::Clock>(
+    w: &ringtrace_ring::CpuWriter<'_, C>,
+    payload: &[u8; 16],
+) {
+    w.write(payload).expect("overwrite mode never refuses");
+}
+
 /// Times `write` against a bare `read` of the TSC, paired: in each of 151
 /// rounds 50,000 of one, then 50,000 of the other; returns the 10th, 50th
 /// and 90th percentiles of the per-round ratio (the quick A/B examples'

@@ -180,7 +180,7 @@ const FAIL_TOO_LARGE: u64 = 2;
 
 /// The event header for a payload of `len` bytes with time delta `delta`.
 #[inline(always)]
-fn event_header(len: usize, delta: u64) -> u32 {
+pub(crate) fn event_header(len: usize, delta: u64) -> u32 {
     if format::is_short(len) {
         format::record_header((len / 4) as u32, delta)
     } else {
@@ -220,6 +220,10 @@ impl CpuBuffer {
             );
         }
         hot.open_page.store(u64::MAX, Ordering::Relaxed);
+        let path = crate::rseq::PerCpuPath::new(
+            cpu,
+            Self::fast_line(cpu, &geometry, &hot, &commits, &words),
+        );
         CpuBuffer {
             cpu,
             geometry,
@@ -234,8 +238,33 @@ impl CpuBuffer {
                 (n..phys_pages).rev().collect(),
             )),
             zero_on_claim,
-            path: crate::rseq::PerCpuPath::new(crate::rseq::Resolved::Cas, cpu),
+            path,
         }
+    }
+
+    /// The fast line of the buffer of `cpu` made of these parts.
+    pub(crate) fn fast_line(
+        cpu: usize,
+        geometry: &Geometry,
+        hot: &WriterHot,
+        commits: &[CachePadded<crate::meta::CommitLine>],
+        words: &PageWords,
+    ) -> crate::rseq::FastLine {
+        // Loom's model of the pair has no address: nothing reads it there.
+        #[cfg(not(loom))]
+        let state = hot.state.as_ptr();
+        #[cfg(loom)]
+        let state = {
+            let _ = hot;
+            std::ptr::null_mut()
+        };
+        crate::rseq::FastLine::new(
+            cpu as u32,
+            geometry.page_size,
+            state,
+            words.base_ptr(),
+            commits.as_ptr().cast(),
+        )
     }
 
     /// A buffer in anonymous memory; `zero_on_claim` as a file ring's
@@ -640,6 +669,9 @@ impl CpuBuffer {
         self.hot
             .open_page
             .store((seq << 16) | slot.phys as u64, Ordering::Relaxed);
+        self.path
+            .line()
+            .store_open(seq << self.geometry.page_shift(), slot.phys);
         Some(slot.phys)
     }
 
@@ -875,6 +907,9 @@ impl CpuBuffer {
         self.hot
             .open_page
             .store((seq << 16) | phys as u64, Ordering::Relaxed);
+        self.path
+            .line()
+            .store_open(seq << self.geometry.page_shift(), phys);
         self.words.store_page_header(phys, seq, base_ts);
         // With the HEADER flag: a recovered file trusts the page's base time
         // only when its header's own commit landed.

@@ -68,6 +68,7 @@ mod atomic128_x86;
 pub mod config;
 pub mod cpu;
 mod cpu_buffer;
+mod cpu_writer;
 mod event;
 pub mod file;
 pub mod format;
@@ -83,6 +84,8 @@ pub mod rseq;
 mod stats;
 mod sync;
 mod words;
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+mod write_whole;
 mod zeroed;
 
 #[cfg(test)]
@@ -91,6 +94,7 @@ mod paths_agree;
 pub use annex::MetadataError;
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
 pub use cpu_buffer::{CpuBuffer, ReserveError};
+pub use cpu_writer::CpuWriter;
 pub use event::{Event, PageBuf};
 pub use iter::CpuIter;
 pub use merge::MergedReader;

@@ -133,3 +133,118 @@ proptest! {
         prop_assert_eq!(fast_pages, general_pages);
     }
 }
+
+/// The buffer of the CPU this thread is pinned to, on the rseq path; `None`
+/// where the rseq path or pinning is unavailable.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+fn rseq_buffer_here() -> Option<CpuBuffer> {
+    let crate::rseq::Resolved::Rseq(offset) =
+        crate::rseq::resolve(crate::WritePath::Rseq, 1).ok()?
+    else {
+        return None;
+    };
+    let cpu = crate::cpu::current_cpu();
+    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
+    let pinned = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    };
+    if !pinned {
+        return None;
+    }
+    let geometry = RingConfig::default()
+        .cpus(cpu + 1)
+        .page_size(256)
+        .per_cpu_bytes(256 * 4)
+        .mode(Mode::Overwrite)
+        .quarantine_pages(1)
+        .validate()
+        .unwrap();
+    let mut b = CpuBuffer::anonymous(cpu, geometry, false).unwrap();
+    b.path.choose(crate::rseq::Resolved::Rseq(offset));
+    Some(b)
+}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The whole-event path (`CpuBuffer::write_whole`), with the general
+    /// way behind it where it misses, places, stamps and encodes every
+    /// event as the general loop does, on every clock sequence; and it
+    /// does take the events it should (a short event in the open page
+    /// with the clock not behind), so that a whole path that always missed
+    /// would fail here.
+    #[test]
+    fn whole_event_path_and_general_loop_agree_on_every_clock_sequence(
+        steps in prop::collection::vec((step(), 0usize..10), 1..60),
+    ) {
+        let Some(whole) = rseq_buffer_here() else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return Ok(());
+        };
+        let general = buffer();
+        let clock = SetClock::default();
+        let (mut now, mut last, mut taken, mut eligible) = (0u64, 0u64, 0u64, 0u64);
+        for (i, (step, words)) in steps.into_iter().enumerate() {
+            now = match step {
+                Step::Forward(d) => now.wrapping_add(d),
+                Step::Back(d) => now.wrapping_sub(d),
+                Step::Jump(d) => now.wrapping_add(d),
+                Step::At(t) => t,
+            };
+            clock.0.store(now, Ordering::Relaxed);
+            // Whole words mostly (the short encoding), and now and then a
+            // long event: an odd length, or none.
+            let len = match words {
+                9 => 7,
+                8 => 0,
+                _ => words * 4,
+            };
+            let payload: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
+            let (write, last_ts) = whole.hot.state.load(Ordering::Relaxed);
+            let pos = write % 256;
+            let fits = pos != 0
+                && pos as usize + crate::format::event_size(len) <= 256
+                && now >= last_ts
+                && now - last_ts <= crate::format::MAX_DELTA;
+            let a = match whole.write_whole(&clock, &payload) {
+                Ok(ts) => {
+                    taken += 1;
+                    Ok(ts)
+                }
+                Err(_) => whole.reserve(&clock, len).map(|mut r| {
+                    r.write(&payload);
+                    let ts = r.timestamp();
+                    r.commit();
+                    ts
+                }),
+            };
+            // Preemption aborts a section now and then: the event is
+            // still written, the general way.
+            eligible += u64::from(fits);
+            let b = general.reserve_general(&clock, len).map(|mut r| {
+                r.write(&payload);
+                let ts = r.timestamp();
+                r.commit();
+                ts
+            });
+            prop_assert_eq!(a, b, "event {} at clock {}", i, now);
+            if let Ok(ts) = a {
+                prop_assert!(ts >= last, "time went back at event {}", i);
+                last = ts;
+            }
+            prop_assert_eq!(whole.stats(), general.stats(), "after event {}", i);
+        }
+        prop_assert!(eligible == 0 || taken > 0, "the whole path took none of {} events it should have", eligible);
+        let (whole_pages, whole_times) = drain(&whole);
+        let (general_pages, general_times) = drain(&general);
+        prop_assert_eq!(whole_times, general_times);
+        prop_assert_eq!(whole_pages, general_pages);
+    }
+}

@@ -29,32 +29,32 @@ impl CpuBuffer {
         new: (u64, u64),
     ) -> Result<(), (u64, u64)> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if let Some(owner) = self.path.owner() {
-            return self.cas_state_with(owner, expected, new);
+        if let Some(line) = self.path.fast() {
+            return self.cas_state_on(line, expected, new);
         }
         self.hot
             .state
             .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
     }
 
-    /// `cas_state` on the rseq path, as `owner`.
+    /// `cas_state` on the rseq path, through the buffer's fast `line`.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[inline(always)]
-    pub(crate) fn cas_state_with(
+    pub(crate) fn cas_state_on(
         &self,
-        owner: crate::rseq::section::Owner,
+        line: &crate::rseq::FastLine,
         expected: (u64, u64),
         new: (u64, u64),
     ) -> Result<(), (u64, u64)> {
-        use crate::rseq::section::{cas_pair, Outcome};
-        let state = self.hot.state.as_ptr();
+        use crate::rseq::section::{cas_state, Outcome};
         // SAFETY: SSE2, which every x86_64 CPU has.
         let packed = unsafe { core::arch::x86_64::_mm_set_epi64x(new.1 as i64, new.0 as i64) };
-        // SAFETY: the state is a live, 16-byte aligned pair which, while
+        // SAFETY: `line` is this buffer's fast line on the rseq path, whose
+        // state is this buffer's live, 16-byte aligned pair which, while
         // the gate is open, only this buffer's sections on its CPU store to
         // (every other update is a remote one, below); AVX was checked when
         // the path was chosen.
-        let outcome = unsafe { cas_pair(owner, state, expected.0, expected.1, packed) };
+        let outcome = unsafe { cas_state(line, expected.0, expected.1, packed) };
         if outcome == Outcome::Done {
             return Ok(());
         }
@@ -75,7 +75,7 @@ impl CpuBuffer {
         use crate::rseq::section::{locked_cas_pair, Outcome};
         // Looked up again rather than passed: passing it made the fast
         // path store it to the stack before every section.
-        let Some(owner) = self.path.owner() else {
+        let Some(line) = self.path.fast() else {
             return Err(self.hot.state.load(Ordering::Acquire));
         };
         let state = self.hot.state.as_ptr();
@@ -87,7 +87,15 @@ impl CpuBuffer {
             // against a remote's. After an abort too: it is as good as a
             // retry of the plain section, and keeps the retry out of line.
             Outcome::Gated | Outcome::Aborted => unsafe {
-                locked_cas_pair(owner, state, expected.0, expected.1, new.0, new.1)
+                locked_cas_pair(
+                    line.rseq_offset(),
+                    self.path.cpu(),
+                    state,
+                    expected.0,
+                    expected.1,
+                    new.0,
+                    new.1,
+                )
             },
             other => other,
         };
@@ -110,7 +118,7 @@ impl CpuBuffer {
     #[inline(always)]
     pub(crate) fn guess_state(&self) -> (u64, u64) {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if self.path.owner().is_some() {
+        if self.path.fast().is_some() {
             // SAFETY: the state is a live, 16-byte aligned pair.
             return unsafe { crate::rseq::section::load_halves(self.hot.state.as_ptr()) };
         }
@@ -126,7 +134,7 @@ impl CpuBuffer {
     #[inline(always)]
     pub(crate) fn keeps_hints(&self) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if self.path.owner().is_some() {
+        if self.path.fast().is_some() {
             return false;
         }
         true
@@ -151,7 +159,7 @@ impl CpuBuffer {
         hits: u64,
     ) -> bool {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if let Some(owner) = self.path.owner() {
+        if let Some(fast) = self.path.fast() {
             use crate::rseq::section::{add_pair_unless, Outcome};
             // SAFETY: a commit line of this buffer, live as the buffer is,
             // 16-aligned (CommitLine's repr). While the gate is open its
@@ -164,7 +172,7 @@ impl CpuBuffer {
             // RECLAIMED: the add is then made by the rare path, as a
             // fixup's page is rare.
             let outcome =
-                unsafe { add_pair_unless(owner, line, value, hits, crate::meta::RECLAIMED) };
+                unsafe { add_pair_unless(fast, line, value, hits, crate::meta::RECLAIMED) };
             if outcome == Outcome::Done {
                 return false;
             }
@@ -182,7 +190,7 @@ impl CpuBuffer {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     #[inline(never)]
-    fn add_to_line_rare(
+    pub(crate) fn add_to_line_rare(
         &self,
         outcome: crate::rseq::section::Outcome,
         line: &crate::meta::CommitLine,
@@ -216,10 +224,17 @@ impl CpuBuffer {
             crate::rseq::section::count_abort();
         }
         let word_ptr = word.as_ptr();
-        if let Some(owner) = self.path.owner() {
+        if let Some(fast) = self.path.fast() {
             // SAFETY: `word` is a live word of this buffer; a locked add on
             // the CPU is atomic against a remote's and a plain section's.
-            let before = unsafe { crate::rseq::section::locked_add(owner, word_ptr, value) };
+            let before = unsafe {
+                crate::rseq::section::locked_add(
+                    fast.rseq_offset(),
+                    self.path.cpu(),
+                    word_ptr,
+                    value,
+                )
+            };
             if let Some(before) = before {
                 return before;
             }
@@ -234,7 +249,7 @@ impl CpuBuffer {
     /// late commit's section must not overwrite the mark.
     pub(crate) fn mark_commit(&self, word: &AtomicU64, bits: u64) -> u64 {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        if self.path.owner().is_some() {
+        if self.path.fast().is_some() {
             let _remote = self.path.remote();
             return word.fetch_or(bits, Ordering::AcqRel);
         }

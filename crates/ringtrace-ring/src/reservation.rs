@@ -309,7 +309,7 @@ fn zero_words(words: &[AtomicU32], from: usize) {
 
 /// Stores `bytes` into `words`, the last partial word padded with zeros.
 #[inline(always)]
-fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
+pub(crate) fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
     let mut chunks = bytes.chunks_exact(4);
     for (word, chunk) in words.iter().zip(&mut chunks) {
         let value = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);

@@ -80,8 +80,8 @@ impl<C: Clock> RingBuffer<C> {
 
     /// Sets every buffer's write path, before the ring is shared.
     fn on_path(mut self, path: crate::rseq::Resolved) -> Self {
-        for (cpu, b) in self.buffers.iter_mut().enumerate() {
-            b.path = crate::rseq::PerCpuPath::new(path, cpu);
+        for b in self.buffers.iter_mut() {
+            b.path.choose(path);
         }
         self
     }
@@ -197,7 +197,7 @@ impl<C: Clock> RingBuffer<C> {
     }
 
     #[inline(always)]
-    fn buffer_for(&self, cpu: usize) -> &CpuBuffer {
+    pub(crate) fn buffer_for(&self, cpu: usize) -> &CpuBuffer {
         let n = self.buffers.len();
         // No division on the fast path: a CPU number is almost always below
         // the number of possible CPUs.
@@ -217,30 +217,131 @@ impl<C: Clock> RingBuffer<C> {
     /// whatever CPU the caller is on.
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
+        self.reserve_in(self.buffer_for(cpu), len)
+    }
+
+    /// Reserves on `b`, one of this ring's buffers.
+    #[inline(always)]
+    pub(crate) fn reserve_in<'a>(
+        &'a self,
+        b: &'a CpuBuffer,
+        len: usize,
+    ) -> Result<Reservation<'a>, ReserveError> {
         let clock = Stamp {
             clock: &self.clock,
             how: self.inline_read,
         };
         // By value: two words in registers, where a reference would make
         // it live on the stack for the general loop's sake.
-        self.buffer_for(cpu).reserve(clock, len)
+        b.reserve(clock, len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
-    /// timestamp.
+    /// timestamp. Lock-free, no system call, no allocation;
+    /// async-signal-safe.
+    ///
+    /// The same event as [`reserve`](Self::reserve), a write of the whole
+    /// payload and a commit, and on the rseq path with a clock read by a
+    /// bare rdtsc ([`InlineRead::Rdtsc`]: `Tsc`, or `"tsc"` by name) the
+    /// cheapest way to make one: the event is written in one pass, with
+    /// nothing kept between reserve and commit.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         self.write_on(crate::cpu::current_cpu(), payload)
     }
 
-    /// Records `payload` on the buffer of `cpu`; returns its timestamp.
+    /// Records `payload` on the buffer of `cpu` (taken modulo the buffer
+    /// count), whatever CPU the caller is on; returns its timestamp.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
-        let mut r = self.reserve_on(cpu, payload.len())?;
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            if let Some(b) = self.buffers.get(cpu) {
+                if self.writes_whole(b) {
+                    return self.write_whole(b, payload);
+                }
+            }
+            self.write_general(self.buffer_for(cpu), payload)
+        }
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+        self.write_reserved(self.buffer_for(cpu), payload)
+    }
+
+    /// Whether writes to `b` take the whole-event path (see
+    /// `CpuBuffer::write_whole`): the ring's clock is a bare rdtsc and `b`
+    /// is on the rseq path.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn writes_whole(&self, b: &CpuBuffer) -> bool {
+        self.inline_read == InlineRead::Rdtsc && b.write_path() == crate::WritePath::Rseq
+    }
+
+    /// The whole-event path on `b`, where `writes_whole`. A miss goes the
+    /// general way out of line, a call in tail position for each kind of
+    /// miss, so that the fast path keeps no register for it beyond its own
+    /// arguments.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn write_whole(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
+        use crate::write_whole::Miss;
+        match b.write_whole(BareRdtsc(&self.clock), payload) {
+            Ok(ts) => Ok(ts),
+            Err(Miss::General) => self.write_general(b, payload),
+            Err(Miss::Aborted) => self.write_after_abort(b, payload),
+        }
+    }
+
+    /// A whole event whose reserve section the kernel aborted: the abort
+    /// counted (an abort handler's count, see
+    /// [`crate::rseq::thread_aborts`]), then the general way.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    #[inline(never)]
+    fn write_after_abort(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
+        crate::rseq::section::count_abort();
+        self.write_reserved(b, payload)
+    }
+
+    /// [`write_reserved`](Self::write_reserved) out of line, where the
+    /// whole-event path may be taken instead: inlined beside it, its
+    /// registers would be saved on every event of the fast path too.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(never)]
+    pub(crate) fn write_general(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
+        self.write_reserved(b, payload)
+    }
+
+    /// Reserve on `b`, write the whole payload, commit: the general way to
+    /// write an event.
+    #[inline(always)]
+    pub(crate) fn write_reserved(
+        &self,
+        b: &CpuBuffer,
+        payload: &[u8],
+    ) -> Result<u64, ReserveError> {
+        let mut r = self.reserve_in(b, payload.len())?;
         r.write(payload);
         let ts = r.timestamp();
         r.commit();
         Ok(ts)
+    }
+
+    /// A writer for the buffer of `cpu` (taken modulo the buffer count):
+    /// [`write_on`](Self::write_on) and [`reserve_on`](Self::reserve_on)
+    /// with the buffer looked up once, for a thread that writes to one
+    /// CPU's buffer many times (one pinned to that CPU, say).
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// let ring = RingBuffer::new(RingConfig::default().cpus(2).per_cpu_bytes(64 * 1024), Counter::new())?;
+    /// let writer = ring.cpu_writer(1);
+    /// writer.write(b"ping")?;
+    /// assert_eq!(ring.cpu_buffer(1).unwrap().read_event().unwrap().payload, b"ping");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cpu_writer(&self, cpu: usize) -> crate::CpuWriter<'_, C> {
+        crate::CpuWriter::new(self, self.buffer_for(cpu))
     }
 
     /// Counters summed over every CPU buffer.
@@ -286,6 +387,32 @@ impl<C: Clock> Clone for Stamp<'_, C> {
     }
 }
 impl<C: Clock> Copy for Stamp<'_, C> {}
+
+/// The ring's clock when it said it is a bare rdtsc ([`InlineRead::Rdtsc`]):
+/// read so, with no call (and so no register saved for one) on the way.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+struct BareRdtsc<'a, C: Clock>(&'a C);
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+impl<C: Clock> Clone for BareRdtsc<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+impl<C: Clock> Copy for BareRdtsc<'_, C> {}
+
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+impl<C: Clock> Clock for BareRdtsc<'_, C> {
+    #[inline(always)]
+    fn read(&self) -> u64 {
+        InlineRead::Rdtsc.read(self.0)
+    }
+
+    fn info(&self) -> ClockInfo {
+        self.0.info()
+    }
+}
 
 impl<C: Clock> Clock for Stamp<'_, C> {
     #[inline(always)]

@@ -31,6 +31,12 @@ impl PageWords {
         }
     }
 
+    /// The address of physical page 0's first byte (the rseq fast path's
+    /// base, see `rseq::FastLine`).
+    pub(crate) fn base_ptr(&self) -> *mut u8 {
+        self.words.as_ptr().cast_mut().cast()
+    }
+
     /// Zeroes page `phys`, word by word (a concurrent iterator may be
     /// copying it, and detects the reuse afterwards).
     pub(crate) fn zero_page(&self, phys: usize) {

@@ -1,5 +1,6 @@
 //! Everything at once, through the public API only, as an outside check
-//! would do it: more writers than CPUs, migrations, a timer signal whose
+//! would do it: more writers than CPUs, each mixing reservations and
+//! one-call writes (whole-event writes with the TSC on the rseq path), migrations, a timer signal whose
 //! handler writes inside the interrupted writer's event, writers that die
 //! between reserve and commit, a thread iterating without consuming, and a
 //! consumer that mixes event reads, page reads, merged reads and peeks, on
@@ -125,7 +126,14 @@ fn adversary(
         .per_cpu_bytes(page * pages)
         .mode(mode)
         .fixup_after(Some(Duration::from_millis(2)));
-    let clock = "local".parse::<ClockSpec>().unwrap().build().unwrap();
+    // The raw TSC where there is one: a clock read by a bare rdtsc is what
+    // sends `write` down the whole-event path on the rseq path.
+    let clock = "tsc"
+        .parse::<ClockSpec>()
+        .unwrap()
+        .build()
+        .or_else(|_| "local".parse::<ClockSpec>().unwrap().build())
+        .unwrap();
     let _ = shared.set(Shared::new(RingBuffer::new(config, clock).unwrap()));
     let s = shared.get().unwrap();
     interrupt::install_irq_handler(signal, handler).unwrap();
@@ -152,6 +160,11 @@ fn adversary(
                     }
                     let len = 16 + (seq as usize * 7) % (max_len - 15);
                     let p = common::payload(w, seq, len);
+                    if seq % 3 == 1 {
+                        // In one call (whole, where it can be).
+                        ok += u64::from(s.ring.write(&p).is_ok());
+                        continue;
+                    }
                     let Ok(mut r) = s.ring.reserve(p.len()) else {
                         continue;
                     };

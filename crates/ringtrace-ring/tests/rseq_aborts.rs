@@ -1,5 +1,6 @@
 //! The rseq write path under forced aborts: writer threads on the rseq
-//! path are sent signals (whose handler writes too, nested in whatever it
+//! path (reserving piecewise, writing whole events in one call, and
+//! writing through a writer bound to one CPU's buffer) are sent signals (whose handler writes too, nested in whatever it
 //! interrupted) and moved between CPUs with sched_setaffinity in a loop,
 //! as fast as two other threads can, while a consumer reads. Each abort
 //! handler counts itself on its thread; a run that saw no abort fails.
@@ -152,7 +153,29 @@ fn signals_and_migrations_abort_rseq_sections_and_nothing_is_lost_or_torn() {
                             break;
                         }
                     }
-                    let (p, n) = common::stack_payload(w as u32, seq, 16 + (seq % 48) as usize);
+                    // Whole words for the one-call writes: the short
+                    // encoding, which the whole-event path takes.
+                    let len = 16 + (seq % 48) as usize;
+                    let len = if seq % 4 < 2 { len & !3 } else { len };
+                    let (p, n) = common::stack_payload(w as u32, seq, len);
+                    match seq % 4 {
+                        // In one call on the current CPU: whole-event
+                        // writes (short events, the TSC), whose two
+                        // sections signals and moves abort too.
+                        0 => {
+                            ok += u64::from(s.ring.write(&p[..n]).is_ok());
+                            continue;
+                        }
+                        // Through a writer bound to one CPU's buffer, from
+                        // wherever the mover has put this thread: on that
+                        // CPU whole, elsewhere remote updates.
+                        1 => {
+                            let writer = s.ring.cpu_writer(w % cpus);
+                            ok += u64::from(writer.write(&p[..n]).is_ok());
+                            continue;
+                        }
+                        _ => {}
+                    }
                     // Piecewise, so that signals and moves land between
                     // reserve and commit too.
                     let Ok(mut r) = s.ring.reserve(n) else {

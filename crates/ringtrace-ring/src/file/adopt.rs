@@ -105,6 +105,10 @@ impl CpuBuffer {
         let started = rare.overrun_claims_started.load(Ordering::Relaxed);
         rare.overrun_claims_done.store(started, Ordering::Relaxed);
         let free = (0..physical).rev().filter(|&p| !in_slots[p]).collect();
+        let path = crate::rseq::PerCpuPath::new(
+            cpu,
+            CpuBuffer::fast_line(cpu, &geometry, &hot, &commits, &words),
+        );
         let buffer = CpuBuffer {
             cpu,
             geometry,
@@ -115,7 +119,7 @@ impl CpuBuffer {
             rare,
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(free)),
             zero_on_claim,
-            path: crate::rseq::PerCpuPath::new(crate::rseq::Resolved::Cas, cpu),
+            path,
         };
         for index in 0..n {
             let slot_word = &buffer.slots[index];

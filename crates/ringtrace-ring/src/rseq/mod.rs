@@ -34,9 +34,11 @@
 //! `cas` or `auto`) overrides `Auto` without a rebuild, so that a test
 //! suite or a benchmark can run on either.
 
+pub(crate) use fast_line::FastLine;
 use std::sync::atomic::AtomicU64;
 use thiserror::Error;
 
+pub(crate) mod fast_line;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
 mod remote;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
@@ -197,47 +199,43 @@ pub(crate) enum Resolved {
     Rseq(std::num::NonZeroIsize),
 }
 
-/// One CPU buffer's side of the write path: which path, and for rseq the
-/// remote flag and the count of remote updates. In process memory, not in
-/// a file ring's file: another process that adopts the file chooses its
-/// own path.
+/// One CPU buffer's side of the write path: its fast line (which path,
+/// the gate, and what the rseq fast path reads) and the count of remote
+/// updates. In process memory, not in a file ring's file: another process
+/// that adopts the file chooses its own path.
 #[derive(Debug)]
 pub(crate) struct PerCpuPath {
-    /// `Some(__rseq_offset)` on the rseq path (a niche: one word, so that
-    /// the write path's check is a test of it).
-    rseq_offset: Option<std::num::NonZeroIsize>,
+    line: FastLine,
     #[cfg_attr(
         not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
         allow(dead_code)
     )]
     cpu: u32,
-    /// The gate: `cpu` while no remote update is under way, plus
-    /// `remote::REMOTE_ONE` for each one under way (see [`remote`]).
-    #[cfg_attr(
-        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
-        allow(dead_code)
-    )]
-    gate: crossbeam_utils::CachePadded<AtomicU64>,
     /// Remote updates done, for reports.
     updates: AtomicU64,
 }
 
 impl PerCpuPath {
-    pub(crate) fn new(path: Resolved, cpu: usize) -> Self {
+    /// The CAS path, with `line` (see `choose`).
+    pub(crate) fn new(cpu: usize, line: FastLine) -> Self {
         PerCpuPath {
-            rseq_offset: match path {
-                Resolved::Cas => None,
-                Resolved::Rseq(offset) => Some(offset),
-            },
+            line,
             cpu: cpu as u32,
-            gate: crossbeam_utils::CachePadded::new(AtomicU64::new(u64::from(cpu as u32))),
             updates: AtomicU64::new(0),
         }
     }
 
+    /// Sets the path, before the buffer is shared.
+    pub(crate) fn choose(&mut self, path: Resolved) {
+        self.line.set_rseq_offset(match path {
+            Resolved::Cas => 0,
+            Resolved::Rseq(offset) => offset.get(),
+        });
+    }
+
     /// The path this buffer's writers take.
     pub(crate) fn path(&self) -> WritePath {
-        if self.rseq_offset.is_some() {
+        if self.line.rseq_offset() != 0 {
             WritePath::Rseq
         } else {
             WritePath::Cas
@@ -249,15 +247,25 @@ impl PerCpuPath {
         self.updates.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The section owner, on the rseq path.
+    /// The fast line, for every path's writers (the open-page entry).
+    #[inline(always)]
+    pub(crate) fn line(&self) -> &FastLine {
+        &self.line
+    }
+
+    /// The fast line on the rseq path, `None` on the CAS path: one test of
+    /// the rseq offset.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[inline(always)]
-    pub(crate) fn owner(&self) -> Option<section::Owner> {
-        self.rseq_offset.map(|rseq_offset| section::Owner {
-            rseq_offset: rseq_offset.get(),
-            cpu: self.cpu,
-            gate: self.gate.as_ptr(),
-        })
+    pub(crate) fn fast(&self) -> Option<&FastLine> {
+        (self.line.rseq_offset() != 0).then_some(&self.line)
+    }
+
+    /// The buffer's CPU, which the locked sections check `cpu_id` against.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn cpu(&self) -> u32 {
+        self.cpu
     }
 
     /// Raises (or lowers) the remote flag without fencing, for a test that
@@ -272,9 +280,13 @@ impl PerCpuPath {
     pub(crate) fn hold_flag(&self, up: bool) {
         use std::sync::atomic::Ordering;
         if up {
-            self.gate.fetch_add(remote::REMOTE_ONE, Ordering::SeqCst);
+            self.line
+                .gate
+                .fetch_add(remote::REMOTE_ONE, Ordering::SeqCst);
         } else {
-            self.gate.fetch_sub(remote::REMOTE_ONE, Ordering::SeqCst);
+            self.line
+                .gate
+                .fetch_sub(remote::REMOTE_ONE, Ordering::SeqCst);
         }
     }
 
@@ -282,7 +294,7 @@ impl PerCpuPath {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
-        remote::RemoteUpdate::begin(&self.gate, self.cpu, &self.updates)
+        remote::RemoteUpdate::begin(&self.line.gate, self.cpu, &self.updates)
     }
 }
 

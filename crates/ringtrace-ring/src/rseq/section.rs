@@ -25,6 +25,7 @@
 //! Labels are numbered 3 to 7: Intel syntax reads `1b` and `0b` as binary
 //! numbers.
 
+use super::fast_line::{self, FastLine};
 use core::arch::asm;
 use core::arch::x86_64::__m128i;
 use std::cell::Cell;
@@ -60,6 +61,28 @@ macro_rules! rseq_abort_handler {
             $teardown,
             "jmp {abort}\n",
             ".popsection",
+        )
+    };
+}
+
+/// A section's descriptor (label 3), its address stored into the
+/// thread's rseq area (the area at `fs` plus glibc's offset, loaded from
+/// the fast line), and the section's start (label 4): the thread's
+/// `cpu_id` compared with the buffer's gate, leaving to `gated` if they
+/// differ. Operands: `line`, `off` and `tmp` (scratch), `RSEQ_OFFSET` and
+/// `GATE` (the fast line's offsets), `gated`.
+macro_rules! section_entry {
+    () => {
+        concat!(
+            rseq_descriptor!(),
+            "\n",
+            "mov {off}, qword ptr [{line} + {RSEQ_OFFSET}]\n",
+            "lea {tmp}, [rip + 3b]\n",
+            "mov qword ptr fs:[{off} + 8], {tmp}\n",
+            "4:\n",
+            "mov {tmp:e}, dword ptr fs:[{off} + 4]\n",
+            "cmp {tmp}, qword ptr [{line} + {GATE}]\n",
+            "jne {gated}",
         )
     };
 }
@@ -109,64 +132,43 @@ pub(crate) enum Outcome {
     Aborted,
 }
 
-/// Where a section finds its thread's rseq area and what it guards.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Owner {
-    /// glibc's `__rseq_offset`: the area is at the thread pointer (`fs`
-    /// base) plus this.
-    pub rseq_offset: isize,
-    /// The CPU whose buffer this is.
-    pub cpu: u32,
-    /// The buffer's gate word: `cpu` while no remote update is under way
-    /// (see [`super::remote`]).
-    pub gate: *const u64,
-}
-
-/// Compare-and-swap of a 16-byte aligned pair `target` from `(lo, hi)` to
-/// `new`, as an rseq section ending in one 16-byte `movdqa` store.
+/// Compare-and-swap of the buffer's `(write, last_ts)` state (at
+/// `line`'s `state`) from `(lo, hi)` to `new`, as an rseq section ending in
+/// one 16-byte `movdqa` store.
 ///
 /// # Safety
-/// `target` is a live, 16-byte aligned pair that, while `owner.gate` is
-/// open (equal to `owner.cpu`), only sections on `owner.cpu` store to;
-/// `owner.gate` is live;
-/// `owner.rseq_offset` is glibc's registered offset. (The store is atomic
-/// for readers on other CPUs on processors with AVX, which the caller
-/// checked: `super::probe`.)
+/// `line` is a buffer's fast line on the rseq path: its rseq offset is
+/// glibc's registered one, and its state a live, 16-byte aligned pair that,
+/// while the gate is open (equal to the buffer's CPU), only sections on
+/// that CPU store to. (The store is atomic for readers on other CPUs on
+/// processors with AVX, which the path's probe checked.)
 #[inline(always)]
-pub(crate) unsafe fn cas_pair(
-    owner: Owner,
-    target: *mut u128,
-    lo: u64,
-    hi: u64,
-    new: __m128i,
-) -> Outcome {
+pub(crate) unsafe fn cas_state(line: &FastLine, lo: u64, hi: u64, new: __m128i) -> Outcome {
     // SAFETY: see the function's contract. The section reads the rseq
     // area (fs-relative, registered by glibc for this thread), the
-    // gate and the pair, and stores only the pair; the kernel
+    // gate and the state, and stores only the state; the kernel
     // restarts it at label 6 if it is interrupted before label 5.
     unsafe {
         asm!(
-            rseq_descriptor!(),
-            "lea {tmp}, [rip + 3b]",
-            "mov qword ptr fs:[{off} + 8], {tmp}",
-            "4:",
-            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-            "cmp {tmp}, qword ptr [{gate}]",
-            "jne {gated}",
-            "cmp qword ptr [{target}], {lo}",
+            section_entry!(),
+            "mov {state}, qword ptr [{line} + {STATE}]",
+            "cmp qword ptr [{state}], {lo}",
             "jne {refused}",
-            "cmp qword ptr [{target} + 8], {hi}",
+            "cmp qword ptr [{state} + 8], {hi}",
             "jne {refused}",
-            "movdqa xmmword ptr [{target}], {new}",
+            "movdqa xmmword ptr [{state}], {new}",
             "5:",
             rseq_abort_handler!(""),
-            off = in(reg) owner.rseq_offset,
-            gate = in(reg) owner.gate,
-            target = in(reg) target,
+            line = in(reg) line,
             lo = in(reg) lo,
             hi = in(reg) hi,
             new = in(xmm_reg) new,
+            off = out(reg) _,
             tmp = out(reg) _,
+            state = out(reg) _,
+            RSEQ_OFFSET = const fast_line::RSEQ_OFFSET,
+            GATE = const fast_line::GATE,
+            STATE = const fast_line::STATE,
             gated = label { return Outcome::Gated; },
             refused = label { return Outcome::Refused; },
             abort = label { return Outcome::Aborted; },
@@ -181,46 +183,42 @@ pub(crate) unsafe fn cas_pair(
 /// for the word and one for `hit`).
 ///
 /// # Safety
-/// `line` is live; its word changes, while `owner.gate` is open, only by
-/// sections on `owner.cpu` and by locked read-modify-writes that cannot
-/// overlap a section's (see the caller); its hits only by sections on
-/// `owner.cpu`; the rest as for [`cas_pair`].
+/// `commit` is live; its word changes, while the gate is open, only by
+/// sections on the buffer's CPU and by locked read-modify-writes that
+/// cannot overlap a section's (see the caller); its hits only by sections
+/// on the CPU; the rest as for [`cas_state`].
 #[inline(always)]
 pub(crate) unsafe fn add_pair_unless(
-    owner: Owner,
-    line: &crate::meta::CommitLine,
+    line: &FastLine,
+    commit: &crate::meta::CommitLine,
     value: u64,
     hits: u64,
     refuse: u64,
 ) -> Outcome {
-    let line = core::ptr::from_ref(line);
+    let commit = core::ptr::from_ref(commit);
     // SAFETY: SSE2, which every x86_64 CPU has.
     let add = unsafe { core::arch::x86_64::_mm_set_epi64x(hits as i64, value as i64) };
-    // SAFETY: as in cas_pair; the section loads the line (16-aligned:
-    // CommitLine's repr) and stores only it.
+    // SAFETY: as in cas_state; the section loads the commit line
+    // (16-aligned: CommitLine's repr) and stores only it.
     unsafe {
         asm!(
-            rseq_descriptor!(),
-            "lea {tmp}, [rip + 3b]",
-            "mov qword ptr fs:[{off} + 8], {tmp}",
-            "4:",
-            "mov {tmp:e}, dword ptr fs:[{off} + 4]",
-            "cmp {tmp}, qword ptr [{gate}]",
-            "jne {gated}",
-            "test qword ptr [{line}], {refuse}",
+            section_entry!(),
+            "test qword ptr [{commit}], {refuse}",
             "jnz {refused}",
-            "movdqa {sum}, xmmword ptr [{line}]",
+            "movdqa {sum}, xmmword ptr [{commit}]",
             "paddq {sum}, {add}",
-            "movdqa xmmword ptr [{line}], {sum}",
+            "movdqa xmmword ptr [{commit}], {sum}",
             "5:",
             rseq_abort_handler!(""),
-            off = in(reg) owner.rseq_offset,
-            gate = in(reg) owner.gate,
             line = in(reg) line,
+            commit = in(reg) commit,
             add = in(xmm_reg) add,
             refuse = in(reg) refuse,
+            off = out(reg) _,
             tmp = out(reg) _,
             sum = out(xmm_reg) _,
+            RSEQ_OFFSET = const fast_line::RSEQ_OFFSET,
+            GATE = const fast_line::GATE,
             gated = label { return Outcome::Gated; },
             refused = label { return Outcome::Refused; },
             abort = label { return Outcome::Aborted; },
@@ -246,10 +244,12 @@ pub(crate) unsafe fn add_pair_unless(
 /// Every operand is in a named register, none of them rbx.
 ///
 /// # Safety
-/// As for [`cas_pair`].
+/// `rseq_offset` is glibc's registered offset; `target` is a live,
+/// 16-byte aligned pair of the buffer of `cpu`.
 #[inline(always)]
 pub(crate) unsafe fn locked_cas_pair(
-    owner: Owner,
+    rseq_offset: isize,
+    cpu: u32,
     target: *mut u128,
     lo: u64,
     hi: u64,
@@ -257,7 +257,7 @@ pub(crate) unsafe fn locked_cas_pair(
     new_hi: u64,
 ) -> Outcome {
     loop {
-        // SAFETY: as in cas_pair; rbx is restored on every path out.
+        // SAFETY: as in cas_state; rbx is restored on every path out.
         unsafe {
             asm!(
                 rseq_descriptor!(),
@@ -279,8 +279,8 @@ pub(crate) unsafe fn locked_cas_pair(
                 "8:",
                 // Named registers: a `reg` operand may be given rbx
                 // itself, which the swap would then clobber.
-                in("rsi") owner.rseq_offset,
-                in("rdi") owner.cpu,
+                in("rsi") rseq_offset,
+                in("rdi") cpu,
                 in("r8") target,
                 in("r9") new_lo,
                 out("r10") _,
@@ -301,12 +301,18 @@ pub(crate) unsafe fn locked_cas_pair(
 /// add, or `None` if the thread is not on the CPU.
 ///
 /// # Safety
-/// `word` is live; the rest as for [`cas_pair`].
+/// `rseq_offset` is glibc's registered offset; `word` is a live word of the
+/// buffer of `cpu`.
 #[inline(always)]
-pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Option<u64> {
+pub(crate) unsafe fn locked_add(
+    rseq_offset: isize,
+    cpu: u32,
+    word: *mut u64,
+    value: u64,
+) -> Option<u64> {
     let mut before = 0u64;
     loop {
-        // SAFETY: as in cas_pair; the section stores only `word` (its
+        // SAFETY: as in cas_state; the section stores only `word` (its
         // commit) and, after it, `before`, a local.
         unsafe {
             asm!(
@@ -321,8 +327,8 @@ pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Opt
                 "5:",
                 "mov qword ptr [{before}], {tmp}",
                 rseq_abort_handler!(""),
-                off = in(reg) owner.rseq_offset,
-                cpu = in(reg) owner.cpu,
+                off = in(reg) rseq_offset,
+                cpu = in(reg) cpu,
                 word = in(reg) word,
                 value = in(reg) value,
                 before = in(reg) &mut before,
@@ -336,7 +342,7 @@ pub(crate) unsafe fn locked_add(owner: Owner, word: *mut u64, value: u64) -> Opt
 }
 
 /// The two halves of a 16-byte pair, by two plain loads: a guess, possibly
-/// torn, that a [`cas_pair`] then checks.
+/// torn, that a [`cas_state`] then checks.
 ///
 /// # Safety
 /// `target` is a live, 16-byte aligned pair.
@@ -358,4 +364,69 @@ pub(crate) unsafe fn load_halves(target: *const u128) -> (u64, u64) {
         );
     }
     (lo, hi)
+}
+
+/// The open-page entry of `line` as `(first, phys)`: one 16-byte load,
+/// which does not tear on the CPUs the rseq path runs on (see
+/// `FastLine::open`). SSE2 only.
+///
+/// # Safety
+/// `line` is a live fast line.
+#[inline(always)]
+pub(crate) unsafe fn load_open(line: &FastLine) -> (u64, u64) {
+    let (first, phys): (u64, u64);
+    // SAFETY: the entry is 16-aligned (the line's layout) and accessed only
+    // by single 16-byte moves in assembly, outside Rust's memory model.
+    unsafe {
+        asm!(
+            "movdqa {x}, xmmword ptr [{open}]",
+            "movq {first}, {x}",
+            "punpckhqdq {x}, {x}",
+            "movq {phys}, {x}",
+            open = in(reg) line.open_ptr(),
+            x = out(xmm_reg) _,
+            first = out(reg) first,
+            phys = out(reg) phys,
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    (first, phys)
+}
+
+/// The address of byte `rel` of physical page `phys`, and of that page's
+/// commit line, from `line`'s bases. In assembly, so that the compiler
+/// loads the bases here, after the reserve section, rather than holding
+/// them in registers across it.
+///
+/// # Safety
+/// `line` is a live fast line and `phys` one of its buffer's physical
+/// pages (the caller checked `rel` is inside a page).
+#[inline(always)]
+pub(crate) unsafe fn locate(
+    line: &FastLine,
+    phys: u64,
+    rel: u64,
+) -> (*mut u8, *const crate::meta::CommitLine) {
+    let (mut commit, mut record) = (phys, rel);
+    // SAFETY: loads of the line's fields only; arithmetic on registers.
+    unsafe {
+        asm!(
+            "mov {t}, qword ptr [{line} + {PAGE_SIZE}]",
+            "imul {t}, {commit}",
+            "add {record}, {t}",
+            "add {record}, qword ptr [{line} + {PAGES}]",
+            "shl {commit}, {SHIFT}",
+            "add {commit}, qword ptr [{line} + {COMMITS}]",
+            line = in(reg) line,
+            commit = inout(reg) commit,
+            record = inout(reg) record,
+            t = out(reg) _,
+            PAGE_SIZE = const fast_line::PAGE_SIZE,
+            PAGES = const fast_line::PAGES,
+            COMMITS = const fast_line::COMMITS,
+            SHIFT = const fast_line::COMMIT_STRIDE_SHIFT,
+            options(nostack, readonly),
+        );
+    }
+    (record as *mut u8, commit as *const crate::meta::CommitLine)
 }

@@ -1,0 +1,79 @@
+//! A writer bound to one CPU's buffer.
+
+use crate::cpu_buffer::{CpuBuffer, ReserveError};
+use crate::reservation::Reservation;
+use crate::ring::RingBuffer;
+use ringtrace_clock::Clock;
+
+/// Writes to one CPU's buffer of a ring: [`RingBuffer::write_on`] and
+/// [`RingBuffer::reserve_on`] with the buffer looked up once, when the
+/// writer was made ([`RingBuffer::cpu_writer`]).
+///
+/// For a thread that writes many events to one buffer, as a thread pinned
+/// to a CPU does (`ringtrace hammer`'s producers, a per-CPU worker): each
+/// event then skips the CPU number's range check and the buffer's address.
+/// Any thread may use it, on any CPU: off the buffer's CPU its writes are
+/// remote updates on the rseq path, exactly as `write_on` another CPU's
+/// buffer is. Copy it freely; it is two references.
+///
+/// ```
+/// use ringtrace_clock::Counter;
+/// use ringtrace_ring::{RingBuffer, RingConfig};
+/// let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(64 * 1024), Counter::new())?;
+/// let writer = ring.cpu_writer(0);
+/// assert_eq!(writer.cpu(), 0);
+/// for i in 0..3u32 {
+///     writer.write(&i.to_le_bytes())?;
+/// }
+/// let mut r = writer.reserve(4)?;
+/// r.write(b"four");
+/// r.commit();
+/// assert_eq!(ring.stats().hit, 4);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct CpuWriter<'a, C: Clock> {
+    ring: &'a RingBuffer<C>,
+    buffer: &'a CpuBuffer,
+}
+
+// Two references: copied whatever C is (a derive would ask C: Copy).
+impl<C: Clock> Clone for CpuWriter<'_, C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<C: Clock> Copy for CpuWriter<'_, C> {}
+
+impl<'a, C: Clock> CpuWriter<'a, C> {
+    pub(crate) fn new(ring: &'a RingBuffer<C>, buffer: &'a CpuBuffer) -> Self {
+        CpuWriter { ring, buffer }
+    }
+
+    /// The CPU whose buffer this writes.
+    pub fn cpu(&self) -> usize {
+        self.buffer.cpu()
+    }
+
+    /// Records `payload` as one event; returns its timestamp. As
+    /// [`RingBuffer::write_on`] this writer's CPU.
+    #[inline]
+    pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            if self.ring.writes_whole(self.buffer) {
+                return self.ring.write_whole(self.buffer, payload);
+            }
+            self.ring.write_general(self.buffer, payload)
+        }
+        #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+        self.ring.write_reserved(self.buffer, payload)
+    }
+
+    /// Reserves `len` payload bytes. As [`RingBuffer::reserve_on`] this
+    /// writer's CPU.
+    #[inline]
+    pub fn reserve(&self, len: usize) -> Result<Reservation<'a>, ReserveError> {
+        self.ring.reserve_in(self.buffer, len)
+    }
+}

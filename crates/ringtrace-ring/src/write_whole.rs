@@ -1,0 +1,303 @@
+//! A whole event in one call on the rseq path: the shortest way an event
+//! gets into the ring, taken by [`RingBuffer::write`](crate::RingBuffer::write)
+//! and `write_on` (and [`CpuWriter::write`](crate::CpuWriter::write)) when the
+//! ring's clock is a bare rdtsc and the buffer is on the rseq path.
+//!
+//! It is `CpuBuffer::reserve`'s fast path (steps A to F there), the payload
+//! copy and the commit, with the payload known at the start: so nothing
+//! between reserve and commit has to be kept in a `Reservation`, and
+//! everything it reads comes from the buffer's fast line
+//! ([`crate::rseq::FastLine`]). It takes only the common case (an event
+//! that fits the open page, the clock not behind, the delta within the
+//! header) and hands everything else, including a reserve section that
+//! did not commit, to the general path, which re-checks everything; it
+//! never retries itself, so that no register is kept for a retry.
+
+use crate::cpu_buffer::CpuBuffer;
+use crate::format;
+use crate::meta;
+use crate::rseq::section::{self, Outcome};
+use crate::sync::{fence, AtomicU32, Ordering};
+use ringtrace_clock::Clock;
+
+/// Why the whole-event path did not write the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// Not its case, or the state moved: the general path writes it.
+    General,
+    /// The kernel aborted the reserve section: the caller counts the abort
+    /// (see `section::count_abort`) and the general path writes it.
+    Aborted,
+}
+
+impl CpuBuffer {
+    /// Writes `payload` as one event stamped by `clock` and returns its
+    /// time, or says why it did not (nothing was written then).
+    ///
+    /// The steps, as in `CpuBuffer::reserve`:
+    ///
+    /// - A: the state's two words by two plain loads, a guess that D checks.
+    /// - B: read the clock (after A: see `reserve`, B).
+    /// - C: the open page from the fast line's entry, `(first, phys)`, one
+    ///   16-byte load. The event fits the open page if `rel = write -
+    ///   first` is above 0 (a state at a page's first byte has not opened
+    ///   it) and `rel + size <= page_size`, in wrapping arithmetic: an
+    ///   entry of an older page leaves `rel` a page or more, one of a newer
+    ///   page wraps it past 2^63, and an empty entry is out of range of
+    ///   every offset (`fast_line::NO_OPEN_PAGE`). The clock must not be
+    ///   behind `last_ts` and the delta must fit the header.
+    /// - D: the reserve section: on the buffer's CPU with the gate open,
+    ///   `state` still equal to the guess, store the new pair. If it
+    ///   commits, the state held `write` (inside page `first`) until now,
+    ///   so that page is open and `phys` is its physical page (an entry is
+    ///   right for its page whenever a state is inside it: see
+    ///   `FastLine::open`), and the record's bytes are ours.
+    /// - E: the record's and commit line's addresses from `phys` (after D:
+    ///   no register holds them across the section). The Release fence is
+    ///   `reserve`'s, for an iterator copying the page (a compiler barrier
+    ///   on x86_64).
+    /// - F: the header with PENDING, the payload, the header (Release each,
+    ///   for a crash, as in `reserve` and `Reservation::commit`), then the
+    ///   commit section: the commit word and the page's hits in one store,
+    ///   refused on a RECLAIMED page, whose late commit the rare path
+    ///   counts as lost.
+    #[inline(always)]
+    pub(crate) fn write_whole<C: Clock + Copy>(
+        &self,
+        clock: C,
+        payload: &[u8],
+    ) -> Result<u64, Miss> {
+        let Some(line) = self.path.fast() else {
+            return Err(Miss::General);
+        };
+        let len = payload.len();
+        // No page holds an event this long (MAX_PAGE_SIZE); below it the
+        // size cannot overflow. (On `len` itself, so that a constant length
+        // folds the test away.)
+        if len >= crate::config::MAX_PAGE_SIZE {
+            return Err(Miss::General);
+        }
+        let size = format::event_size(len) as u64;
+        // A
+        // SAFETY: the line's state is this buffer's live, 16-aligned pair.
+        let (write, last_ts) = unsafe { section::load_halves(line.state()) };
+        // B
+        let now = clock.read();
+        // C
+        // SAFETY: this buffer's live fast line.
+        let (first, phys) = unsafe { section::load_open(line) };
+        let rel = write.wrapping_sub(first);
+        let (delta, behind) = now.overflowing_sub(last_ts);
+        if rel == 0
+            || rel.wrapping_add(size) > line.page_size()
+            || behind
+            || delta > format::MAX_DELTA
+        {
+            return Err(Miss::General);
+        }
+        // D
+        // SAFETY: SSE2, which every x86_64 CPU has.
+        let new = unsafe {
+            core::arch::x86_64::_mm_set_epi64x(now as i64, write.wrapping_add(size) as i64)
+        };
+        // SAFETY: `line` is this buffer's fast line on the rseq path (see
+        // `section::cas_state`; AVX was checked when the path was chosen).
+        match unsafe { section::cas_state(line, write, last_ts, new) } {
+            Outcome::Done => {}
+            Outcome::Aborted => return Err(Miss::Aborted),
+            _ => return Err(Miss::General),
+        }
+        // E
+        // SAFETY: `phys` is the open page's physical page (D), one of this
+        // buffer's, and `rel` is inside it (C).
+        let (record, commit) = unsafe { section::locate(line, phys, rel) };
+        fence(Ordering::Release);
+        // SAFETY: the record's `size` bytes are in page `phys` (C), 4-aligned
+        // (every record's size and the page header's are multiples of 4),
+        // and ours since D; the page's words are atomics, which is what a
+        // concurrent iterator copying them reads.
+        let words: &[AtomicU32] =
+            unsafe { core::slice::from_raw_parts(record.cast(), size as usize / 4) };
+        // SAFETY: a live commit line of this buffer (D).
+        let commit = unsafe { &*commit };
+        // F
+        let header = crate::cpu_buffer::event_header(len, delta);
+        if let Some((head, rest)) = words.split_first() {
+            // A long event's length word first, so that a file recovered
+            // after a crash can step over the PENDING record (Relaxed:
+            // ordered for a crash by the Release header store, for readers
+            // by the commit).
+            let body = match (format::is_short(len), rest.split_first()) {
+                (false, Some((length, body))) => {
+                    length.store(len as u32, Ordering::Relaxed);
+                    body
+                }
+                _ => rest,
+            };
+            head.store(header | format::PENDING, Ordering::Release);
+            crate::reservation::store_bytes(body, payload);
+            head.store(header, Ordering::Release);
+        }
+        let add = size + meta::ONE_EVENT;
+        // SAFETY: as for `CpuBuffer::add_to_line`'s section.
+        let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::RECLAIMED) };
+        if outcome != Outcome::Done {
+            // In tail position, `now` passed through: nothing stays live
+            // across the call.
+            return Ok(self.commit_whole_rare(outcome, commit, add, now));
+        }
+        Ok(now)
+    }
+
+    /// The commit of a whole event whose section did not commit: the rare
+    /// path of `add_to_line`, and a late commit to a reclaimed page counts
+    /// its event as lost (as `Reservation::commit` does). Returns `ts`.
+    #[cold]
+    #[inline(never)]
+    fn commit_whole_rare(
+        &self,
+        outcome: Outcome,
+        commit: &meta::CommitLine,
+        add: u64,
+        ts: u64,
+    ) -> u64 {
+        if self.add_to_line_rare(outcome, commit, add, 1) {
+            crate::stats::RareCounters::bump(&self.rare.lost, 1);
+        }
+        ts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Mode, RingBuffer, RingConfig, WritePath};
+    use ringtrace_clock::{Clock, InlineRead, Tsc};
+
+    /// Pins the calling thread to `cpu`; false if the kernel refused.
+    fn pin(cpu: usize) -> bool {
+        // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        }
+    }
+
+    /// A ring stamped by the TSC on the rseq path, and this thread pinned
+    /// to a CPU: the whole-event path's conditions. `None` where they
+    /// cannot be had.
+    fn tsc_rseq_ring(config: RingConfig) -> Option<(RingBuffer<Tsc>, usize)> {
+        let tsc = Tsc::new().ok()?;
+        assert_eq!(tsc.inline_read(), InlineRead::Rdtsc);
+        let ring = RingBuffer::new(config.write_path(WritePath::Rseq), tsc).ok()?;
+        let cpu = crate::cpu::current_cpu();
+        pin(cpu).then_some((ring, cpu))
+    }
+
+    fn payload(i: u32, len: usize) -> Vec<u8> {
+        (0..len).map(|j| (i as usize * 7 + j) as u8).collect()
+    }
+
+    #[test]
+    fn whole_writes_of_every_length_read_back_in_order_across_pages() {
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(64 * 1024)
+            .mode(Mode::Discard);
+        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        // Lengths 0 to 40: short events, long ones, and none; enough of
+        // them to cross a few dozen pages.
+        let n = 1_000u32;
+        let mut last = 0;
+        for i in 0..n {
+            let ts = ring.write_on(cpu, &payload(i, i as usize % 41)).unwrap();
+            assert!(ts >= last);
+            last = ts;
+        }
+        let b = ring.cpu_buffer(cpu).unwrap();
+        assert_eq!(b.remote_updates(), 0, "a pinned writer went remote");
+        let s = ring.stats();
+        assert_eq!((s.hit, s.ts_fixups), (u64::from(n), 0), "{s:?}");
+        ring.flush();
+        let mut times = Vec::new();
+        for i in 0..n {
+            let e = b.read_event().unwrap();
+            assert_eq!(e.payload, payload(i, i as usize % 41), "event {i}");
+            times.push(e.ts);
+        }
+        assert!(b.read_event().is_none());
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn whole_writes_to_a_file_ring_recover_intact_with_their_hits() {
+        let dir = std::env::temp_dir().join(format!("ringtrace-whole-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("whole.ring");
+        let _ = std::fs::remove_file(&path);
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(16 * 1024)
+            .mode(Mode::Discard)
+            .file(&path);
+        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        for i in 0..200u32 {
+            ring.write_on(cpu, &payload(i, 8 + i as usize % 9)).unwrap();
+        }
+        assert_eq!(ring.stats().hit, 200);
+        drop(ring);
+        let rec = crate::file::recover(&path).unwrap();
+        assert_eq!(rec.file_stats().hit, 200);
+        let events = rec.merged();
+        assert_eq!(events.len(), 200);
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(e.payload, payload(i as u32, 8 + i % 9), "event {i}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_writer_bound_to_another_cpu_writes_there_remotely_and_exactly() {
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(16 * 1024);
+        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        if ring.cpus() < 2 {
+            return;
+        }
+        let here = ring.cpu_writer(cpu);
+        let there = ring.cpu_writer(cpu + 1);
+        assert_eq!((here.cpu(), there.cpu()), (cpu, (cpu + 1) % ring.cpus()));
+        for i in 0..50u32 {
+            here.write(&i.to_le_bytes()).unwrap();
+            there.write(&i.to_le_bytes()).unwrap();
+        }
+        let (b_here, b_there) = (
+            ring.cpu_buffer(cpu).unwrap(),
+            ring.cpu_buffer(there.cpu()).unwrap(),
+        );
+        assert_eq!(b_here.remote_updates(), 0);
+        // Off its CPU every update of the other buffer is remote: the
+        // whole path's sections find the gate shut and leave.
+        assert!(
+            b_there.remote_updates() >= 100,
+            "{}",
+            b_there.remote_updates()
+        );
+        for b in [b_here, b_there] {
+            assert_eq!(b.stats().hit, 50);
+            for i in 0..50u32 {
+                assert_eq!(b.read_event().unwrap().payload, i.to_le_bytes());
+            }
+        }
+    }
+}
