@@ -7,7 +7,10 @@
 //!   (through a call, as an instrumented program makes it) against a bare
 //!   `rdtsc` loop, all on one pinned CPU: on the rseq and the CAS write
 //!   paths (`ringtrace_ring::rseq`), each with the concrete `Tsc` and with
-//!   `"tsc"` built from its name (an `AnyClock`); beside them the peers, an
+//!   `"tsc"` built from its name (an `AnyClock`); made three ways: reserve,
+//!   write and commit as three calls, `write_on` as one (the whole-event
+//!   path on rseq), and `CpuWriter::write` (the same, the buffer looked up
+//!   once); beside them the peers, an
 //!   rtrb push + pop of an rdtsc-stamped slot (the per-thread SPSC design)
 //!   and a plain Vec append of stamp and payload (the floor); and the
 //!   floor of any two-section rseq writer (`section_floor`: the rseq
@@ -27,7 +30,8 @@
 //! the figure docs/results.md quotes, with its 10th and 90th percentiles.
 
 use ringtrace_benches::{
-    pin, record_16b, record_16b_any, ring_on, run_producers, tsc_file_ring, tsc_ring,
+    pin, record_16b, record_16b_any, ring_on, run_producers, tsc_file_ring, tsc_ring, write_16b,
+    write_16b_any, writer_16b,
 };
 use ringtrace_clock::{Clock, Tsc};
 use std::hint::black_box;
@@ -106,13 +110,20 @@ fn write_ratio(tsc: Tsc) {
     let mut floor = Vec::with_capacity(1 << 20);
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     let mut sections = ringtrace_benches::section_floor::SectionFloor::new(cpu);
+    let rseq_writer = rseq_named.as_ref().map(|r| r.cpu_writer(cpu));
+    let cas_writer = cas_named.as_ref().map(|r| r.cpu_writer(cpu));
     // Each round times every side back to back; ratios are per round.
     let names = [
         "bare rdtsc",
-        "rseq path, Tsc",
-        "rseq path, \"tsc\" by name",
-        "CAS path, Tsc",
-        "CAS path, \"tsc\" by name",
+        "rseq, reserve+write+commit, Tsc",
+        "rseq, reserve+write+commit, by name",
+        "rseq, write_on, Tsc",
+        "rseq, write_on, by name",
+        "rseq, CpuWriter::write, by name",
+        "CAS, reserve+write+commit, Tsc",
+        "CAS, reserve+write+commit, by name",
+        "CAS, write_on, by name",
+        "CAS, CpuWriter::write, by name",
         "rtrb push+pop",
         "Vec append (floor)",
         "two-section rseq floor",
@@ -126,19 +137,28 @@ fn write_ratio(tsc: Tsc) {
         });
         if let Some(r) = &rseq {
             round[1] = per_iter(|| record_16b(r, cpu, black_box(&payload)));
+            round[3] = per_iter(|| write_16b(r, cpu, black_box(&payload)));
         }
         if let Some(r) = &rseq_named {
             round[2] = per_iter(|| record_16b_any(r, cpu, black_box(&payload)));
+            round[4] = per_iter(|| write_16b_any(r, cpu, black_box(&payload)));
         }
-        round[3] = per_iter(|| record_16b(&cas, cpu, black_box(&payload)));
+        if let Some(w) = &rseq_writer {
+            round[5] = per_iter(|| writer_16b(w, black_box(&payload)));
+        }
+        round[6] = per_iter(|| record_16b(&cas, cpu, black_box(&payload)));
         if let Some(r) = &cas_named {
-            round[4] = per_iter(|| record_16b_any(r, cpu, black_box(&payload)));
+            round[7] = per_iter(|| record_16b_any(r, cpu, black_box(&payload)));
+            round[8] = per_iter(|| write_16b_any(r, cpu, black_box(&payload)));
         }
-        round[5] = per_iter(|| rtrb_16b(&mut producer, &mut consumer, &tsc, black_box(&payload)));
-        round[6] = per_iter(|| vec_16b(&mut floor, &tsc, black_box(&payload)));
+        if let Some(w) = &cas_writer {
+            round[9] = per_iter(|| writer_16b(w, black_box(&payload)));
+        }
+        round[10] = per_iter(|| rtrb_16b(&mut producer, &mut consumer, &tsc, black_box(&payload)));
+        round[11] = per_iter(|| vec_16b(&mut floor, &tsc, black_box(&payload)));
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if let Some(s) = &mut sections {
-            round[7] = per_iter(|| s.record_16b(black_box(&payload)));
+            round[12] = per_iter(|| s.record_16b(black_box(&payload)));
         }
         for (k, v) in round.iter().enumerate() {
             if v.is_finite() {
@@ -147,7 +167,7 @@ fn write_ratio(tsc: Tsc) {
             }
         }
     }
-    println!("write path on CPU {cpu}, {WRITE_PAIRS} rounds of {WRITE_ITERS} iterations; a reserve + 16-byte write + commit through a call");
+    println!("write path on CPU {cpu}, {WRITE_PAIRS} rounds of {WRITE_ITERS} iterations; one 16-byte event through a call");
     if rseq.is_none() {
         println!(
             "  rseq path unavailable: {}",
@@ -155,7 +175,7 @@ fn write_ratio(tsc: Tsc) {
         );
     }
     println!(
-        "  {:<28} {:>8} {:>8} {:>8}   {:>6} {:>6} {:>6}",
+        "  {:<36} {:>8} {:>8} {:>8}   {:>6} {:>6} {:>6}",
         "", "ns p10", "p50", "p90", "x p10", "p50", "p90"
     );
     for (k, name) in names.iter().enumerate() {
@@ -164,7 +184,7 @@ fn write_ratio(tsc: Tsc) {
         }
         let [n10, n50, n90] = percentiles(ns[k].clone());
         let [r10, r50, r90] = percentiles(ratio[k].clone());
-        println!("  {name:<28} {n10:8.2} {n50:8.2} {n90:8.2}   {r10:6.2} {r50:6.2} {r90:6.2}");
+        println!("  {name:<36} {n10:8.2} {n50:8.2} {n90:8.2}   {r10:6.2} {r50:6.2} {r90:6.2}");
     }
     println!("  (x: times a bare rdtsc, paired per round; bound for the rseq path by name: 1.6 on Intel, 1.3 on AMD)");
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]

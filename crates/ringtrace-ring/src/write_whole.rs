@@ -68,6 +68,7 @@ impl CpuBuffer {
         payload: &[u8],
     ) -> Result<u64, Miss> {
         let Some(line) = self.path.fast() else {
+            std::hint::cold_path();
             return Err(Miss::General);
         };
         let len = payload.len();
@@ -75,6 +76,7 @@ impl CpuBuffer {
         // size cannot overflow. (On `len` itself, so that a constant length
         // folds the test away.)
         if len >= crate::config::MAX_PAGE_SIZE {
+            std::hint::cold_path();
             return Err(Miss::General);
         }
         let size = format::event_size(len) as u64;
@@ -93,6 +95,9 @@ impl CpuBuffer {
             || behind
             || delta > format::MAX_DELTA
         {
+            // Every page switch, a clock behind, a long gap: rare, and laid
+            // out away from the fast path.
+            std::hint::cold_path();
             return Err(Miss::General);
         }
         // D
@@ -104,9 +109,18 @@ impl CpuBuffer {
         // `section::cas_state`; AVX was checked when the path was chosen).
         match unsafe { section::cas_state(line, write, last_ts, new) } {
             Outcome::Done => {}
-            Outcome::Aborted => return Err(Miss::Aborted),
-            _ => return Err(Miss::General),
+            Outcome::Aborted => {
+                std::hint::cold_path();
+                return Err(Miss::Aborted);
+            }
+            _ => {
+                std::hint::cold_path();
+                return Err(Miss::General);
+            }
         }
+        // The event's time, `now`, made again from what the header needs
+        // anyway, so that `now` itself is not kept across the section.
+        let ts = section::opaque(last_ts).wrapping_add(delta);
         // E
         // SAFETY: `phys` is the open page's physical page (D), one of this
         // buffer's, and `rel` is inside it (C).
@@ -142,11 +156,12 @@ impl CpuBuffer {
         // SAFETY: as for `CpuBuffer::add_to_line`'s section.
         let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::RECLAIMED) };
         if outcome != Outcome::Done {
+            std::hint::cold_path();
             // In tail position, `now` passed through: nothing stays live
             // across the call.
-            return Ok(self.commit_whole_rare(outcome, commit, add, now));
+            return Ok(self.commit_whole_rare(outcome, commit, add, ts));
         }
-        Ok(now)
+        Ok(ts)
     }
 
     /// The commit of a whole event whose section did not commit: the rare

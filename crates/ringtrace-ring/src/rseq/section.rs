@@ -151,12 +151,14 @@ pub(crate) unsafe fn cas_state(line: &FastLine, lo: u64, hi: u64, new: __m128i) 
     unsafe {
         asm!(
             section_entry!(),
-            "mov {state}, qword ptr [{line} + {STATE}]",
-            "cmp qword ptr [{state}], {lo}",
+            // The offset's register holds the state's address from here:
+            // a register fewer.
+            "mov {off}, qword ptr [{line} + {STATE}]",
+            "cmp qword ptr [{off}], {lo}",
             "jne {refused}",
-            "cmp qword ptr [{state} + 8], {hi}",
+            "cmp qword ptr [{off} + 8], {hi}",
             "jne {refused}",
-            "movdqa xmmword ptr [{state}], {new}",
+            "movdqa xmmword ptr [{off}], {new}",
             "5:",
             rseq_abort_handler!(""),
             line = in(reg) line,
@@ -165,7 +167,6 @@ pub(crate) unsafe fn cas_state(line: &FastLine, lo: u64, hi: u64, new: __m128i) 
             new = in(xmm_reg) new,
             off = out(reg) _,
             tmp = out(reg) _,
-            state = out(reg) _,
             RSEQ_OFFSET = const fast_line::RSEQ_OFFSET,
             GATE = const fast_line::GATE,
             STATE = const fast_line::STATE,
@@ -429,4 +430,14 @@ pub(crate) unsafe fn locate(
         );
     }
     (record as *mut u8, commit as *const crate::meta::CommitLine)
+}
+
+/// `x`, which the compiler can no longer see through: so that a value it
+/// could recompute from others is recomputed, rather than kept in a
+/// register across a section.
+#[inline(always)]
+pub(crate) fn opaque(mut x: u64) -> u64 {
+    // SAFETY: an empty template; `x` stays as it is.
+    unsafe { asm!("/* {x} */", x = inout(reg) x, options(pure, nomem, nostack, preserves_flags)) };
+    x
 }
