@@ -61,7 +61,7 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         {
-            if self.ring.writes_whole(self.buffer) {
+            if self.ring.writes_whole() {
                 return self.ring.write_whole(self.buffer, payload);
             }
             self.ring.write_general(self.buffer, payload)

@@ -213,7 +213,7 @@ proptest! {
                 && pos as usize + crate::format::event_size(len) <= 256
                 && now >= last_ts
                 && now - last_ts <= crate::format::MAX_DELTA;
-            let a = match whole.write_whole(&clock, &payload) {
+            let a = match whole.write_whole(whole.path.line(), &clock, &payload) {
                 Ok(ts) => {
                     taken += 1;
                     Ok(ts)

@@ -31,6 +31,14 @@ pub struct RingBuffer<C: Clock> {
     /// [`Clock::inline_read`]): a clock built from its name costs per event
     /// what the concrete clock does.
     inline_read: InlineRead,
+    /// Writes take the whole-event path (`CpuBuffer::write_whole`): the
+    /// clock is a bare rdtsc and the buffers are on the rseq path. Decided
+    /// once, with the path.
+    #[cfg_attr(
+        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
+        allow(dead_code)
+    )]
+    writes_whole: bool,
     buffers: Box<[CpuBuffer]>,
     geometry: Geometry,
     /// The metadata records appended at run time (see `annex`).
@@ -68,6 +76,7 @@ impl<C: Clock> RingBuffer<C> {
             .collect::<Result<_, _>>()?;
         Ok(RingBuffer {
             inline_read: clock.inline_read(),
+            writes_whole: false,
             clock,
             buffers,
             geometry,
@@ -82,6 +91,11 @@ impl<C: Clock> RingBuffer<C> {
     fn on_path(mut self, path: crate::rseq::Resolved) -> Self {
         for b in self.buffers.iter_mut() {
             b.path.choose(path);
+        }
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            self.writes_whole = self.inline_read == InlineRead::Rdtsc
+                && matches!(path, crate::rseq::Resolved::Rseq(_));
         }
         self
     }
@@ -143,6 +157,7 @@ impl<C: Clock> RingBuffer<C> {
         opened.file.set_open();
         Ok(RingBuffer {
             inline_read: clock.inline_read(),
+            writes_whole: false,
             clock,
             buffers,
             geometry,
@@ -256,10 +271,8 @@ impl<C: Clock> RingBuffer<C> {
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
         {
-            if let Some(b) = self.buffers.get(cpu) {
-                if self.writes_whole(b) {
-                    return self.write_whole(b, payload);
-                }
+            if let (true, Some(b)) = (self.writes_whole, self.buffers.get(cpu)) {
+                return self.write_whole(b, payload);
             }
             self.write_general(self.buffer_for(cpu), payload)
         }
@@ -267,13 +280,13 @@ impl<C: Clock> RingBuffer<C> {
         self.write_reserved(self.buffer_for(cpu), payload)
     }
 
-    /// Whether writes to `b` take the whole-event path (see
-    /// `CpuBuffer::write_whole`): the ring's clock is a bare rdtsc and `b`
-    /// is on the rseq path.
+    /// Whether writes take the whole-event path (see
+    /// `CpuBuffer::write_whole`): the ring's clock is a bare rdtsc and its
+    /// buffers are on the rseq path.
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[inline(always)]
-    pub(crate) fn writes_whole(&self, b: &CpuBuffer) -> bool {
-        self.inline_read == InlineRead::Rdtsc && b.write_path() == crate::WritePath::Rseq
+    pub(crate) fn writes_whole(&self) -> bool {
+        self.writes_whole
     }
 
     /// The whole-event path on `b`, where `writes_whole`. A miss goes the
@@ -284,7 +297,7 @@ impl<C: Clock> RingBuffer<C> {
     #[inline(always)]
     pub(crate) fn write_whole(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
         use crate::write_whole::Miss;
-        match b.write_whole(BareRdtsc(&self.clock), payload) {
+        match b.write_whole(b.path.line(), BareRdtsc(&self.clock), payload) {
             Ok(ts) => Ok(ts),
             Err(Miss::General) => self.write_general(b, payload),
             Err(Miss::Aborted) => self.write_after_abort(b, payload),

@@ -17,6 +17,7 @@ use crate::cpu_buffer::CpuBuffer;
 use crate::format;
 use crate::meta;
 use crate::rseq::section::{self, Outcome};
+use crate::rseq::FastLine;
 use crate::sync::{fence, AtomicU32, Ordering};
 use ringtrace_clock::Clock;
 
@@ -29,6 +30,14 @@ pub(crate) enum Miss {
     /// (see `section::count_abort`) and the general path writes it.
     Aborted,
 }
+
+/// Marks the branch it is on as rare, so that the fast path is laid out
+/// straight (`std::hint::cold_path` is newer than this crate's MSRV): a
+/// call to a cold function is what LLVM weighs branches by, and inlined
+/// it leaves no code.
+#[cold]
+#[inline(always)]
+fn cold_path() {}
 
 impl CpuBuffer {
     /// Writes `payload` as one event stamped by `clock` and returns its
@@ -61,22 +70,23 @@ impl CpuBuffer {
     ///   commit section: the commit word and the page's hits in one store,
     ///   refused on a RECLAIMED page, whose late commit the rare path
     ///   counts as lost.
+    ///
+    /// `line` is this buffer's fast line, on the rseq path (the ring checked
+    /// the path once, when it chose it).
     #[inline(always)]
     pub(crate) fn write_whole<C: Clock + Copy>(
         &self,
+        line: &FastLine,
         clock: C,
         payload: &[u8],
     ) -> Result<u64, Miss> {
-        let Some(line) = self.path.fast() else {
-            std::hint::cold_path();
-            return Err(Miss::General);
-        };
+        debug_assert!(line.rseq_offset() != 0 && std::ptr::eq(line, self.path.line()));
         let len = payload.len();
         // No page holds an event this long (MAX_PAGE_SIZE); below it the
         // size cannot overflow. (On `len` itself, so that a constant length
         // folds the test away.)
         if len >= crate::config::MAX_PAGE_SIZE {
-            std::hint::cold_path();
+            cold_path();
             return Err(Miss::General);
         }
         let size = format::event_size(len) as u64;
@@ -97,7 +107,7 @@ impl CpuBuffer {
         {
             // Every page switch, a clock behind, a long gap: rare, and laid
             // out away from the fast path.
-            std::hint::cold_path();
+            cold_path();
             return Err(Miss::General);
         }
         // D
@@ -110,11 +120,11 @@ impl CpuBuffer {
         match unsafe { section::cas_state(line, write, last_ts, new) } {
             Outcome::Done => {}
             Outcome::Aborted => {
-                std::hint::cold_path();
+                cold_path();
                 return Err(Miss::Aborted);
             }
             _ => {
-                std::hint::cold_path();
+                cold_path();
                 return Err(Miss::General);
             }
         }
@@ -156,7 +166,7 @@ impl CpuBuffer {
         // SAFETY: as for `CpuBuffer::add_to_line`'s section.
         let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::RECLAIMED) };
         if outcome != Outcome::Done {
-            std::hint::cold_path();
+            cold_path();
             // In tail position, `now` passed through: nothing stays live
             // across the call.
             return Ok(self.commit_whole_rare(outcome, commit, add, ts));
