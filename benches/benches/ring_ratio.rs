@@ -14,7 +14,8 @@
 //!   rtrb push + pop of an rdtsc-stamped slot (the per-thread SPSC design)
 //!   and a plain Vec append of stamp and payload (the floor); and the
 //!   floor of any two-section rseq writer (`section_floor`: the rseq
-//!   path's two sections and stores with none of a ring's bookkeeping).
+//!   path's two sections and stores with none of a ring's bookkeeping),
+//!   alone and with the ring's open-page lookup added.
 //! - **scaling**: two producers pinned to two CPUs, each on its own
 //!   buffer, against one producer: events per second, two over one.
 //! - **file**: the same write into a file ring (the flight recorder,
@@ -127,6 +128,7 @@ fn write_ratio(tsc: Tsc) {
         "rtrb push+pop",
         "Vec append (floor)",
         "two-section rseq floor",
+        "  the same with the open-page lookup",
     ];
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
     let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
@@ -159,6 +161,7 @@ fn write_ratio(tsc: Tsc) {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if let Some(s) = &mut sections {
             round[12] = per_iter(|| s.record_16b(black_box(&payload)));
+            round[13] = per_iter(|| s.record_16b_lookup(black_box(&payload)));
         }
         for (k, v) in round.iter().enumerate() {
             if v.is_finite() {
@@ -190,10 +193,10 @@ fn write_ratio(tsc: Tsc) {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if let Some(s) = &sections {
         // Its sections must have committed, or it timed a cheap failure.
-        let events = WRITE_PAIRS as u64 * WRITE_ITERS;
+        let events = 2 * WRITE_PAIRS as u64 * WRITE_ITERS;
         if s.hits() < events * 9 / 10 {
             println!(
-                "  the two-section floor committed only {} of {events} events: its figure is not a floor",
+                "  the two-section floors committed only {} of {events} events: their figures are not floors",
                 s.hits()
             );
         }

@@ -1,7 +1,8 @@
 //! The floor of any two-section rseq writer on this host, in bare-rdtsc
 //! units (see `ringtrace_benches::section_floor`; `ring_ratio` times it
 //! beside the ring in one run):
-//! `cargo run --release -p ringtrace-benches --example section_floor`.
+//! `cargo run --release -p ringtrace-benches --example section_floor [lookup]`
+//! (`lookup`: with the ring's open-page lookup, `record_16b_lookup`).
 //! x86_64 Linux with glibc 2.35+ only; elsewhere it says so.
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
@@ -15,8 +16,18 @@ fn main() {
         return;
     };
     let payload = [0xA5u8; 16];
-    let [p10, p50, p90] = ratio_to_rdtsc(&tsc, || floor.record_16b(black_box(&payload)));
-    println!("two-section floor: times a bare rdtsc p10 {p10:.2} p50 {p50:.2} p90 {p90:.2}");
+    let lookup = std::env::args().nth(1).as_deref() == Some("lookup");
+    let [p10, p50, p90] = if lookup {
+        ratio_to_rdtsc(&tsc, || floor.record_16b_lookup(black_box(&payload)))
+    } else {
+        ratio_to_rdtsc(&tsc, || floor.record_16b(black_box(&payload)))
+    };
+    let what = if lookup {
+        " with the open-page lookup"
+    } else {
+        ""
+    };
+    println!("two-section floor{what}: times a bare rdtsc p10 {p10:.2} p50 {p50:.2} p90 {p90:.2}");
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]

@@ -29,6 +29,12 @@ pub struct SectionFloor {
     words: Vec<u32>,
     /// (commit word, hits), 16-aligned.
     commit: Box<Line>,
+    /// For [`SectionFloor::record_16b_lookup`]: the open page as the
+    /// ring's fast line has it, (first virtual byte, physical page), read
+    /// in one 16-byte load; always (0, 0) here, one page.
+    open: Line,
+    /// Read from memory, as the ring's is.
+    page_size: u64,
 }
 
 /// The sections store it.
@@ -104,6 +110,13 @@ unsafe fn reserve_section(w: &SectionFloor, guess: (u64, u64), new: __m128i) -> 
 /// which this measurement does not mind.
 #[inline(always)]
 unsafe fn commit_section(w: &SectionFloor, add: __m128i) {
+    // SAFETY: the caller's.
+    unsafe { commit_section_at(w, w.commit.0.get(), add) }
+}
+
+/// [`commit_section`] on the line at `line`.
+#[inline(always)]
+unsafe fn commit_section_at(w: &SectionFloor, line: *mut [u64; 2], add: __m128i) {
     // SAFETY: as in reserve_section; the section stores only the line.
     unsafe {
         asm!(
@@ -118,7 +131,7 @@ unsafe fn commit_section(w: &SectionFloor, add: __m128i) {
             "7:",
             off = in(reg) w.rseq_offset,
             gate = in(reg) &w.gate,
-            line = in(reg) w.commit.0.get(),
+            line = in(reg) line,
             add = in(xmm_reg) add,
             t = out(reg) _,
             x = out(xmm_reg) _,
@@ -159,6 +172,53 @@ fn write16(w: &mut SectionFloor, payload: &[u8; 16]) -> bool {
     true
 }
 
+/// [`write16`] with the ring's open-page lookup added: the page from a
+/// 16-byte `(first, phys)` entry, the fit checked as `0 < write - first`
+/// and `write - first + size <= page_size` (from memory), the record at
+/// `words + phys * page_size + (write - first)` and the commit line at
+/// `commit + phys * 128`, as `CpuBuffer::write_whole` does. What any
+/// writer that must find the open page this way costs at least.
+fn write16_lookup(w: &mut SectionFloor, payload: &[u8; 16]) -> bool {
+    use core::arch::x86_64::{_mm_cvtsi128_si64, _mm_load_si128, _mm_unpackhi_epi64};
+    // SAFETY: only this thread touches the state.
+    let [write, last] = unsafe { *w.state.get() };
+    // SAFETY: rdtsc exists on every x86_64 CPU.
+    let now = unsafe { _rdtsc() };
+    // SAFETY: `open` is 16-aligned (Line's repr) and live; SSE2.
+    let (first, phys) = unsafe {
+        let v = _mm_load_si128(w.open.0.get().cast());
+        (
+            _mm_cvtsi128_si64(v) as u64,
+            _mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v)) as u64,
+        )
+    };
+    let rel = write.wrapping_sub(first);
+    let (delta, behind) = now.overflowing_sub(last);
+    if rel == 0 || rel.wrapping_add(20) > w.page_size || behind || delta > 0x3FF_FFFF {
+        return false;
+    }
+    // SAFETY: SSE2 is on every x86_64 CPU.
+    let new = unsafe { _mm_set_epi64x(now as i64, (write + 20) as i64) };
+    // SAFETY: `w` is live and laid out as the sections need.
+    if !unsafe { reserve_section(w, (write, last), new) } {
+        return false;
+    }
+    let at = ((phys * w.page_size + rel) / 4) as usize;
+    let header = ((delta as u32) << 5) | 4;
+    let record = &mut w.words[at..at + 5];
+    record[0] = header | 0x8000_0000;
+    for (word, bytes) in record[1..].iter_mut().zip(payload.chunks_exact(4)) {
+        *word = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    }
+    record[0] = header;
+    // One page, so phys is 0: the line is `commit`, reached as the ring
+    // reaches a page's.
+    let line = w.commit.0.get().wrapping_byte_add((phys << 7) as usize);
+    // SAFETY: as above; `line` is `commit`.
+    unsafe { commit_section_at(w, line, _mm_set_epi64x(1, 20 + (1 << 24))) };
+    true
+}
+
 fn rseq_offset() -> Option<isize> {
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; the
     // symbol, where glibc has it, is a const isize.
@@ -178,6 +238,8 @@ impl SectionFloor {
             rseq_offset: rseq_offset()?,
             words: vec![0; 1024],
             commit: Box::new(Line(UnsafeCell::new([0, 0]))),
+            open: Line(UnsafeCell::new([0, 0])),
+            page_size: 4096,
         })
     }
 
@@ -198,6 +260,17 @@ impl SectionFloor {
 }
 
 impl SectionFloor {
+    /// [`record_16b`](Self::record_16b) with the ring's open-page lookup
+    /// (see `write16_lookup`).
+    #[inline(never)]
+    pub fn record_16b_lookup(&mut self, payload: &[u8; 16]) {
+        if !write16_lookup(self, payload) {
+            // SAFETY: rdtsc exists on every x86_64 CPU.
+            *self.state.get_mut() = [16, unsafe { _rdtsc() }];
+            self.commit.0.get_mut()[0] = 0;
+        }
+    }
+
     /// Events the commit section counted: what tells a measurement that
     /// its sections committed rather than failed cheaply.
     pub fn hits(&self) -> u64 {
@@ -224,8 +297,12 @@ mod tests {
         // Past 2^17 events, where a commit word never reset would have
         // its event count reach the RECLAIMED bit.
         let events = 300_000;
-        for _ in 0..events {
-            floor.record_16b(&[7; 16]);
+        for i in 0..events {
+            if i % 2 == 0 {
+                floor.record_16b(&[7; 16]);
+            } else {
+                floor.record_16b_lookup(&[7; 16]);
+            }
         }
         // A full page (every 204 events) starts again, losing that event;
         // an abort loses one too.
