@@ -20,7 +20,6 @@ fn main() {
         "reserve" => ratio_to_rdtsc(&tsc, || record_16b(&ring, cpu, black_box(&payload))),
         "write" => ratio_to_rdtsc(&tsc, || write_16b(&ring, cpu, black_box(&payload))),
         "writer" => ratio_to_rdtsc(&tsc, || writer_16b(&writer, black_box(&payload))),
-        "writerx" => ratio_to_rdtsc(&tsc, || { black_box(ringtrace_benches::writer_16b_noexpect(&writer, black_box(&payload))); }),
         other => panic!("{other}: reserve, write or writer"),
     };
     println!(

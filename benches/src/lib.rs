@@ -77,11 +77,6 @@ pub fn writer_16b<C: ringtrace_clock::Clock>(
     w.write(payload).expect("overwrite mode never refuses");
 }
 
-#[inline(never)]
-pub fn writer_16b_noexpect<C: ringtrace_clock::Clock>(w: &ringtrace_ring::CpuWriter<'_, C>, payload: &[u8; 16]) -> bool {
-    w.write(payload).is_ok()
-}
-
 /// Times `write` against a bare `read` of the TSC, paired: in each of 151
 /// rounds 50,000 of one, then 50,000 of the other; returns the 10th, 50th
 /// and 90th percentiles of the per-round ratio (the quick A/B examples'
