@@ -55,8 +55,15 @@
 //! The reserve path is argued step by step at
 //! `CpuBuffer::reserve` (steps A to F) and the page claim at
 //! `CpuBuffer::prepare_page`; the bit layouts are in the `meta` module and the
-//! byte format in [`format`] and docs/format.md. Every atomic goes through
+//! byte format in [`format`](mod@format) and docs/format.md. Every atomic goes through
 //! a facade that loom replaces under `cfg(loom)`.
+//!
+//! An event whose payload is at hand is written in one call:
+//! [`RingBuffer::write`], [`RingBuffer::write_on`], or a [`CpuWriter`] bound
+//! to one CPU's buffer. On the rseq write path ([`rseq`]) with a clock read
+//! by a bare rdtsc, that call writes the event whole, the cheapest way
+//! there is; [`RingBuffer::reserve`] and [`Reservation`] are for payloads
+//! made piece by piece.
 //!
 //! Beside the events, a ring keeps metadata records appended at run time
 //! ([`RingBuffer::append_metadata`], the metadata annex): in its file for a
