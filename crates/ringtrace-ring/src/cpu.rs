@@ -168,6 +168,25 @@ fn parse_cpu_list_max(list: &str) -> Option<usize> {
         .max()
 }
 
+/// Pins the calling thread to `cpu`; false if the kernel refused. For the
+/// crate's tests that need a thread to stay on one buffer's CPU.
+#[cfg(all(
+    test,
+    target_os = "linux",
+    target_arch = "x86_64",
+    not(loom),
+    not(miri)
+))]
+pub(crate) fn pin_for_test(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask, and the
+    // call only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

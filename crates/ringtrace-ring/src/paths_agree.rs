@@ -40,6 +40,17 @@ enum Step {
     At(u64),
 }
 
+impl Step {
+    /// The reading after `now`.
+    fn from(&self, now: u64) -> u64 {
+        match *self {
+            Step::Forward(d) | Step::Jump(d) => now.wrapping_add(d),
+            Step::Back(d) => now.wrapping_sub(d),
+            Step::At(t) => t,
+        }
+    }
+}
+
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => (0u64..200).prop_map(Step::Forward),
@@ -102,12 +113,7 @@ proptest! {
         let mut now = 0u64;
         let mut last = 0u64;
         for (i, (step, len)) in steps.into_iter().enumerate() {
-            now = match step {
-                Step::Forward(d) => now.wrapping_add(d),
-                Step::Back(d) => now.wrapping_sub(d),
-                Step::Jump(d) => now.wrapping_add(d),
-                Step::At(t) => t,
-            };
+            now = step.from(now);
             clock.0.store(now, Ordering::Relaxed);
             let payload = vec![i as u8; len];
             let a = fast.reserve(&clock, len);
@@ -144,12 +150,7 @@ fn rseq_buffer_here() -> Option<CpuBuffer> {
         return None;
     };
     let cpu = crate::cpu::current_cpu();
-    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
-    let pinned = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-    };
+    let pinned = crate::cpu::pin_for_test(cpu);
     if !pinned {
         return None;
     }
@@ -192,12 +193,7 @@ proptest! {
         let clock = SetClock::default();
         let (mut now, mut last, mut taken, mut eligible) = (0u64, 0u64, 0u64, 0u64);
         for (i, (step, words)) in steps.into_iter().enumerate() {
-            now = match step {
-                Step::Forward(d) => now.wrapping_add(d),
-                Step::Back(d) => now.wrapping_sub(d),
-                Step::Jump(d) => now.wrapping_add(d),
-                Step::At(t) => t,
-            };
+            now = step.from(now);
             clock.0.store(now, Ordering::Relaxed);
             // Whole words mostly (the short encoding), and now and then a
             // long event: an odd length, or none.

@@ -281,15 +281,7 @@ mod tests {
     use crate::{RingBuffer, RingConfig, WritePath};
     use ringtrace_clock::Counter;
 
-    /// Pins the calling thread to `cpu`; false if the kernel refused.
-    fn pin(cpu: usize) -> bool {
-        // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-        }
-    }
+    use crate::cpu::pin_for_test as pin;
 
     fn rseq_ring() -> Option<RingBuffer<Counter>> {
         let config = RingConfig::default()

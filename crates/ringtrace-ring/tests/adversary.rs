@@ -17,7 +17,6 @@ use common::{move_to_cpu, Shared};
 
 use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer};
-use ringtrace_clock::ClockSpec;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -126,14 +125,7 @@ fn adversary(
         .per_cpu_bytes(page * pages)
         .mode(mode)
         .fixup_after(Some(Duration::from_millis(2)));
-    // The raw TSC where there is one: a clock read by a bare rdtsc is what
-    // sends `write` down the whole-event path on the rseq path.
-    let clock = "tsc"
-        .parse::<ClockSpec>()
-        .unwrap()
-        .build()
-        .or_else(|_| "local".parse::<ClockSpec>().unwrap().build())
-        .unwrap();
+    let clock = common::tsc_or_local();
     let _ = shared.set(Shared::new(RingBuffer::new(config, clock).unwrap()));
     let s = shared.get().unwrap();
     interrupt::install_irq_handler(signal, handler).unwrap();

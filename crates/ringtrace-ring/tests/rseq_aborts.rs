@@ -18,7 +18,6 @@ mod common;
 
 use common::Shared;
 use ringtrace_clock::emulation::interrupt;
-use ringtrace_clock::ClockSpec;
 use ringtrace_ring::{Mode, RingBuffer, RingConfig, WritePath};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -55,12 +54,7 @@ fn signals_and_migrations_abort_rseq_sections_and_nothing_is_lost_or_torn() {
         .mode(Mode::Overwrite)
         .fixup_after(None)
         .write_path(WritePath::Rseq);
-    let clock = "tsc"
-        .parse::<ClockSpec>()
-        .unwrap()
-        .build()
-        .or_else(|_| "local".parse::<ClockSpec>().unwrap().build())
-        .unwrap();
+    let clock = common::tsc_or_local();
     let ring = match RingBuffer::new(config, clock) {
         Ok(ring) => ring,
         Err(e) => {

@@ -97,6 +97,19 @@ pub fn check(p: &[u8]) -> Result<(u32, u64), String> {
     ))
 }
 
+/// The raw TSC where there is one, else the `local` clock: a clock read by
+/// a bare rdtsc is what sends one-call writes down the whole-event path on
+/// the rseq path.
+pub fn tsc_or_local() -> AnyClock {
+    use ringtrace_clock::ClockSpec;
+    "tsc"
+        .parse::<ClockSpec>()
+        .unwrap()
+        .build()
+        .or_else(|_| "local".parse::<ClockSpec>().unwrap().build())
+        .unwrap()
+}
+
 /// A 1-CPU ring of `pages` pages of `page` bytes stamped by a counter, with
 /// no fixup on its own: the tests call `fixup()` when they want one.
 pub fn counter_ring(mode: Mode, page: usize, pages: usize) -> RingBuffer<Counter> {
