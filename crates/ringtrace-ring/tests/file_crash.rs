@@ -6,13 +6,15 @@
 //! one. The parent recovers the file: nothing torn, invented or out of
 //! order comes back, every event the child reported committed is there,
 //! and a reservation that never ended is counted, never returned. The
-//! same of metadata records a third thread appends while it is killed.
+//! same of metadata records a third thread appends while it is killed,
+//! and of events written in one call (`write_on`) stamped by the TSC,
+//! which on the rseq path take the whole-event path.
 
 mod common;
 mod file_support;
 
 use file_support::{config, file_error, len_for, Scratch};
-use ringtrace_clock::Counter;
+use ringtrace_clock::{AnyClock, Counter};
 use ringtrace_ring::file::{self, FileError, Recovery, WriterState};
 use ringtrace_ring::{Mode, ReserveError, RingBuffer};
 use std::io::{BufRead, Read};
@@ -50,7 +52,7 @@ const RECORDS: u32 = 50;
 fn child_config(path: &Path, mode: Mode, scenario: &str) -> ringtrace_ring::RingConfig {
     let pages = match (mode, scenario) {
         (Mode::Overwrite, _) => 16,
-        (Mode::Discard, "kill" | "kill_records" | "stay") => 64,
+        (Mode::Discard, "kill" | "kill_whole" | "kill_records" | "stay") => 64,
         (Mode::Discard, _) => 1024,
     };
     let config = config(path, mode, 2, 1024, pages);
@@ -91,7 +93,10 @@ fn say(line: &str) {
 
 /// What the child's writers share.
 struct Shared {
-    ring: RingBuffer<Counter>,
+    ring: RingBuffer<AnyClock>,
+    /// Every other event in one call, each writer on its buffer's CPU:
+    /// with the TSC on the rseq path, the whole-event path.
+    whole: bool,
     stop: AtomicBool,
     committed: [AtomicU64; 2],
     /// Asks writer `t` to wait between two events...
@@ -109,6 +114,9 @@ fn writer(shared: &Shared, t: u32) {
     let i = t as usize;
     let mut seq = 0u64;
     let mut full = false;
+    if shared.whole {
+        common::move_to_cpu(i);
+    }
     while !shared.stop.load(Ordering::Relaxed) {
         if shared.pause[i].load(Ordering::Acquire) {
             shared.paused[i].store(true, Ordering::Release);
@@ -130,12 +138,18 @@ fn writer(shared: &Shared, t: u32) {
             std::thread::sleep(Duration::from_micros(100));
         }
         let p = common::payload(t, seq, len_for(t, seq));
-        match shared.ring.reserve_on(i, p.len()) {
-            Ok(mut r) => {
+        let written = if shared.whole && seq % 2 == 1 {
+            shared.ring.write_on(i, &p).map(drop)
+        } else {
+            shared.ring.reserve_on(i, p.len()).map(|mut r| {
                 let half = (p.len() / 2) & !3;
                 r.write_at(0, &p[..half]);
                 r.write_at(half, &p[half..]);
                 r.commit();
+            })
+        };
+        match written {
+            Ok(()) => {
                 shared.committed[i].store(seq + 1, Ordering::Release);
                 if seq % REPORT_EVERY == 0 {
                     say(&format!("R {t} {seq}"));
@@ -221,14 +235,24 @@ fn child_entry() {
     let mode = Mode::parse(&std::env::var(MODE).unwrap()).unwrap();
     // Dropped last, after the writers are joined: the ring closes only if
     // this test unwinds (the other scenarios end the process first).
+    let whole = scenario == "kill_whole";
+    let clock = if whole {
+        common::tsc_or_local()
+    } else {
+        AnyClock::custom(Counter::new())
+    };
     let shared = Arc::new(Shared {
-        ring: RingBuffer::new(child_config(&path, mode, &scenario), Counter::new()).unwrap(),
+        ring: RingBuffer::new(child_config(&path, mode, &scenario), clock).unwrap(),
+        whole,
         stop: AtomicBool::new(false),
         committed: [AtomicU64::new(0), AtomicU64::new(0)],
         pause: [AtomicBool::new(false), AtomicBool::new(false)],
         paused: [AtomicBool::new(false), AtomicBool::new(false)],
         throttle: mode == Mode::Discard
-            && !matches!(scenario.as_str(), "kill" | "kill_records" | "stay"),
+            && !matches!(
+                scenario.as_str(),
+                "kill" | "kill_whole" | "kill_records" | "stay"
+            ),
     });
     let threads = (0..2)
         .map(|t| {
@@ -245,6 +269,18 @@ fn child_entry() {
         "kill" => loop {
             std::thread::sleep(Duration::from_secs(1));
         },
+        // The same, writing every other event in one call, stamped by
+        // the TSC: it says which write path and clock it has.
+        "kill_whole" => {
+            say(&format!(
+                "PATH {} {}",
+                shared.ring.write_path(),
+                shared.ring.clock_info().name
+            ));
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
         // The same, while a third thread appends metadata records.
         "kill_records" => {
             let appender = Arc::clone(&shared);
@@ -542,6 +578,18 @@ impl Rng {
 /// from 0 in discard mode, and reaching at least its last report. Returns
 /// per writer the (first, last) seq recovered.
 fn check_recovery(rec: &Recovery, mode: Mode, run: &Run) -> [Option<(u64, u64)>; 2] {
+    check_recovery_timed(rec, mode, run, true)
+}
+
+/// [`check_recovery`], with each buffer's times only non-decreasing
+/// unless `strict` (a real clock read twice within a tick, or held back
+/// by a fixup, gives one time twice; the counter never does).
+fn check_recovery_timed(
+    rec: &Recovery,
+    mode: Mode,
+    run: &Run,
+    strict: bool,
+) -> [Option<(u64, u64)>; 2] {
     let mut spans = [None; 2];
     for (t, span) in spans.iter_mut().enumerate() {
         let c = &rec.cpus[t];
@@ -561,7 +609,7 @@ fn check_recovery(rec: &Recovery, mode: Mode, run: &Run) -> [Option<(u64, u64)>;
             );
             if let Some((ts, s)) = previous {
                 assert!(
-                    e.ts > ts,
+                    e.ts > ts || (!strict && e.ts == ts),
                     "{what}: time went from {ts} to {} at seq {seq}",
                     e.ts
                 );
@@ -628,12 +676,18 @@ impl ringtrace_clock::Clock for CounterFrom {
 
 /// SIGKILLs `kills` children at random moments and checks each file.
 fn killed_at_random(mode: Mode, kills: usize) {
-    let scratch = Scratch::new("kill");
-    let mut rng = Rng::from_env(&format!("killed_at_random({mode})"));
+    killed_at_random_playing("kill", mode, kills);
+}
+
+/// [`killed_at_random`], the children playing `scenario` ("kill", or
+/// "kill_whole": events in one call stamped by the TSC).
+fn killed_at_random_playing(scenario: &str, mode: Mode, kills: usize) {
+    let scratch = Scratch::new(scenario);
+    let mut rng = Rng::from_env(&format!("killed_at_random({scenario}, {mode})"));
     let mut pending_seen = 0;
     for i in 0..kills {
         let path = scratch.path(&format!("{i}.ring"));
-        let child = spawn("kill", &path, mode);
+        let child = spawn(scenario, &path, mode);
         let mut child = child.started();
         let wait = 1 + rng.below(30);
         std::thread::sleep(Duration::from_millis(wait));
@@ -641,7 +695,10 @@ fn killed_at_random(mode: Mode, kills: usize) {
         let run = child.finish();
         assert_eq!(run.status.signal(), Some(libc::SIGKILL), "{run:?}");
         let rec = recover_after(&path, &run, WriterState::Died);
-        check_recovery(&rec, mode, &run);
+        check_recovery_timed(&rec, mode, &run, scenario == "kill");
+        if scenario == "kill_whole" {
+            check_whole_path(&run);
+        }
         for c in &rec.cpus {
             // One writer per buffer: at most its one open reservation.
             assert!(c.counts.skipped_pending <= 1, "{:?}", c.counts);
@@ -649,13 +706,37 @@ fn killed_at_random(mode: Mode, kills: usize) {
         }
         std::fs::remove_file(&path).unwrap();
     }
-    eprintln!("{mode}: {kills} kills, {pending_seen} caught mid-event");
+    eprintln!("{scenario}, {mode}: {kills} kills, {pending_seen} caught mid-event");
+}
+
+/// A "kill_whole" child said its write path and clock: where the rseq
+/// path is required (RINGTRACE_REQUIRE_RSEQ=1, as CI sets on x86_64), it
+/// must have had the rseq path and the TSC, or its one-call writes did not
+/// take the whole-event path this test is for.
+fn check_whole_path(run: &Run) {
+    let said = run
+        .said
+        .iter()
+        .find_map(|l| l.strip_prefix("PATH "))
+        .unwrap_or_else(|| panic!("the child did not say its path: {run:?}"));
+    let required = cfg!(target_arch = "x86_64")
+        && std::env::var("RINGTRACE_REQUIRE_RSEQ").as_deref() == Ok("1");
+    if required {
+        assert_eq!(said, "rseq tsc", "RINGTRACE_REQUIRE_RSEQ=1: {run:?}");
+    }
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "processes and signals")]
 fn sigkill_at_random_moments_in_overwrite_mode_loses_nothing_committed() {
     killed_at_random(Mode::Overwrite, 12);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "processes and signals")]
+fn sigkill_while_events_are_written_whole_loses_nothing_committed_in_either_mode() {
+    killed_at_random_playing("kill_whole", Mode::Overwrite, 8);
+    killed_at_random_playing("kill_whole", Mode::Discard, 8);
 }
 
 #[test]
