@@ -11,6 +11,15 @@
 //! figure is what no ring with a reserve and a commit section can beat
 //! here. `ring_ratio` times it beside the ring; `cargo run --release -p
 //! ringtrace-benches --example section_floor` alone.
+//!
+//! [`SectionFloor::record_16b_one_section`] is the same event made by
+//! one section instead of two: the record, the commit line and the state
+//! all stored inside the reserve section, the state last. It is not a
+//! protocol a ring could use (an abort between its last two stores would
+//! leave the commit line counting an event the state never reserved, and
+//! nothing tells the abort handler which side of that instruction it was
+//! stopped on: see docs/design.md, "Cost, and what is left"); it is what
+//! dropping the second section could save at most.
 
 use core::arch::asm;
 use core::arch::x86_64::{__m128i, _mm_set_epi64x, _rdtsc};
@@ -270,7 +279,116 @@ impl SectionFloor {
             self.commit.0.get_mut()[0] = 0;
         }
     }
+}
 
+/// The whole event inside one section: the cpu check, the guess
+/// compared, the record (header and 16 payload bytes), the commit line
+/// and then the state stored; true if it committed. (Not a protocol: see
+/// the module's docs.)
+#[inline(always)]
+unsafe fn one_section(
+    w: &SectionFloor,
+    guess: (u64, u64),
+    new: __m128i,
+    record: *mut u32,
+    header: u32,
+    payload: __m128i,
+    add: __m128i,
+) -> bool {
+    let ok: u32;
+    // SAFETY: as in reserve_section; the section stores the record (the
+    // floor's own page), the commit line and the state.
+    unsafe {
+        asm!(
+            section_start!(),
+            "cmp qword ptr [{state}], {lo}",
+            "jne 7f",
+            "cmp qword ptr [{state} + 8], {hi}",
+            "jne 7f",
+            "bt qword ptr [{line}], 41",
+            "jc 7f",
+            "movdqa {x}, xmmword ptr [{line}]",
+            "paddq {x}, {add}",
+            "mov dword ptr [{rec}], {hdr:e}",
+            "movups xmmword ptr [{rec} + 4], {pl}",
+            "movdqa xmmword ptr [{line}], {x}",
+            "movdqa xmmword ptr [{state}], {new}",
+            "5:",
+            "mov {ok:e}, 1",
+            "jmp 8f",
+            abort_to_7!(),
+            "7:",
+            "xor {ok:e}, {ok:e}",
+            "8:",
+            off = in(reg) w.rseq_offset,
+            gate = in(reg) &w.gate,
+            state = in(reg) w.state.get(),
+            lo = in(reg) guess.0,
+            hi = in(reg) guess.1,
+            new = in(xmm_reg) new,
+            line = in(reg) w.commit.0.get(),
+            add = in(xmm_reg) add,
+            rec = in(reg) record,
+            hdr = in(reg) header,
+            pl = in(xmm_reg) payload,
+            x = out(xmm_reg) _,
+            t = out(reg) _,
+            ok = out(reg) ok,
+        );
+    }
+    ok != 0
+}
+
+/// [`write16`] as one section (see `one_section`).
+fn write16_one_section(w: &mut SectionFloor, payload: &[u8; 16]) -> bool {
+    use core::arch::x86_64::_mm_loadu_si128;
+    // SAFETY: only this thread touches the state.
+    let [write, last] = unsafe { *w.state.get() };
+    // SAFETY: rdtsc exists on every x86_64 CPU.
+    let now = unsafe { _rdtsc() };
+    let pos = write & 4095;
+    let (delta, behind) = now.overflowing_sub(last);
+    if pos == 0 || pos + 20 > 4096 || behind || delta > 0x3FF_FFFF {
+        return false;
+    }
+    // SAFETY: SSE2 is on every x86_64 CPU; `payload` is 16 bytes.
+    let (new, bytes) = unsafe {
+        (
+            _mm_set_epi64x(now as i64, (write + 20) as i64),
+            _mm_loadu_si128(payload.as_ptr().cast()),
+        )
+    };
+    let header = ((delta as u32) << 5) | 4;
+    // `pos + 20 <= 4096`: the record's 20 bytes are inside the page.
+    let record = w.words[pos as usize / 4..].as_mut_ptr();
+    // SAFETY: `w` is live and laid out as the section needs.
+    unsafe {
+        one_section(
+            w,
+            (write, last),
+            new,
+            record,
+            header,
+            bytes,
+            _mm_set_epi64x(1, 20 + (1 << 24)),
+        )
+    }
+}
+
+impl SectionFloor {
+    /// [`record_16b`](Self::record_16b) made by one section instead of
+    /// two (see the module's docs: a cost, not a protocol).
+    #[inline(never)]
+    pub fn record_16b_one_section(&mut self, payload: &[u8; 16]) {
+        if !write16_one_section(self, payload) {
+            // SAFETY: rdtsc exists on every x86_64 CPU.
+            *self.state.get_mut() = [16, unsafe { _rdtsc() }];
+            self.commit.0.get_mut()[0] = 0;
+        }
+    }
+}
+
+impl SectionFloor {
     /// Events the commit section counted: what tells a measurement that
     /// its sections committed rather than failed cheaply.
     pub fn hits(&self) -> u64 {
@@ -298,10 +416,10 @@ mod tests {
         // its event count reach the RECLAIMED bit.
         let events = 300_000;
         for i in 0..events {
-            if i % 2 == 0 {
-                floor.record_16b(&[7; 16]);
-            } else {
-                floor.record_16b_lookup(&[7; 16]);
+            match i % 3 {
+                0 => floor.record_16b(&[7; 16]),
+                1 => floor.record_16b_lookup(&[7; 16]),
+                _ => floor.record_16b_one_section(&[7; 16]),
             }
         }
         // A full page (every 204 events) starts again, losing that event;
