@@ -387,7 +387,21 @@ fn recover_cpu(
     let second = Control {
         bytes: source.read_at(base, control_len, path)?,
     };
+    // No event of a page is later than the next page's base time (it was
+    // opened after every reservation in this one), nor than the state's
+    // time as read after the pages (every record they hold was reserved
+    // before): a walk that finds one has misread the page.
+    let base_ts_of = |seq: u64| {
+        let (t, page) = tasks.iter().zip(&pages).find(|(t, _)| t.seq == Some(seq))?;
+        let ph = PageHeader::parse(page).ok()?;
+        (t.commit.header && ph.seq == seq).then_some(ph.base_ts)
+    };
+    let state_ts = second.hot(h, lay::HOT_LAST_TS);
     for (t, page) in tasks.iter().zip(&pages) {
+        let latest = match t.seq {
+            Some(seq) => Some(base_ts_of(seq + 1).map_or(state_ts, |next| next.min(state_ts))),
+            None => None,
+        };
         let unchanged = second.commit(h, t.phys) == first.commit(h, t.phys)
             && t.slot_index
                 .is_none_or(|i| second.slot(h, i) == first.slot(h, i))
@@ -397,7 +411,13 @@ fn recover_cpu(
             out.counts.changed_while_read += committed;
             continue;
         }
-        decode_page(h, t, page, committed, &mut out);
+        // Where the state (as read after the pages) is inside this page,
+        // the bytes reserved in it: every record the page read holds ends
+        // there or before, and a walk that gets there has passed them all.
+        let write = second.hot(h, lay::HOT_WRITE);
+        let reserved_end = (t.seq == Some(write >> shift) && write & (h.page_size as u64 - 1) != 0)
+            .then(|| (write & (h.page_size as u64 - 1)) as usize);
+        decode_page(h, t, page, committed, (reserved_end, latest), &mut out);
     }
     // Whatever was overwritten or lost came before what is left: the
     // first event recovered reports it, as a reader's would.
@@ -425,7 +445,18 @@ fn recover_cpu(
     Ok(out)
 }
 
-fn decode_page(h: &FileHeader, t: &PageTask, page: &[u8], committed: u64, out: &mut CpuRecovery) {
+/// The smallest record of an event: a header and four bytes of payload
+/// (a short event), or a long event's header and length with none.
+const MIN_EVENT: u64 = 8;
+
+fn decode_page(
+    h: &FileHeader,
+    t: &PageTask,
+    page: &[u8],
+    committed: u64,
+    (reserved_end, latest): (Option<usize>, Option<u64>),
+    out: &mut CpuRecovery,
+) {
     let what = match t.seq {
         Some(seq) => format!("page {seq}"),
         None => "the reader's page".to_owned(),
@@ -472,14 +503,70 @@ fn decode_page(h: &FileHeader, t: &PageTask, page: &[u8], committed: u64, out: &
         events,
         pending,
         stopped,
+        written_bytes,
+        reached_end,
+        unwritten_at,
+        end,
         ..
     } = walk(page, ph.base_ts);
+    let total = events.len() as u64;
+    let expected = u64::from(t.commit.events);
+    // A walk that passed every record must find what the commit word
+    // counts, plus only whole records whose commit never landed (a writer
+    // stopped between its last store and its commit): each at least
+    // MIN_EVENT bytes. A header damaged into another that still parses
+    // makes the walk read the page wrongly from there; it shows as records
+    // that do not add up, and then nothing of the page can be trusted.
+    let passed_all = reached_end
+        || unwritten_at
+            .zip(reserved_end)
+            .is_some_and(|(at, r)| at >= r);
+    // The page the state is in was neither padded nor filled: its records
+    // end where its reserved bytes do, or before.
+    if let Some(r) = reserved_end.filter(|&r| reached_end || end > r) {
+        out.counts.skipped_unreadable += committed;
+        out.problems.push(format!(
+            "{what} is damaged: its records run to byte {end}, past the {r} bytes reserved in it; none of its events is returned"
+        ));
+        return;
+    }
+    let adds_up = !passed_all
+        || match (
+            written_bytes.checked_sub(t.commit.bytes as u64),
+            total.checked_sub(expected),
+        ) {
+            (Some(extra_bytes), Some(extra_events)) => extra_events * MIN_EVENT <= extra_bytes,
+            _ => false,
+        };
+    if !adds_up {
+        out.counts.skipped_unreadable += committed;
+        out.problems.push(format!(
+            "{what} is damaged: its records add up to {total} events in {written_bytes} bytes, its commit word counts {expected} in {}; none of its events is returned",
+            t.commit.bytes
+        ));
+        return;
+    }
+    if let Some((ts, latest)) = latest.and_then(|l| Some((events.iter().map(|e| e.0).max()?, l))) {
+        if ts > latest {
+            out.counts.skipped_unreadable += committed;
+            out.problems.push(format!(
+                "{what} is damaged: its records reckon a time of {ts}, after {latest}, the next page's start or the writers' last; none of its events is returned"
+            ));
+            return;
+        }
+    }
     out.counts.skipped_pending += pending;
     if let Some(why) = stopped {
         out.problems
             .push(format!("{what}: the walk stopped at {why}"));
+    } else if let (false, Some(at)) = (passed_all, unwritten_at) {
+        if expected > total.max(u64::from(t.consumed)) {
+            out.problems.push(format!(
+                "{what}: a record header at byte {at} was never written (its writer stopped between its reservation and its first store), so {} committed events after it cannot be reached",
+                expected - total.max(u64::from(t.consumed))
+            ));
+        }
     }
-    let total = events.len() as u64;
     let kept = events.into_iter().skip(t.consumed as usize);
     let mut recovered = 0;
     for (ts, payload) in kept {
@@ -495,7 +582,6 @@ fn decode_page(h: &FileHeader, t: &PageTask, page: &[u8], committed: u64, out: &
     // Committed events the walk could not reach: after a header never
     // written (a writer stopped between its reservation and its first
     // store), or after a corrupt record.
-    let expected = u64::from(t.commit.events);
     let reached = total.max(u64::from(t.consumed));
     out.counts.skipped_unreadable += expected.saturating_sub(reached);
 }

@@ -20,6 +20,17 @@ pub(crate) struct Walked {
     pub corrupt_at: Option<usize>,
     /// Each PENDING record: (byte offset, size, header word).
     pub pending_at: Vec<(usize, usize, u32)>,
+    /// The bytes of the page header and of every record the walk passed
+    /// that is not PENDING (events, discards, time prefixes), and of the
+    /// padding it ended at: what the page's commit word counts, plus any
+    /// record written whole whose commit never landed.
+    pub written_bytes: u64,
+    /// Where the walk ended: the padding's byte, the page's end, the
+    /// header never written, or the corrupt record.
+    pub end: usize,
+    /// The walk ended at padding or at the page's end: it passed every
+    /// record the page holds.
+    pub reached_end: bool,
 }
 
 fn word(page: &[u8], at: usize) -> Option<u32> {
@@ -30,7 +41,10 @@ fn word(page: &[u8], at: usize) -> Option<u32> {
 /// Walks `page` from its first record, from time `base_ts`. Never panics
 /// and never reads outside `page`, whatever its bytes.
 pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
-    let mut out = Walked::default();
+    let mut out = Walked {
+        written_bytes: PAGE_HEADER as u64,
+        ..Walked::default()
+    };
     let mut pos = PAGE_HEADER;
     let mut ts = base_ts;
     let end = page.len();
@@ -89,7 +103,11 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
                     break;
                 }
             },
-            format::TYPE_PADDING => break,
+            format::TYPE_PADDING => {
+                out.written_bytes += (end - pos) as u64;
+                out.reached_end = true;
+                break;
+            }
             format::TYPE_TIME_EXTEND => {
                 let Some(high) = word(page, pos + 4) else {
                     stop(&mut out, pos, "a time extend cut off by the page's end");
@@ -97,6 +115,7 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
                 };
                 ts = ts.saturating_add(delta | (u64::from(high) << format::DELTA_BITS));
                 pos += 8;
+                out.written_bytes += 8;
                 continue;
             }
             _ => {
@@ -106,6 +125,7 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
                 };
                 ts = ts.max(u64::from(low) | (u64::from(high) << 32));
                 pos += 12;
+                out.written_bytes += 12;
                 continue;
             }
         };
@@ -124,8 +144,15 @@ pub(crate) fn walk(page: &[u8], base_ts: u64) -> Walked {
             Some((start, len)) => out.events.push((ts, page[start..start + len].to_vec())),
             None => {}
         }
+        if !pending {
+            out.written_bytes += size as u64;
+        }
         pos += size;
     }
+    if pos + 4 > end && out.corrupt_at.is_none() && out.unwritten_at.is_none() {
+        out.reached_end = true;
+    }
+    out.end = pos;
     out
 }
 
