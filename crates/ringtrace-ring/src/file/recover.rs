@@ -398,10 +398,9 @@ fn recover_cpu(
     };
     let state_ts = second.hot(h, lay::HOT_LAST_TS);
     for (t, page) in tasks.iter().zip(&pages) {
-        let latest = match t.seq {
-            Some(seq) => Some(base_ts_of(seq + 1).map_or(state_ts, |next| next.min(state_ts))),
-            None => None,
-        };
+        let latest = t
+            .seq
+            .map(|seq| base_ts_of(seq + 1).map_or(state_ts, |next| next.min(state_ts)));
         let unchanged = second.commit(h, t.phys) == first.commit(h, t.phys)
             && t.slot_index
                 .is_none_or(|i| second.slot(h, i) == first.slot(h, i))
