@@ -95,15 +95,7 @@ pub(crate) fn small_ring(
 /// Which write path the clocks' rings record through, as a line for the
 /// reports: `rseq` (no locked instruction) or `cas`, and why not rseq.
 pub fn write_path_note() -> String {
-    // A ring shaped as small_ring's, asked which path it took (the
-    // environment may choose too: ringtrace_ring::rseq::WRITE_PATH_ENV).
-    let path = RingBuffer::new(
-        RingConfig::default()
-            .cpus(ringtrace_ring::cpu::possible_cpus())
-            .per_cpu_bytes(8 * 1024),
-        ringtrace_clock::Counter::new(),
-    )
-    .map(|r| r.write_path());
+    let path = probe_ring().map(|r| r.write_path());
     let path = match path {
         Ok(path) => path,
         Err(e) => return format!("write path: none, the rings cannot be built: {e}"),
@@ -119,6 +111,27 @@ pub fn write_path_note() -> String {
             ringtrace_ring::rseq::WRITE_PATH_ENV
         ),
     }
+}
+
+/// A ring shaped as small_ring's: what the runs build, asked here first
+/// (the environment may choose its path: ringtrace_ring::rseq::WRITE_PATH_ENV).
+fn probe_ring() -> Result<RingBuffer<ringtrace_clock::Counter>, ringtrace_ring::ConfigError> {
+    RingBuffer::new(
+        RingConfig::default()
+            .cpus(ringtrace_ring::cpu::possible_cpus())
+            .per_cpu_bytes(8 * 1024),
+        ringtrace_clock::Counter::new(),
+    )
+}
+
+/// Whether the runs' rings can be built here: an error naming why not
+/// (a `RINGTRACE_WRITE_PATH` that is not a path, or asks for rseq where
+/// there is none), so that a command stops before a run whose every row
+/// would be that error.
+pub fn check_rings() -> Result<(), String> {
+    probe_ring()
+        .map(drop)
+        .map_err(|e| format!("the rings cannot be built: {e}"))
 }
 
 /// One recorded event through a call, as an instrumented program makes

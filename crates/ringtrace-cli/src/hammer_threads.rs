@@ -149,7 +149,7 @@ pub(crate) fn run_threads(
                         cpu,
                         p as u16,
                         config.write_iteration,
-                        running,
+                        (running, config.duration),
                         waker.as_ref(),
                     )
                 });
@@ -211,7 +211,10 @@ pub(crate) struct Waker {
     pub(crate) interval: u32,
 }
 
-/// One producer: batches of `batch` events, then a look at the stop flag,
+/// One producer: batches of `batch` events, then a look at the clock (it
+/// stops itself when `run` is over, as the kernel's does, so that a
+/// SCHED_FIFO producer is not left to a stopper that cannot get a CPU) and
+/// at the stop flag,
 /// and every `waker.interval` batches a wake-up of the consumer, as the
 /// kernel's producer (`cnt % wakeup_interval`). Its CPU and wall time are
 /// read by this thread itself, from its first batch to its last.
@@ -220,15 +223,16 @@ pub(crate) fn produce(
     cpu: usize,
     id: u16,
     batch: u32,
-    running: &AtomicBool,
+    (running, run): (&AtomicBool, Duration),
     waker: Option<&Waker>,
 ) -> ProducerStats {
     let (mut hit, mut missed, mut seq) = (0u64, 0u64, 0u32);
     let (mut batches, mut wakeups) = (0u32, 0u64);
     let cpu0 = thread_cpu_ns();
     let wall0 = Instant::now();
+    let until = wall0 + run;
     // Relaxed: the flag only says "stop soon".
-    while running.load(Ordering::Relaxed) {
+    while running.load(Ordering::Relaxed) && Instant::now() < until {
         for _ in 0..batch {
             match ring.reserve_on(cpu, PAYLOAD) {
                 Ok(mut r) => {

@@ -516,7 +516,12 @@ fn a_closed_pipe_on_stdout_ends_quietly_with_a_non_zero_exit() {
 fn report_refuses_an_output_that_is_not_a_directory() {
     let out = ringtrace(&["report", "--quick", "--out", "/nonexistent/ringtrace"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a directory"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    let out = ringtrace(&["report", "--quick", "--out", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a directory"), "{err}");
 }
 
 #[test]
@@ -527,4 +532,110 @@ fn report_refuses_an_unwritable_directory_before_running() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--out /proc is not writable"), "{err}");
+}
+
+/// The exit code and stderr of `ringtrace args` with `env` set.
+fn ringtrace_with(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn clocks_refuses_a_tick_so_fast_or_so_slow_that_the_run_could_not_measure() {
+    // Below 50 us a writing handler can take all of the writer's time (a
+    // run of --tick-us 10 never ended); a period longer than the run
+    // gives no tick at all.
+    let (code, err) = ringtrace_with(&[], &["clocks", "--tick-us", "10"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("50..=1000000"), "{err}");
+    let (code, err) = ringtrace_with(&[], &["clocks", "--tick-ms", "1", "--tick-us", "5000"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("longer than the run"), "{err}");
+}
+
+#[test]
+fn a_bad_write_path_in_the_environment_fails_clocks_and_report_before_they_run() {
+    let dir = common::TempDir::new("bad-path");
+    let env = [("RINGTRACE_WRITE_PATH", "bogus")];
+    let (code, err) = ringtrace_with(&env, &["clocks", "--tick-ms", "1", "--rounds", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("valid are auto, rseq and cas"), "{err}");
+    let (code, err) = ringtrace_with(&env, &["report", "--quick", "--out", &dir.file("")]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("RINGTRACE_WRITE_PATH"), "{err}");
+    assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+}
+
+#[test]
+fn hammer_and_pairs_refuse_what_they_would_otherwise_change_silently() {
+    for (args, says) in [
+        (&["hammer", "--seconds", "1e-9"][..], "the least is 0.001"),
+        (&["pairs", "--highest", "0", "--samples", "10"], "1 or more"),
+        (
+            &["hammer", "--disable-reader", "--read", "pages"],
+            "cannot be used with",
+        ),
+        (
+            &["hammer", "--disable-reader", "--consumer", "spin"],
+            "cannot be used with",
+        ),
+        (
+            &["hammer", "--disable-reader", "--consumer-fifo", "1"],
+            "cannot be used with",
+        ),
+    ] {
+        let (code, err) = ringtrace_with(&[], args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn export_never_overwrites_its_ring_file_or_another_ring() {
+    let dir = common::TempDir::new("export-self");
+    let ring = dir.file("t.ring");
+    let mut hammer = common::short_hammer("0.05");
+    hammer.extend(["--file", &ring]);
+    assert_eq!(ringtrace_with(&[], &hammer).0, Some(0));
+    let before = std::fs::read(&ring).unwrap();
+    std::os::unix::fs::symlink(&ring, dir.0.join("link.ring")).unwrap();
+    std::fs::copy(&ring, dir.0.join("copy.ring")).unwrap();
+    for (target, says) in [
+        (ring.clone(), "the ring file"),
+        (dir.file("link.ring"), "the ring file"),
+        (dir.file("copy.ring"), "is a ring file"),
+    ] {
+        let (code, err) = ringtrace_with(&[], &["export", &ring, "-o", &target]);
+        assert_eq!(code, Some(2), "{target}: {err}");
+        assert!(err.contains(says), "{target}: {err}");
+    }
+    assert_eq!(std::fs::read(&ring).unwrap(), before, "the ring changed");
+    let (code, err) = ringtrace_with(&[], &["export", &ring, "-o", &dir.file("out.txt")]);
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn a_ring_file_that_cannot_be_given_its_size_is_not_left_behind() {
+    // A file size limit (SIGXFSZ ignored, so the truncate fails with
+    // EFBIG) makes the new file's sizing fail: the half-made file goes.
+    let dir = common::TempDir::new("no-room");
+    let ring = dir.file("x.ring");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 64; exec \"$0\" hammer --seconds 0.01 --disable-reader --file '{ring}'"
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_ringtrace")])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("x.ring"), "{err}");
+    assert!(dir.entries().is_empty(), "{:?} left: {err}", dir.entries());
 }

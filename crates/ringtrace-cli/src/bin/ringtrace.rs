@@ -119,7 +119,8 @@ struct ExportArgs {
     /// must not exist or be empty).
     #[arg(long, default_value = "text")]
     format: String,
-    /// Where to write it: a file, or for `ctf` a directory.
+    /// Where to write it: a file, or for `ctf` a directory. Never the ring
+    /// file itself, nor another ring file (remove one first to replace it).
     #[arg(short = 'o', long)]
     output: std::path::PathBuf,
 }
@@ -188,7 +189,7 @@ struct PairsArgs {
     /// 100000 batches with --method batched, 10^7 with --method seed).
     #[arg(long)]
     samples: Option<usize>,
-    /// How many of the largest samples make max_avg.
+    /// How many of the largest samples make max_avg (1 or more).
     #[arg(long, default_value_t = 1000)]
     highest: usize,
     /// The percentile reported, 0 to 100.
@@ -234,10 +235,15 @@ struct HammerArgs {
     #[arg(long)]
     disable_reader: bool,
     /// Read by events or by pages (default: switch between the two).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "disable_reader")]
     read: Option<ReadArg>,
     /// How the consumer waits for events.
-    #[arg(long, value_enum, default_value = "sleep")]
+    #[arg(
+        long,
+        value_enum,
+        default_value = "sleep",
+        conflicts_with = "disable_reader"
+    )]
     consumer: ConsumerArg,
     /// Batches of --write-iteration events between a producer's wake-ups of
     /// the sleeping consumer (1 to 10^6; the kernel's wakeup_interval).
@@ -247,13 +253,18 @@ struct HammerArgs {
     #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
     producer_nice: i32,
     /// The consumer's nice level.
-    #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 19,
+        allow_negative_numbers = true,
+        conflicts_with = "disable_reader"
+    )]
     consumer_nice: i32,
     /// The producers' SCHED_FIFO priority: 0 (off), 1 or 2.
     #[arg(long, default_value_t = 0)]
     producer_fifo: u8,
     /// The consumer's SCHED_FIFO priority: 0 (off), 1 or 2.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, conflicts_with = "disable_reader")]
     consumer_fifo: u8,
     /// The clock, SOURCE[@PROTECTION] (`ringtrace clocks` lists them).
     #[arg(long, default_value = "local")]
@@ -305,10 +316,11 @@ struct ClocksArgs {
     #[arg(long, alias = "anomaly-ms", default_value_t = 150,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     tick_ms: u64,
-    /// The tick's period in microseconds (10 to 1000000): a POSIX timer
-    /// aimed at the writer thread.
+    /// The tick's period in microseconds (50 to 1000000): a POSIX timer
+    /// aimed at the writer thread. (Below 50, a handler that writes can
+    /// take all of the writer's time, and the run never ends.)
     #[arg(long, default_value_t = 50,
-          value_parser = clap::value_parser!(u64).range(10..=1_000_000))]
+          value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
     tick_us: u64,
     /// Rounds of the paired irq-over-preempt cost ratio (1 to 1000).
     #[arg(long, default_value_t = 21,
@@ -347,8 +359,20 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         )
         .into());
     }
-    let duration = Duration::try_from_secs_f64(args.seconds)
-        .map_err(|_| format!("--seconds {} is too large", args.seconds))?;
+    if args.seconds < 0.001 {
+        return Err(format!(
+            "--seconds {} is too short: the least is 0.001 (one millisecond)",
+            args.seconds
+        )
+        .into());
+    }
+    let duration = Duration::try_from_secs_f64(args.seconds).map_err(|_| {
+        format!(
+            "--seconds {} is too large: the most is {}",
+            args.seconds,
+            Duration::MAX.as_secs()
+        )
+    })?;
     let config = HammerConfig {
         duration,
         write_iteration: args.write_iteration,
@@ -427,6 +451,16 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 }
 
 fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    // The rings must be buildable (RINGTRACE_WRITE_PATH may forbid them)
+    // before a run whose every row would be the same error.
+    ringtrace_cli::clocks::check_rings()?;
+    if args.tick_us * 1000 > args.tick_ms * 1_000_000 {
+        return Err(format!(
+            "--tick-us {} is longer than the run (--tick-ms {}): no tick would come",
+            args.tick_us, args.tick_ms
+        )
+        .into());
+    }
     let config = ringtrace_cli::clocks::ClocksConfig {
         tick_run: Duration::from_millis(args.tick_ms),
         tick_period: Duration::from_micros(args.tick_us),
@@ -465,6 +499,11 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let available = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpus = args.cpus.unwrap_or(available);
+    if args.highest == 0 {
+        return Err(
+            "--highest 0 is invalid: max_avg is the mean of the largest samples, 1 or more".into(),
+        );
+    }
     if cpus == 0 || cpus > available {
         return Err(format!("--cpus {cpus} is invalid: this machine has 1 to {available}").into());
     }
@@ -480,7 +519,7 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         samples: args
             .samples
             .unwrap_or_else(|| args.method.default_samples()),
-        highest: args.highest.max(1),
+        highest: args.highest,
         percentile: args.percentile,
         irq: match args.irq {
             IrqArg::Soft => ringtrace::clock::emulation::IrqBackend::Soft,
@@ -593,8 +632,14 @@ fn emit(text: &str) -> Result<(), Box<dyn std::error::Error>> {
 
 fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if !args.out.is_dir() {
-        return Err(format!("--out {} is not a directory", args.out.display()).into());
+        let why = if args.out.exists() {
+            "is not a directory"
+        } else {
+            "does not exist (make the directory first)"
+        };
+        return Err(format!("--out {} {why}", args.out.display()).into());
     }
+    ringtrace_cli::clocks::check_rings()?;
     // Find out now, not after the run, whether the files can be written.
     let probe = args
         .out
@@ -691,6 +736,7 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
 fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use ringtrace::trace_file::export;
     let format = export::Format::parse(&args.format)?;
+    refuse_to_overwrite_a_ring(&args.file, &args.output)?;
     let recovery = ringtrace::ring::file::recover(&args.file)?;
     let done = export::export(&recovery, format, &args.output)?;
     eprintln!(
@@ -705,6 +751,42 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         eprintln!("ringtrace export: warning: {warning}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// An export's target must not be its ring file (through any name or
+/// link), nor any other ring file: a flight recorder's trace is not
+/// replaced by an export of it by a slip of the command line.
+fn refuse_to_overwrite_a_ring(
+    ring: &std::path::Path,
+    output: &std::path::Path,
+) -> Result<(), String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(output) else {
+        return Ok(()); // nothing there yet
+    };
+    if let Ok(source) = std::fs::metadata(ring) {
+        if (source.dev(), source.ino()) == (target.dev(), target.ino()) {
+            return Err(format!(
+                "-o {} is the ring file {} itself: exporting would overwrite the trace; name another file",
+                output.display(),
+                ring.display()
+            ));
+        }
+    }
+    let mut magic = [0u8; 8];
+    let is_ring = target.is_file()
+        && std::fs::File::open(output)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+        && magic == ringtrace::ring::file::MAGIC;
+    if is_ring {
+        return Err(format!(
+            "-o {} is a ring file: an export does not replace one; remove it first or name another file",
+            output.display()
+        ));
+    }
+    Ok(())
 }
 
 fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {

@@ -84,6 +84,16 @@ fn reserve_disk(file: &std::fs::File, len: u64, path: &Path) -> Result<(), FileE
     }
 }
 
+/// Removes the file at its path when dropped, unless forgotten: the
+/// guard of a file `RingFile::open` created until it is set up.
+struct RemoveUnlessKept<'a>(&'a Path);
+
+impl Drop for RemoveUnlessKept<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
 impl RingFile {
     /// Creates (or, with `append`, opens) the file of `target` for a ring of
     /// `geometry`, and maps it.
@@ -147,6 +157,9 @@ impl RingFile {
             }
             Err(e) => return Err(FileError::io(path, "created", e)),
         };
+        // A file made here and then refused (no disk space, no map) is
+        // removed: a failed ring leaves nothing in the way of the next try.
+        let made = (!adopt).then_some(RemoveUnlessKept(path));
         let len = usize::try_from(layout.file_len).map_err(|_| FileError::Header {
             path: path.to_owned(),
             field: "layout",
@@ -251,6 +264,7 @@ impl RingFile {
             }
             here.push(id);
         }
+        std::mem::forget(made);
         Ok(Opened {
             file: RingFile {
                 path: path.to_owned(),
