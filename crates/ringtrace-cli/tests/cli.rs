@@ -215,7 +215,7 @@ fn bad_arguments_exit_non_zero_with_a_message_naming_what_is_valid() {
 
     let out = ringtrace(&["hammer", "--seconds", "0.1", "--producer-fifo", "7"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("use 0, 1 or 2"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("7 is not in 0..=2"));
 
     let out = ringtrace(&["hammer", "--seconds", "-1"]);
     assert_eq!(out.status.code(), Some(2));
@@ -356,7 +356,8 @@ fn pairs_rejects_impossible_settings() {
         (&["pairs", "--cpus", "999"][..], "--cpus 999"),
         (&["pairs", "--samples", "0"], "--samples 0"),
         (&["pairs", "--samples", "18446744073709551615"], "--samples"),
-        (&["pairs", "--percentile", "101"], "--percentile 101"),
+        (&["pairs", "--percentile", "101"], "101 is not in 0..=100"),
+        (&["pairs", "--percentile", "-1"], "-1 is not in 0..=100"),
     ] {
         let out = ringtrace(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -368,19 +369,33 @@ fn pairs_rejects_impossible_settings() {
 #[test]
 fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
     for (args, says) in [
-        (&["hammer", "--producers", "0"][..], "--producers 0"),
+        (&["hammer", "--producers", "0"][..], "0 is not in 1..=1024"),
         (
             &["hammer", "--producers", "18446744073709551615"],
             "--producers",
         ),
-        (&["hammer", "--write-iteration", "0"], "--write-iteration 0"),
+        (
+            &["hammer", "--write-iteration", "0"],
+            "0 is not in 1..=1000000",
+        ),
+        (
+            &["hammer", "--write-iteration", "-1"],
+            "-1 is not in 1..=1000000",
+        ),
         (
             &["hammer", "--write-iteration", "4294967295"],
             "--write-iteration",
         ),
         (&["hammer", "--seconds", "1e20"], "--seconds"),
-        (&["hammer", "--consumer-fifo", "3"], "--consumer-fifo 3"),
-        (&["hammer", "--producer-nice", "20"], "--producer-nice 20"),
+        (&["hammer", "--consumer-fifo", "3"], "3 is not in 0..=2"),
+        (
+            &["hammer", "--producer-nice", "20"],
+            "20 is not in -20..=19",
+        ),
+        (
+            &["hammer", "--wakeup-interval", "-5"],
+            "-5 is not in 1..=1000000",
+        ),
         (&["clocks", "--tick-ms", "0"], "--tick-ms"),
         (&["clocks", "--tick-us", "1"], "--tick-us"),
     ] {

@@ -139,7 +139,7 @@ struct DumpArgs {
     /// The ring file.
     file: std::path::PathBuf,
     /// Only this CPU buffer's events (0 to the file's CPU count - 1).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     cpu: Option<usize>,
     /// Each payload as hex instead of decoded fields.
     #[arg(long)]
@@ -179,7 +179,7 @@ enum IrqArg {
 #[derive(clap::Args)]
 struct PairsArgs {
     /// Threads, one per CPU (default: every CPU).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     cpus: Option<usize>,
     /// How a sample is timed: batched (K pairs per sample on the local
     /// timer) or seed (one pair per sample on the ns clock, as the patch).
@@ -187,13 +187,14 @@ struct PairsArgs {
     method: ringtrace_cli::pairs::Method,
     /// Samples of each pair per thread and strategy, 1 to 10^8 (default:
     /// 100000 batches with --method batched, 10^7 with --method seed).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     samples: Option<usize>,
     /// How many of the largest samples make max_avg (1 or more).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     highest: usize,
     /// The percentile reported, 0 to 100.
-    #[arg(long, default_value_t = 99)]
+    #[arg(long, default_value_t = 99, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
     percentile: u32,
     /// The irq mask: soft (lazy, a flag) or hard (pthread_sigmask).
     #[arg(long, value_enum, default_value = "soft")]
@@ -229,7 +230,8 @@ struct HammerArgs {
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     seconds: f64,
     /// Events written between looks at the clock (1 to 10^6).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     write_iteration: u32,
     /// Run without a consumer.
     #[arg(long)]
@@ -247,24 +249,30 @@ struct HammerArgs {
     consumer: ConsumerArg,
     /// Batches of --write-iteration events between a producer's wake-ups of
     /// the sleeping consumer (1 to 10^6; the kernel's wakeup_interval).
-    #[arg(long, default_value_t = 100, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     wakeup_interval: u32,
-    /// The producers' nice level.
-    #[arg(long, default_value_t = 19, allow_negative_numbers = true)]
+    /// The producers' nice level (-20 to 19).
+    #[arg(long, default_value_t = 19, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i32).range(-20..=19))]
     producer_nice: i32,
-    /// The consumer's nice level.
+    /// The consumer's nice level (-20 to 19).
     #[arg(
         long,
         default_value_t = 19,
         allow_negative_numbers = true,
+        value_parser = clap::value_parser!(i32).range(-20..=19),
         conflicts_with = "disable_reader"
     )]
     consumer_nice: i32,
     /// The producers' SCHED_FIFO priority: 0 (off), 1 or 2.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=2))]
     producer_fifo: u8,
     /// The consumer's SCHED_FIFO priority: 0 (off), 1 or 2.
-    #[arg(long, default_value_t = 0, conflicts_with = "disable_reader")]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(0..=2),
+          conflicts_with = "disable_reader")]
     consumer_fifo: u8,
     /// The clock, SOURCE[@PROTECTION] (`ringtrace clocks` lists them).
     #[arg(long, default_value = "local")]
@@ -276,8 +284,9 @@ struct HammerArgs {
     #[arg(long, default_value_t = 1_000_000)]
     buffer_size: usize,
     /// Producer threads, pinned one per CPU (1 to 1024).
-    #[arg(long, default_value_t = 1)]
-    producers: usize,
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    producers: u64,
     /// Lay the ring out in this file (a flight recorder) with the metadata
     /// that decodes its events; read it with `ringtrace dump PATH` or
     /// `ringtrace recover PATH`. An existing file or a symbolic link is
@@ -397,7 +406,7 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             ModeArg::Discard => Mode::Discard,
         },
         buffer_size: args.buffer_size,
-        producers: args.producers,
+        producers: args.producers as usize,
         file: args.file,
         append: args.append,
         write_path: WritePath::Auto,
