@@ -408,12 +408,12 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         warnings: warnings.into_inner().unwrap_or_else(|e| e.into_inner()),
         trace_file: ring.file_path().map(Path::to_owned),
         write_path: ring.write_path().to_string(),
+        // Only when rseq could not run: a CAS path chosen by the
+        // environment is said as chosen (see `text`), not as unavailable.
         rseq_unavailable: (ring.write_path() == ringtrace_ring::WritePath::Cas
             && config.write_path == ringtrace_ring::WritePath::Auto)
-            .then(|| {
-                ringtrace_ring::rseq::unavailable()
-                    .unwrap_or_else(|| format!("{} chose it", ringtrace_ring::rseq::WRITE_PATH_ENV))
-            }),
+            .then(ringtrace_ring::rseq::unavailable)
+            .flatten(),
         remote_updates: ring.remote_updates(),
     })
 }
@@ -525,6 +525,10 @@ impl HammerResult {
             (Some(why), _) => {
                 format!("Write path: cas (compare-and-swap; rseq unavailable: {why})")
             }
+            (None, path) if config.write_path == ringtrace_ring::WritePath::Auto => format!(
+                "Write path: {path} (compare-and-swap, chosen by {}={path})",
+                ringtrace_ring::rseq::WRITE_PATH_ENV
+            ),
             (None, path) => format!("Write path: {path} (compare-and-swap, as asked)"),
         });
         line(format!("Time:     {} (usecs)", self.time_us));

@@ -159,7 +159,7 @@ impl RingFile {
         };
         // A file made here and then refused (no disk space, no map) is
         // removed: a failed ring leaves nothing in the way of the next try.
-        let made = (!adopt).then_some(RemoveUnlessKept(path));
+        let made = (!adopt).then(|| RemoveUnlessKept(path));
         let len = usize::try_from(layout.file_len).map_err(|_| FileError::Header {
             path: path.to_owned(),
             field: "layout",
@@ -334,6 +334,20 @@ impl RingFile {
                 shape(want)
             )));
         }
+        // The length first: a file cut short also reads as damaged
+        // metadata, which would blame the wrong thing.
+        if source.len != have.layout.file_len {
+            return Err(mismatch(format!(
+                "it is {} bytes long, its header says {}: {}",
+                source.len,
+                have.layout.file_len,
+                if source.len < have.layout.file_len {
+                    "it was cut short (read what is left with `ringtrace recover`)"
+                } else {
+                    "something was added to its end"
+                }
+            )));
+        }
         if have_metadata.as_deref().ok() != Some(metadata) {
             return Err(mismatch(format!(
                 "its metadata (the event descriptions, {} bytes) differs from this ring's ({} bytes), or is damaged",
@@ -356,12 +370,6 @@ impl RingFile {
             return Err(mismatch(format!(
                 "its events are stamped by clock `{}`, this ring's by `{}`",
                 have.clock.name, want.clock.name
-            )));
-        }
-        if source.len != have.layout.file_len {
-            return Err(mismatch(format!(
-                "it is {} bytes long, its header says {}",
-                source.len, have.layout.file_len
             )));
         }
         if source.status(path)? == Some(STATUS_OPEN)
