@@ -648,6 +648,11 @@ fn check_recovery_timed(
             );
         }
         assert_eq!(c.counts.changed_while_read, 0, "{what}: the writer is dead");
+        assert!(
+            !c.problems.iter().any(|p| p.contains("damaged")),
+            "{what}: a crash is not damage: {:?}",
+            c.problems
+        );
         *span = first.zip(last);
     }
     spans
