@@ -634,6 +634,17 @@ fn export_never_overwrites_its_ring_file_or_another_ring() {
     assert_eq!(std::fs::read(&ring).unwrap(), before, "the ring changed");
     let (code, err) = ringtrace_with(&[], &["export", &ring, "-o", &dir.file("out.txt")]);
     assert_eq!(code, Some(0), "{err}");
+    // `-o -` is standard output, not a file named `-`; not for ctf.
+    let out = ringtrace(&["export", &ring, "-o", "-"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("# ringtrace dump"));
+    let (code, err) = ringtrace_with(&[], &["export", &ring, "--format", "ctf", "-o", "-"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("directory"), "{err}");
+    assert!(
+        !std::path::Path::new("-").exists(),
+        "a file named - was made"
+    );
 }
 
 #[test]

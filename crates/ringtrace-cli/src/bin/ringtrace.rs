@@ -119,8 +119,9 @@ struct ExportArgs {
     /// must not exist or be empty).
     #[arg(long, default_value = "text")]
     format: String,
-    /// Where to write it: a file, or for `ctf` a directory. Never the ring
-    /// file itself, nor another ring file (remove one first to replace it).
+    /// Where to write it: a file (`-` for standard output), or for `ctf` a
+    /// directory. Never the ring file itself, nor another ring file (remove
+    /// one first to replace it).
     #[arg(short = 'o', long)]
     output: std::path::PathBuf,
 }
@@ -145,7 +146,8 @@ struct DumpArgs {
     #[arg(long)]
     raw: bool,
     /// One JSON object per event and line (cpu, ts in ticks, ns, wall_ns,
-    /// event, kind, tid, fields or raw hex), without the `#` lines
+    /// event, kind, tid, lost_before: events of its CPU lost just before
+    /// it, and fields or raw hex), without the `#` lines
     /// (`recover --json` has those).
     #[arg(long)]
     json: bool,
@@ -274,7 +276,10 @@ struct HammerArgs {
           value_parser = clap::value_parser!(u8).range(0..=2),
           conflicts_with = "disable_reader")]
     consumer_fifo: u8,
-    /// The clock, SOURCE[@PROTECTION] (`ringtrace clocks` lists them).
+    /// The clock, SOURCE[@PROTECTION]: a source such as tsc, mono-raw,
+    /// local, sched or global:SOURCE, a protection raw, preempt, irq-soft,
+    /// irq or irq-hard (a bad name's error lists them all; `ringtrace
+    /// clocks` measures them).
     #[arg(long, default_value = "local")]
     clock: String,
     /// What a full buffer does.
@@ -745,9 +750,20 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
 fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use ringtrace::trace_file::export;
     let format = export::Format::parse(&args.format)?;
-    refuse_to_overwrite_a_ring(&args.file, &args.output)?;
+    // `-o -`: standard output, for the formats that are one file.
+    let output = if args.output.as_os_str() == "-" {
+        if format == export::Format::Ctf {
+            return Err(
+                "-o - (standard output) cannot hold ctf, which is a directory: name one".into(),
+            );
+        }
+        std::path::PathBuf::from("/dev/stdout")
+    } else {
+        args.output.clone()
+    };
+    refuse_to_overwrite_a_ring(&args.file, &output)?;
     let recovery = ringtrace::ring::file::recover(&args.file)?;
-    let done = export::export(&recovery, format, &args.output)?;
+    let done = export::export(&recovery, format, &output)?;
     eprintln!(
         "ringtrace export: {} events ({} marked lost) from {} to {} ({})",
         done.events,

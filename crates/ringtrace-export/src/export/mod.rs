@@ -130,7 +130,16 @@ pub fn export(
 fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
     let dump = Dump::new(recovery, DumpOptions::default())?;
     let events = dump.events();
-    let lost = events.iter().map(|e| e.lost_before).sum();
+    // Losses marked on the events after them, and, as the Chrome export
+    // counts them, those of a CPU with no event left to carry them (the
+    // `#` lines state them).
+    let lost = events.iter().map(|e| e.lost_before).sum::<u64>()
+        + recovery
+            .cpus
+            .iter()
+            .filter(|c| c.events.is_empty())
+            .map(|c| c.file_stats.overrun.saturating_add(c.file_stats.lost))
+            .sum::<u64>();
     let failed = |e: std::io::Error| ExportError::Output {
         path: out.to_owned(),
         reason: e.to_string(),
