@@ -351,7 +351,12 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
             "--append applies to a ring file only; give one with --file".into(),
         ));
     }
-    let ring = RingBuffer::new(ring_config, clock)?;
+    let ring = RingBuffer::new(ring_config, clock).map_err(|e| match e {
+        e @ ringtrace_ring::ConfigError::BufferSize { .. } => {
+            HammerError::Invalid(format!("--buffer-size {}: {e}", config.buffer_size))
+        }
+        e => e.into(),
+    })?;
     let warnings = std::sync::Mutex::new(warnings);
     let (per_producer, consumed, elapsed) =
         hammer_threads::run_threads(config, &ring, cpus, &warnings)?;

@@ -594,6 +594,10 @@ fn hammer_and_pairs_refuse_what_they_would_otherwise_change_silently() {
         (&["hammer", "--seconds", "1e-9"][..], "the least is 0.001"),
         (&["pairs", "--highest", "0", "--samples", "10"], "1 or more"),
         (
+            &["hammer", "--buffer-size", "4096"],
+            "--buffer-size 4096: per-CPU size 4096 bytes gives 1 pages of 4096 bytes; it must give from 2 to 32768 pages, so from 4097 to",
+        ),
+        (
             &["hammer", "--disable-reader", "--read", "pages"],
             "cannot be used with",
         ),

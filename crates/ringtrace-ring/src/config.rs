@@ -58,7 +58,7 @@ pub enum ConfigError {
         max: usize,
     },
     /// The per-CPU buffer would hold fewer than two pages, or too many.
-    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages")]
+    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages, so from {} to {} bytes", .page_size + 1, .max_pages.saturating_mul(*.page_size))]
     BufferSize {
         /// What was asked for, in bytes.
         given: usize,
