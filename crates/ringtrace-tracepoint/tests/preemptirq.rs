@@ -57,6 +57,19 @@ fn drain_events() -> Vec<(&'static str, u32, u32)> {
     out
 }
 
+/// Keeps the calling thread on the CPU it is on (a refusal leaves it free
+/// to move, which the tests that need it then report).
+fn pin_to_current_cpu() {
+    let cpu = ringtrace_ring::cpu::current_cpu();
+    // SAFETY: a zeroed cpu_set_t with one CPU set is a valid mask, and the
+    // call only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 fn on_fresh_thread(f: impl FnOnce() + Send + 'static) {
     std::thread::spawn(f).join().unwrap();
 }
@@ -165,6 +178,10 @@ fn irqsoff_tracer_finds_a_planted_long_section_with_its_start_and_end() {
     latency::start(Tracer::IrqsOff, LatencyMode::Max).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     on_fresh_thread(move || {
+        // On one CPU, as a kernel section with irqs off is: moved in the
+        // middle (a loaded host does), its events would be on the other
+        // CPU's buffer, and the snapshot of the CPU it ended on empty.
+        pin_to_current_cpu();
         for _ in 0..50 {
             local_irq_disable!();
             local_irq_enable!();
