@@ -254,6 +254,15 @@ fn child_entry() {
                 "kill" | "kill_whole" | "kill_records" | "stay"
             ),
     });
+    if whole {
+        // Before the writers start, so that it comes before their first
+        // report, after which the parent may kill at once.
+        say(&format!(
+            "PATH {} {}",
+            shared.ring.write_path(),
+            shared.ring.clock_info().name
+        ));
+    }
     let threads = (0..2)
         .map(|t| {
             let shared = Arc::clone(&shared);
@@ -270,17 +279,10 @@ fn child_entry() {
             std::thread::sleep(Duration::from_secs(1));
         },
         // The same, writing every other event in one call, stamped by
-        // the TSC: it says which write path and clock it has.
-        "kill_whole" => {
-            say(&format!(
-                "PATH {} {}",
-                shared.ring.write_path(),
-                shared.ring.clock_info().name
-            ));
-            loop {
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        }
+        // the TSC (it said which write path and clock it has).
+        "kill_whole" => loop {
+            std::thread::sleep(Duration::from_secs(1));
+        },
         // The same, while a third thread appends metadata records.
         "kill_records" => {
             let appender = Arc::clone(&shared);
