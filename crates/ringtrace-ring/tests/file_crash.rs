@@ -975,7 +975,9 @@ fn append_waits_for_the_writer_to_be_gone_then_goes_on_after_its_events() {
             assert_eq!(
                 old,
                 &was[was.len() - old.len()..],
-                "{at}: the child's events changed"
+                "{at}: the child's events changed: {:?} {:?}",
+                c.problems,
+                c.counts
             );
             if mode == Mode::Discard {
                 assert_eq!(old, was, "{at}: discard mode lost the child's events");
@@ -1182,6 +1184,49 @@ fn append_after_a_kill_mid_reservation_keeps_the_new_events() {
         rec.cpus[0].problems
     );
     assert_eq!(seqs(&rec), want);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn append_after_a_kill_between_a_whole_record_and_its_commit_counts_it_once() {
+    // A kill after a writer's last store (its header no longer PENDING)
+    // and before its commit: the record is whole, its page's commit word
+    // does not count it. Recovery returns it; a ring appended to the file
+    // ends it, committed, so that the page's count and its records agree
+    // (and no later recovery takes the page for a damaged one).
+    let scratch = Scratch::new("append-whole-uncommitted");
+    let path = scratch.path("t.ring");
+    let cfg = || config(&path, Mode::Discard, 1, 1024, 8);
+    let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
+    let mut want = write_seqs(&ring, 0..3);
+    let mut r = ring.reserve_on(0, 40).unwrap();
+    r.write(&common::payload(0, 3, 40));
+    std::mem::forget(r);
+    drop(ring);
+    let mut img = Image::load(&path);
+    let (_, _, phys) = img.slot(0);
+    let header_at = img.page_at(phys) + (img.write() & 1023) - 44;
+    let pending = u64::from(ringtrace_ring::format::PENDING);
+    let word = img.get(header_at);
+    assert_ne!(word & pending, 0, "the reservation's header");
+    img.set(header_at, word & !pending);
+    img.save(&path);
+    let dead = file::recover(&path).unwrap();
+    want.push(3);
+    assert_eq!(seqs(&dead), want, "{:?}", dead.cpus[0].problems);
+    want.extend(append_events(&path, cfg(), 4..8));
+    let rec = file::recover(&path).unwrap();
+    assert_eq!(
+        seqs(&rec),
+        want,
+        "{:?} {:?}",
+        rec.cpus[0].counts,
+        rec.cpus[0].problems
+    );
+    assert!(!rec.has_problems(), "{:?}", rec.cpus[0].problems);
+    let (c, stats) = (&rec.cpus[0].counts, rec.cpus[0].file_stats);
+    assert_eq!(stats.hit, 8, "{stats:?}");
+    assert_eq!(c.recovered, stats.entries, "{c:?} {stats:?}");
 }
 
 #[test]

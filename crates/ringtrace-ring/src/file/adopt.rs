@@ -222,13 +222,22 @@ impl CpuBuffer {
                 u64::from(commit.events.saturating_sub(found)),
             );
         }
+        let events = if hole.is_some() {
+            found.min(commit.events)
+        } else {
+            // Every record walked: one written whole whose commit never
+            // landed (the writer died between its last store and its
+            // commit) ends now, committed, as a recovery returns it, so
+            // that the page's count and its records agree.
+            RareCounters::bump(
+                &self.hot.hit,
+                u64::from(found.saturating_sub(commit.events)),
+            );
+            found.max(commit.events)
+        };
         let whole = Commit {
             bytes: end,
-            events: if hole.is_some() {
-                found.min(commit.events)
-            } else {
-                commit.events
-            },
+            events,
             header: true,
             ..commit
         };
