@@ -70,10 +70,11 @@ impl CpuBuffer {
     ///   without ZEROED, which would refuse every writer for good): done
     ///   here, the claimer being gone.
     /// - Every page of the ring window that is not complete (`repair_page`):
-    ///   reservations that never committed become discard records, and what
-    ///   follows a header never written is covered by one discard and its
-    ///   committed events counted lost. The pages are then whole, and the
-    ///   open page can be written on.
+    ///   reservations that never committed become discard records, one
+    ///   written whole whose commit never landed is counted (a hit), and
+    ///   what follows a header never written is covered by one discard and
+    ///   its committed events counted lost. The pages are then whole, each
+    ///   counting the events it holds, and the open page can be written on.
     pub(crate) fn adopt(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Result<Self, String> {
         let n = geometry.pages_per_cpu;
         let physical = geometry.physical_pages();
@@ -217,24 +218,23 @@ impl CpuBuffer {
                     "page {seq} has {size} bytes after a hole at byte {at}, too few for a record"
                 ));
             }
-            RareCounters::bump(
-                &self.rare.lost,
-                u64::from(commit.events.saturating_sub(found)),
-            );
         }
-        let events = if hole.is_some() {
-            found.min(commit.events)
-        } else {
-            // Every record walked: one written whole whose commit never
-            // landed (the writer died between its last store and its
-            // commit) ends now, committed, as a recovery returns it, so
-            // that the page's count and its records agree.
-            RareCounters::bump(
-                &self.hot.hit,
-                u64::from(found.saturating_sub(commit.events)),
-            );
-            found.max(commit.events)
-        };
+        // The page now counts what it holds: the events before any hole
+        // (`found`), a record written whole whose commit never landed (the
+        // writer died between its last store and its commit) among them,
+        // ended now and counted a hit, as a recovery returns it; committed
+        // events past a hole, which nothing can reach, counted lost. Then
+        // `hit - lost` grows by `found - events` either way, and the page's
+        // count agrees with its records for every reader and recovery.
+        RareCounters::bump(
+            &self.rare.lost,
+            u64::from(commit.events.saturating_sub(found)),
+        );
+        RareCounters::bump(
+            &self.hot.hit,
+            u64::from(found.saturating_sub(commit.events)),
+        );
+        let events = found;
         let whole = Commit {
             bytes: end,
             events,
