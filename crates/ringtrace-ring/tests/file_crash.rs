@@ -501,9 +501,11 @@ fn thread_states(pid: u32) -> String {
 }
 
 impl Running {
-    /// Waits for the child's first report.
+    /// Waits for the child's first report. (A minute: under qemu-user,
+    /// with the other tests' children starting beside it on a loaded
+    /// 2-core host, a child once took more than 20 s to say anything.)
     fn started(mut self) -> Running {
-        if self.first.recv_timeout(Duration::from_secs(20)).is_err() {
+        if self.first.recv_timeout(Duration::from_secs(60)).is_err() {
             self.kill();
             panic!("the child never reported: {:?}", self.finish());
         }
