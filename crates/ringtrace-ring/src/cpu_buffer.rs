@@ -470,6 +470,31 @@ impl CpuBuffer {
         )
     }
 
+    /// The general loop's claim for a payload of `len` bytes, for the rseq
+    /// path's fast reserve when it misses (`CpuBuffer::reserve_whole`): the
+    /// record placed (its length word and PENDING header stored, as
+    /// `place` does), or why not.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(always)]
+    pub(crate) fn reserve_placed<C: Clock + Copy>(
+        &self,
+        clock: C,
+        len: usize,
+    ) -> Result<crate::write_whole::Claimed<'_>, ReserveError> {
+        let p = self.reserve_slow(clock, len);
+        if p.is_failed() {
+            return Err(self.reserve_error(&p, len));
+        }
+        let (record, commit, header, ts) = self.placed_parts(&p, len);
+        // `placed_parts` made the record's `event_size(len) / 4` words.
+        Ok(crate::write_whole::Claimed {
+            record: record.as_ptr(),
+            commit,
+            header,
+            ts,
+        })
+    }
+
     /// Reserves through the general loop only, skipping the fast path: the
     /// property test that the two agree on every clock sequence uses it.
     #[cfg(test)]

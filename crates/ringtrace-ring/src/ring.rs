@@ -242,6 +242,40 @@ impl<C: Clock> RingBuffer<C> {
         b: &'a CpuBuffer,
         len: usize,
     ) -> Result<Reservation<'a>, ReserveError> {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        if self.writes_whole {
+            use crate::write_whole::Miss;
+            // The claim's parts meet here, from the fast reserve or from a
+            // call, and the reservation is made from them once: made in
+            // each arm, it would reach the caller through memory, its
+            // fields no longer constants for a constant length.
+            let claimed = match b.reserve_whole(b.path.line(), BareRdtsc(&self.clock), len) {
+                Ok(claimed) => claimed,
+                Err(Miss::General) => self.reserve_placed(b, len)?,
+                Err(Miss::Aborted) => self.reserve_placed_after_abort(b, len)?,
+            };
+            // SAFETY: claimed for `len`.
+            let words = unsafe { claimed.words(len) };
+            return Ok(Reservation::new(
+                b,
+                words,
+                claimed.commit,
+                claimed.header,
+                len,
+                claimed.ts,
+            ));
+        }
+        self.reserve_stamped(b, len)
+    }
+
+    /// `CpuBuffer::reserve` stamped by the ring's clock, read as decided
+    /// once (`inline_read`).
+    #[inline(always)]
+    fn reserve_stamped<'a>(
+        &'a self,
+        b: &'a CpuBuffer,
+        len: usize,
+    ) -> Result<Reservation<'a>, ReserveError> {
         let clock = Stamp {
             clock: &self.clock,
             how: self.inline_read,
@@ -249,6 +283,34 @@ impl<C: Clock> RingBuffer<C> {
         // By value: two words in registers, where a reference would make
         // it live on the stack for the general loop's sake.
         b.reserve(clock, len)
+    }
+
+    /// The general loop's claim on `b` (`CpuBuffer::reserve_placed`), where
+    /// the rseq path's fast reserve missed: out of line, so that its
+    /// registers are not saved on every reservation (every page switch
+    /// comes here).
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[inline(never)]
+    fn reserve_placed<'a>(
+        &'a self,
+        b: &'a CpuBuffer,
+        len: usize,
+    ) -> Result<crate::write_whole::Claimed<'a>, ReserveError> {
+        b.reserve_placed(BareRdtsc(&self.clock), len)
+    }
+
+    /// A claim whose fast reserve section the kernel aborted: the abort
+    /// counted, then the general loop.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cold]
+    #[inline(never)]
+    fn reserve_placed_after_abort<'a>(
+        &'a self,
+        b: &'a CpuBuffer,
+        len: usize,
+    ) -> Result<crate::write_whole::Claimed<'a>, ReserveError> {
+        crate::rseq::section::count_abort();
+        b.reserve_placed(BareRdtsc(&self.clock), len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -332,7 +394,9 @@ impl<C: Clock> RingBuffer<C> {
         b: &CpuBuffer,
         payload: &[u8],
     ) -> Result<u64, ReserveError> {
-        let mut r = self.reserve_in(b, payload.len())?;
+        // The general reserve, not `reserve_in`: where the whole-event path
+        // is taken, it has just missed, and its reserve would miss again.
+        let mut r = self.reserve_stamped(b, payload.len())?;
         r.write(payload);
         let ts = r.timestamp();
         r.commit();

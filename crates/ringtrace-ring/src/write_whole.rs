@@ -1,17 +1,21 @@
-//! A whole event in one call on the rseq path: the shortest way an event
-//! gets into the ring, taken by [`RingBuffer::write`](crate::RingBuffer::write)
-//! and `write_on` (and [`CpuWriter::write`](crate::CpuWriter::write)) when the
-//! ring's clock is a bare rdtsc and the buffer is on the rseq path.
+//! The rseq path's fast way into the ring, for a ring whose clock is a
+//! bare rdtsc: a whole event in one call, taken by
+//! [`RingBuffer::write`](crate::RingBuffer::write) and `write_on` (and
+//! [`CpuWriter::write`](crate::CpuWriter::write)), and the reserve that
+//! [`RingBuffer::reserve`](crate::RingBuffer::reserve) and `reserve_on`
+//! (and [`CpuWriter::reserve`](crate::CpuWriter::reserve)) hand a
+//! `Reservation` from.
 //!
-//! It is `CpuBuffer::reserve`'s fast path (steps A to F there), the payload
-//! copy and the commit, with the payload known at the start: so nothing
-//! between reserve and commit has to be kept in a `Reservation`, and
-//! everything it reads comes from the buffer's fast line
-//! ([`crate::rseq::FastLine`]). It takes only the common case (an event
+//! Both are `CpuBuffer::reserve`'s fast path (steps A to F there), with
+//! everything they read taken from the buffer's fast line
+//! ([`crate::rseq::FastLine`]): one claim (steps A to E), then either the
+//! payload copy and the commit with the payload known at the start (so
+//! nothing between reserve and commit has to be kept), or the PENDING
+//! header and a `Reservation`. They take only the common case (an event
 //! that fits the open page, the clock not behind, the delta within the
-//! header) and hands everything else, including a reserve section that
-//! did not commit, to the general path, which re-checks everything; it
-//! never retries itself, so that no register is kept for a retry.
+//! header) and hand everything else, including a reserve section that
+//! did not commit, to the general path, which re-checks everything; they
+//! never retry themselves, so that no register is kept for a retry.
 
 use crate::cpu_buffer::CpuBuffer;
 use crate::format;
@@ -39,9 +43,45 @@ pub(crate) enum Miss {
 #[inline(always)]
 fn cold_path() {}
 
+/// A record claimed on a page, not yet written: by the reserve section on
+/// the open page (steps A to E of [`CpuBuffer::claim_whole`]) or by the
+/// general loop (`CpuBuffer::reserve_placed`).
+///
+/// The record's address rather than its words: the caller makes the words
+/// from its own `len` ([`Claimed::words`]), which the compiler knows, so
+/// that where a fast claim and a general one meet, the record's size and
+/// the payload's layout still fold to constants for a constant length.
+pub(crate) struct Claimed<'a> {
+    /// The record's first word (its header), from the page's words (the
+    /// address keeps their provenance); `format::event_size(len) / 4`
+    /// words from here are the record's, and ours until its commit.
+    pub(crate) record: *const AtomicU32,
+    /// The page's commit word and hits.
+    pub(crate) commit: &'a meta::CommitLine,
+    /// The header the commit stores (without PENDING).
+    pub(crate) header: u32,
+    /// The event's time.
+    pub(crate) ts: u64,
+}
+
+impl<'a> Claimed<'a> {
+    /// The record's words: header, a long event's length, the payload.
+    ///
+    /// # Safety
+    /// `len` is the payload length the record was claimed for.
+    #[inline(always)]
+    pub(crate) unsafe fn words(&self, len: usize) -> &'a [AtomicU32] {
+        // SAFETY: a claim for `len` (the contract) is `event_size(len)`
+        // bytes of one page, 4-aligned, live as the buffer is ('a) and
+        // ours since the claim; the page's words are atomics, which is
+        // what a concurrent iterator copying them reads.
+        unsafe { core::slice::from_raw_parts(self.record, format::event_size(len) / 4) }
+    }
+}
+
 impl CpuBuffer {
-    /// Writes `payload` as one event stamped by `clock` and returns its
-    /// time, or says why it did not (nothing was written then).
+    /// Claims room for a payload of `len` bytes on the open page, stamped
+    /// by `clock`, or says why it did not (nothing was claimed then).
     ///
     /// The steps, as in `CpuBuffer::reserve`:
     ///
@@ -65,23 +105,20 @@ impl CpuBuffer {
     ///   no register holds them across the section). The Release fence is
     ///   `reserve`'s, for an iterator copying the page (a compiler barrier
     ///   on x86_64).
-    /// - F: the header with PENDING, the payload, the header (Release each,
-    ///   for a crash, as in `reserve` and `Reservation::commit`), then the
-    ///   commit section: the commit word and the page's hits in one store,
-    ///   refused on a RECLAIMED page, whose late commit the rare path
-    ///   counts as lost.
+    ///
+    /// Step F, the stores and the commit, is the caller's: `write_whole`
+    /// makes the whole event, `reserve_whole` hands out a `Reservation`.
     ///
     /// `line` is this buffer's fast line, on the rseq path (the ring checked
     /// the path once, when it chose it).
     #[inline(always)]
-    pub(crate) fn write_whole<C: Clock + Copy>(
+    fn claim_whole<C: Clock + Copy>(
         &self,
         line: &FastLine,
         clock: C,
-        payload: &[u8],
-    ) -> Result<u64, Miss> {
+        len: usize,
+    ) -> Result<Claimed<'_>, Miss> {
         debug_assert!(line.rseq_offset() != 0 && std::ptr::eq(line, self.path.line()));
-        let len = payload.len();
         // No page holds an event this long (MAX_PAGE_SIZE); below it the
         // size cannot overflow. (On `len` itself, so that a constant length
         // folds the test away.)
@@ -136,16 +173,43 @@ impl CpuBuffer {
         // buffer's, and `rel` is inside it (C).
         let (record, commit) = unsafe { section::locate(line, phys, rel) };
         fence(Ordering::Release);
-        // SAFETY: the record's `size` bytes are in page `phys` (C), 4-aligned
-        // (every record's size and the page header's are multiples of 4),
-        // and ours since D; the page's words are atomics, which is what a
-        // concurrent iterator copying them reads.
-        let words: &[AtomicU32] =
-            unsafe { core::slice::from_raw_parts(record.cast(), size as usize / 4) };
         // SAFETY: a live commit line of this buffer (D).
         let commit = unsafe { &*commit };
+        // The record's `size` bytes are in page `phys` (C), 4-aligned (every
+        // record's size and the page header's are multiples of 4), and ours
+        // since D: what `Claimed::words` needs.
+        Ok(Claimed {
+            record: record.cast(),
+            commit,
+            header: crate::cpu_buffer::event_header(len, delta),
+            ts,
+        })
+    }
+
+    /// Writes `payload` as one event stamped by `clock` and returns its
+    /// time, or says why it did not (nothing was written then).
+    ///
+    /// Steps A to E are [`claim_whole`](Self::claim_whole)'s; F: the header
+    /// with PENDING, the payload, the header (Release each, for a crash, as
+    /// in `reserve` and `Reservation::commit`), then the commit section:
+    /// the commit word and the page's hits in one store, refused on a
+    /// RECLAIMED page, whose late commit the rare path counts as lost.
+    #[inline(always)]
+    pub(crate) fn write_whole<C: Clock + Copy>(
+        &self,
+        line: &FastLine,
+        clock: C,
+        payload: &[u8],
+    ) -> Result<u64, Miss> {
+        let len = payload.len();
+        let claimed = self.claim_whole(line, clock, len)?;
+        // SAFETY: claimed for `len`.
+        let words = unsafe { claimed.words(len) };
+        let Claimed {
+            commit, header, ts, ..
+        } = claimed;
         // F
-        let header = crate::cpu_buffer::event_header(len, delta);
+        let size = (words.len() * 4) as u64;
         if let Some((head, rest)) = words.split_first() {
             // A long event's length word first, so that a file recovered
             // after a crash can step over the PENDING record (Relaxed:
@@ -172,6 +236,34 @@ impl CpuBuffer {
             return Ok(self.commit_whole_rare(outcome, commit, add, ts));
         }
         Ok(ts)
+    }
+
+    /// Claims room for a payload of `len` bytes stamped by `clock`, or
+    /// says why it did not (nothing was claimed then): `reserve`'s fast
+    /// path on the rseq path, steps A to E as
+    /// [`claim_whole`](Self::claim_whole) makes them and F's first half
+    /// (a long event's length word, then the PENDING header, as in
+    /// `reserve`). The ring makes the `Reservation` (`RingBuffer::reserve_in`),
+    /// whose writes and `Reservation::commit` end F.
+    #[inline(always)]
+    pub(crate) fn reserve_whole<C: Clock + Copy>(
+        &self,
+        line: &FastLine,
+        clock: C,
+        len: usize,
+    ) -> Result<Claimed<'_>, Miss> {
+        let claimed = self.claim_whole(line, clock, len)?;
+        // SAFETY: claimed for `len`.
+        let words = unsafe { claimed.words(len) };
+        if let Some((head, rest)) = words.split_first() {
+            if let (false, Some(length)) = (format::is_short(len), rest.first()) {
+                // Relaxed: ordered for a crash by the Release header store,
+                // for readers by the commit.
+                length.store(len as u32, Ordering::Relaxed);
+            }
+            head.store(claimed.header | format::PENDING, Ordering::Release);
+        }
+        Ok(claimed)
     }
 
     /// The commit of a whole event whose section did not commit: the rare
@@ -243,6 +335,77 @@ mod tests {
         for i in 0..n {
             let e = b.read_event().unwrap();
             assert_eq!(e.payload, payload(i, i as usize % 41), "event {i}");
+            times.push(e.ts);
+        }
+        assert!(b.read_event().is_none());
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    #[test]
+    fn fast_reservations_of_every_length_and_kind_read_back_in_order_across_pages() {
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(64 * 1024)
+            .mode(Mode::Discard);
+        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+            return;
+        };
+        // Lengths 0 to 40 (short and long encodings), written whole, in
+        // word pieces, streamed, not written at all (zeroed at commit), or
+        // dropped (a discard record): across a few dozen page switches,
+        // each of which the fast reserve hands to the general loop.
+        let n = 1_000u32;
+        let mut expected = Vec::new();
+        let mut last = 0;
+        for i in 0..n {
+            let len = i as usize % 41;
+            let p = payload(i, len);
+            let mut r = ring.reserve_on(cpu, len).unwrap();
+            assert_eq!((r.len(), r.cpu()), (len, cpu));
+            assert!(r.timestamp() >= last);
+            last = r.timestamp();
+            match i % 5 {
+                0 => r.write(&p),
+                1 => {
+                    let half = (len / 2) & !3;
+                    r.write_at(0, &p[..half]);
+                    r.write_at(half, &p[half..]);
+                }
+                2 => {
+                    let mut s = r.stream();
+                    for b in p.chunks(3) {
+                        s.put(b);
+                    }
+                }
+                3 => {
+                    // Not written: the payload reads as zeroes.
+                    r.commit();
+                    expected.push(vec![0; len]);
+                    continue;
+                }
+                _ => {
+                    drop(r);
+                    continue;
+                }
+            }
+            r.commit();
+            expected.push(p);
+        }
+        let b = ring.cpu_buffer(cpu).unwrap();
+        assert_eq!(b.remote_updates(), 0, "a pinned writer went remote");
+        let s = ring.stats();
+        // A discard record is a hit too, and no entry.
+        assert_eq!(
+            (s.hit, s.entries, s.discarded, s.ts_fixups),
+            (u64::from(n), u64::from(n - n / 5), u64::from(n / 5), 0),
+            "{s:?}"
+        );
+        ring.flush();
+        let mut times = Vec::new();
+        for (k, want) in expected.iter().enumerate() {
+            let e = b.read_event().unwrap();
+            assert_eq!(&e.payload, want, "event {k}");
             times.push(e.ts);
         }
         assert!(b.read_event().is_none());
