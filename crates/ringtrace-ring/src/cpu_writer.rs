@@ -60,13 +60,10 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-        {
-            if self.ring.writes_whole() {
-                return self.ring.write_whole(self.buffer, payload);
-            }
-            self.ring.write_general(self.buffer, payload)
+        if self.ring.writes_whole() {
+            return self.ring.write_whole(self.buffer, payload);
         }
-        #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+        // Inline, as `RingBuffer::write_on` does it.
         self.ring.write_reserved(self.buffer, payload)
     }
 
