@@ -107,7 +107,8 @@ impl CpuBuffer {
     ///   on x86_64).
     ///
     /// Step F, the stores and the commit, is the caller's: `write_whole`
-    /// makes the whole event, `reserve_whole` hands out a `Reservation`.
+    /// makes the whole event; `reserve_whole` stores the record's first
+    /// words and the ring hands out a `Reservation` of it.
     ///
     /// `line` is this buffer's fast line, on the rseq path (the ring checked
     /// the path once, when it chose it).
