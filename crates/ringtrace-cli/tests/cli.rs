@@ -514,17 +514,40 @@ fn a_report_stopped_by_sigint_prints_what_it_measured_and_exits_non_zero() {
 
 #[test]
 fn a_closed_pipe_on_stdout_ends_quietly_with_a_non_zero_exit() {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .args(["clocks", "--tick-ms", "1", "--rounds", "1"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take()); // the reader goes away (`| true`)
-    let out = child.wait_with_output().unwrap();
+    let out = common::ringtrace_into_closed_pipe(&["clocks", "--tick-ms", "1", "--rounds", "1"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn help_that_cannot_be_written_is_not_a_success() {
+    // A full disk: an error naming it.
+    let full = std::fs::File::options().write(true).open("/dev/full");
+    if let Ok(full) = full {
+        for args in [vec!["--help"], vec!["hammer", "--help"], vec!["--version"]] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+                .args(&args)
+                .stdout(full.try_clone().unwrap())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
+        }
+    }
+    // A closed pipe: quietly, with a shell's code for SIGPIPE.
+    let out = common::ringtrace_into_closed_pipe(&["--help"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "{err}");
+    // And written, help is still a success and a usage error still 2.
+    let out = ringtrace(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: ringtrace"));
+    let out = ringtrace(&["--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument"));
 }
 
 #[test]

@@ -337,6 +337,32 @@ fn export_text_writes_the_dump_and_refuses_bad_formats_and_outputs_cleanly() {
 }
 
 #[test]
+fn export_to_stdout_into_a_closed_pipe_ends_quietly_as_dump_does() {
+    let dir = TempDir::new("export-pipe");
+    let path = dir.file("h.ring");
+    hammer_into(&path);
+    for (command, format) in [
+        (vec!["export", "--format", "text", "-o", "-"], "text"),
+        (vec!["export", "--format", "chrome", "-o", "-"], "chrome"),
+        (
+            vec!["export", "--format", "trace-cmd", "-o", "-"],
+            "trace-cmd",
+        ),
+        (vec!["dump"], "dump"),
+    ] {
+        let mut args = command.clone();
+        args.push(&path);
+        let out = common::ringtrace_into_closed_pipe(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        // 141: what a shell reports for a program SIGPIPE ended, and no
+        // error message for what is not an error.
+        assert_eq!(out.status.code(), Some(141), "{format}: {err}");
+        assert!(!err.contains("cannot write"), "{format}: {err}");
+        assert!(!err.contains("panicked"), "{format}: {err}");
+    }
+}
+
+#[test]
 fn export_chrome_writes_trace_event_json_with_the_hammer_events_and_their_losses() {
     let dir = TempDir::new("export-chrome");
     let path = dir.file("h.ring");

@@ -346,7 +346,10 @@ struct ClocksArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Hammer(args) => hammer_cmd(args),
         Command::Clocks(args) => clocks_cmd(args),
@@ -360,6 +363,32 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("ringtrace: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What `Cli::parse` does with a usage error, `--help` or `--version`
+/// (print it, exit 2 or 0), except that a failed write is not a success:
+/// `--help > /dev/full` is an error, and a closed pipe (`--help | true`)
+/// exits 141, as every command's output does.
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    use std::io::Write;
+    let code = u8::try_from(e.exit_code()).unwrap_or(2);
+    if e.use_stderr() {
+        // Usage errors: clap's own printing, to stderr.
+        let _ = e.print();
+        return ExitCode::from(code);
+    }
+    // Help and version, rendered here rather than by `print`, which does
+    // not report a closed pipe (clap is built without colour).
+    let text = e.render().to_string();
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::from(code),
+        Err(w) if w.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(w) => {
+            eprintln!("ringtrace: cannot write to stdout: {w}");
             ExitCode::from(2)
         }
     }
@@ -763,7 +792,13 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     };
     refuse_to_overwrite_a_ring(&args.file, &output)?;
     let recovery = ringtrace::ring::file::recover(&args.file)?;
-    let done = export::export(&recovery, format, &output)?;
+    let done = match export::export(&recovery, format, &output) {
+        Ok(done) => done,
+        // `-o -` into a pipe whose reader has gone (`| head`): quietly, with
+        // a shell's code for SIGPIPE, as `dump` and the other commands.
+        Err(e) if e.is_closed_pipe() => std::process::exit(141),
+        Err(e) => return Err(e.into()),
+    };
     eprintln!(
         "ringtrace export: {} events ({} marked lost) from {} to {} ({})",
         done.events,

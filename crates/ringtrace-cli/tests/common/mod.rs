@@ -11,6 +11,24 @@ pub fn ringtrace(args: &[&str]) -> Output {
         .expect("the ringtrace binary runs")
 }
 
+/// Runs the built `ringtrace` binary with `args`, its stdout a pipe whose
+/// reader is gone before it starts (`| true` that has already exited): so
+/// every write to stdout fails with EPIPE, whatever the scheduling.
+pub fn ringtrace_into_closed_pipe(args: &[&str]) -> Output {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array on success.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are fresh and owned by nothing else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(args)
+        .stdout(std::process::Stdio::from(write))
+        .output()
+        .expect("the ringtrace binary runs")
+}
+
 /// The arguments of a short hammer at nice 0 (so that other work on the
 /// machine does not starve it), running `seconds`.
 pub fn short_hammer(seconds: &'static str) -> Vec<&'static str> {

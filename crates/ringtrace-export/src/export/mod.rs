@@ -103,6 +103,9 @@ pub enum ExportError {
         path: PathBuf,
         /// Why.
         reason: String,
+        /// The kind of the I/O error that stopped it, where one did: a
+        /// closed pipe (`-o -` into `| head`) is `BrokenPipe`.
+        kind: Option<std::io::ErrorKind>,
     },
     /// The trace cannot be put in this format.
     #[error("{0}")]
@@ -110,6 +113,38 @@ pub enum ExportError {
     /// The dump options do not fit the trace.
     #[error(transparent)]
     Dump(#[from] DumpError),
+}
+
+impl ExportError {
+    /// The output failed with `e`.
+    pub(crate) fn io(path: &Path, e: &std::io::Error) -> Self {
+        ExportError::Output {
+            path: path.to_owned(),
+            reason: e.to_string(),
+            kind: Some(e.kind()),
+        }
+    }
+
+    /// The output is refused for `reason`, with no I/O error behind it.
+    pub(crate) fn refused(path: &Path, reason: impl Into<String>) -> Self {
+        ExportError::Output {
+            path: path.to_owned(),
+            reason: reason.into(),
+            kind: None,
+        }
+    }
+
+    /// Whether the output was a pipe whose reader had gone: what a shell
+    /// reports as a program killed by SIGPIPE, not a failure to report.
+    pub fn is_closed_pipe(&self) -> bool {
+        matches!(
+            self,
+            ExportError::Output {
+                kind: Some(std::io::ErrorKind::BrokenPipe),
+                ..
+            }
+        )
+    }
 }
 
 /// Writes `recovery` to `out` in `format`.
@@ -140,10 +175,7 @@ fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
             .filter(|c| c.events.is_empty())
             .map(|c| c.file_stats.overrun.saturating_add(c.file_stats.lost))
             .sum::<u64>();
-    let failed = |e: std::io::Error| ExportError::Output {
-        path: out.to_owned(),
-        reason: e.to_string(),
-    };
+    let failed = |e: std::io::Error| ExportError::io(out, &e);
     output::write_file(out, |w| {
         for line in dump.comments() {
             writeln!(w, "{line}").map_err(failed)?;

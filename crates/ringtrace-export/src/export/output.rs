@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 /// The temporary name beside `target`: same directory, so the rename is
 /// atomic; hidden, and marked with the pid.
 fn temporary(target: &Path) -> Result<PathBuf, ExportError> {
-    let name = target.file_name().ok_or_else(|| ExportError::Output {
-        path: target.to_owned(),
-        reason: "the output path names no file".into(),
-    })?;
+    let name = target
+        .file_name()
+        .ok_or_else(|| ExportError::refused(target, "the output path names no file"))?;
     let mut tmp = std::ffi::OsString::from(".");
     tmp.push(name);
     tmp.push(format!(".ringtrace-{}.tmp", std::process::id()));
@@ -20,10 +19,7 @@ fn temporary(target: &Path) -> Result<PathBuf, ExportError> {
 }
 
 fn failed(path: &Path, e: std::io::Error) -> ExportError {
-    ExportError::Output {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    }
+    ExportError::io(path, &e)
 }
 
 /// Writes the file `target` with `fill`, through a buffered writer on a
@@ -85,16 +81,16 @@ pub fn write_dir(
 ) -> Result<(), ExportError> {
     if let Ok(mut entries) = std::fs::read_dir(target) {
         if entries.next().is_some() {
-            return Err(ExportError::Output {
-                path: target.to_owned(),
-                reason: "the directory exists and is not empty".into(),
-            });
+            return Err(ExportError::refused(
+                target,
+                "the directory exists and is not empty",
+            ));
         }
     } else if target.exists() {
-        return Err(ExportError::Output {
-            path: target.to_owned(),
-            reason: "it exists and is not a directory".into(),
-        });
+        return Err(ExportError::refused(
+            target,
+            "it exists and is not a directory",
+        ));
     }
     let tmp = temporary(target)?;
     let result = (|| {
@@ -122,10 +118,7 @@ mod tests {
         let target = dir.join("t.out");
         let err = write_file(&target, |w| {
             w.write_all(b"half").unwrap();
-            Err(ExportError::Output {
-                path: target.clone(),
-                reason: "stopped".into(),
-            })
+            Err(ExportError::refused(&target, "stopped"))
         });
         assert!(err.is_err());
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);

@@ -54,10 +54,7 @@ use std::path::Path;
 pub(super) fn export(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
     let trace = Trace::build(recovery);
     output::write_file(out, |w| {
-        trace.write(w).map_err(|e| ExportError::Output {
-            path: out.to_owned(),
-            reason: e.to_string(),
-        })
+        trace.write(w).map_err(|e| ExportError::io(out, &e))
     })?;
     Ok(ExportSummary {
         path: out.to_owned(),

@@ -55,6 +55,7 @@ pub(super) fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, Ex
         let failed = |name: &str, e: std::io::Error| ExportError::Output {
             path: out.to_owned(),
             reason: format!("{name}: {e}"),
+            kind: Some(e.kind()),
         };
         std::fs::write(dir.join("metadata"), text).map_err(|e| failed("metadata", e))?;
         // One CPU's stream in memory at a time.

@@ -79,10 +79,7 @@ pub fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportErr
         )));
     }
     let c = encode(recovery, &meta);
-    let failed = |e: std::io::Error| ExportError::Output {
-        path: out.to_owned(),
-        reason: e.to_string(),
-    };
+    let failed = |e: std::io::Error| ExportError::io(out, &e);
     output::write_file(out, |w| {
         let bytes = file_bytes(recovery, &c);
         w.write_all(&bytes).map_err(failed)
