@@ -216,6 +216,23 @@ fn write_ratio(tsc: Tsc) {
     }
     println!("  (x: times a bare rdtsc, paired per round; bound for the rseq path by name: 1.6 on Intel, 1.3 on AMD)");
     println!("  (floor x: p50 of times the two-section rseq floor of the same round)");
+    // The verdict on this host, on the row the bound is set for.
+    const BOUND_ROW: usize = 2;
+    if !ratio[BOUND_ROW].is_empty() {
+        let p50 = percentiles(ratio[BOUND_ROW].clone())[1];
+        let floor = (!ratio[FLOOR].is_empty()).then(|| percentiles(ratio[FLOOR].clone())[1]);
+        let floor = floor.map_or(String::new(), |f| {
+            format!("; the two-section floor {f:.2} in this run")
+        });
+        match host_bound() {
+            Some((vendor, bound)) => println!(
+                "  bound on this {vendor} host: {p50:.2} against {bound} for {}: {}{floor}",
+                names[BOUND_ROW].trim(),
+                if p50 <= bound { "met" } else { "not met" }
+            ),
+            None => println!("  no bound is set for this CPU's vendor (1.6 on Intel, 1.3 on AMD)"),
+        }
+    }
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if let Some(s) = &sections {
         // Its sections must have committed, or it timed a cheap failure.
@@ -226,6 +243,21 @@ fn write_ratio(tsc: Tsc) {
                 s.hits()
             );
         }
+    }
+}
+
+/// The CPU's vendor and the bound issue 14 sets for it (times a bare
+/// rdtsc), from /proc/cpuinfo; `None` for any other vendor.
+fn host_bound() -> Option<(&'static str, f64)> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let vendor = info
+        .lines()
+        .find_map(|l| l.strip_prefix("vendor_id"))?
+        .trim_start_matches([' ', '\t', ':']);
+    match vendor.trim() {
+        "GenuineIntel" => Some(("Intel", 1.6)),
+        "AuthenticAMD" => Some(("AMD", 1.3)),
+        _ => None,
     }
 }
 
