@@ -422,22 +422,10 @@ impl CpuBuffer {
                             self.hot.write_hint.store(new.0, Ordering::Relaxed);
                             self.hot.ts_hint.store(now, Ordering::Relaxed);
                         }
-                        // F: a long event's length word is written now, the
-                        // space being ours since D, then the PENDING header.
-                        if let (false, Some(length)) = (format::is_short(len), record.get(1)) {
-                            // Relaxed: published by the commit's Release add.
-                            length.store(len as u32, Ordering::Relaxed);
-                        }
+                        // F: a long event's length word, then the PENDING
+                        // header, the space being ours since D.
                         let header = event_header(len, delta);
-                        if let Some(first) = record.first() {
-                            // Release, for a crash rather than for readers
-                            // (who see only committed bytes): the length is
-                            // stored first in program order and for the
-                            // compiler, so a recovered file can step over
-                            // the record (format::PENDING). A plain store on
-                            // x86_64.
-                            first.store(header | format::PENDING, Ordering::Release);
-                        }
+                        crate::reservation::store_pending(record, len, header);
                         break 'fast (record, commit_line, header, now);
                     }
                 }

@@ -307,6 +307,27 @@ fn zero_words(words: &[AtomicU32], from: usize) {
     }
 }
 
+/// Begins a claimed record (step F's first half): a long event's length
+/// word, then the header `header` with PENDING. Returns the payload's
+/// words. The space is the writer's since its reserve (step D).
+#[inline(always)]
+pub(crate) fn store_pending(record: &[AtomicU32], len: usize, header: u32) -> &[AtomicU32] {
+    let short = format::is_short(len);
+    if let (false, Some(length)) = (short, record.get(1)) {
+        // Relaxed: published by the commit's Release add; ordered for a
+        // crash by the Release header store below.
+        length.store(len as u32, Ordering::Relaxed);
+    }
+    if let Some(first) = record.first() {
+        // Release, for a crash rather than for readers (who see only
+        // committed bytes): the length is stored first in program order
+        // and for the compiler, so a recovered file can step over the
+        // record (format::PENDING). A plain store on x86_64.
+        first.store(header | format::PENDING, Ordering::Release);
+    }
+    record.get(if short { 1 } else { 2 }..).unwrap_or(&[])
+}
+
 /// Stores `bytes` into `words`, the last partial word padded with zeros.
 #[inline(always)]
 pub(crate) fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {

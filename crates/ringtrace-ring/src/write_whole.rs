@@ -211,20 +211,11 @@ impl CpuBuffer {
         } = claimed;
         // F
         let size = (words.len() * 4) as u64;
-        if let Some((head, rest)) = words.split_first() {
-            // A long event's length word first, so that a file recovered
-            // after a crash can step over the PENDING record (Relaxed:
-            // ordered for a crash by the Release header store, for readers
-            // by the commit).
-            let body = match (format::is_short(len), rest.split_first()) {
-                (false, Some((length, body))) => {
-                    length.store(len as u32, Ordering::Relaxed);
-                    body
-                }
-                _ => rest,
-            };
-            head.store(header | format::PENDING, Ordering::Release);
-            crate::reservation::store_bytes(body, payload);
+        let body = crate::reservation::store_pending(words, len, header);
+        crate::reservation::store_bytes(body, payload);
+        if let Some(head) = words.first() {
+            // Release, for a crash, as in `Reservation::commit`: after the
+            // payload in program order and for the compiler.
             head.store(header, Ordering::Release);
         }
         let add = size + meta::ONE_EVENT;
@@ -256,14 +247,7 @@ impl CpuBuffer {
         let claimed = self.claim_whole(line, clock, len)?;
         // SAFETY: claimed for `len`.
         let words = unsafe { claimed.words(len) };
-        if let Some((head, rest)) = words.split_first() {
-            if let (false, Some(length)) = (format::is_short(len), rest.first()) {
-                // Relaxed: ordered for a crash by the Release header store,
-                // for readers by the commit.
-                length.store(len as u32, Ordering::Relaxed);
-            }
-            head.store(claimed.header | format::PENDING, Ordering::Release);
-        }
+        crate::reservation::store_pending(words, len, claimed.header);
         Ok(claimed)
     }
 
@@ -304,18 +288,43 @@ mod tests {
         pin(cpu).then_some((ring, cpu))
     }
 
+    /// [`tsc_rseq_ring`] with pages of 256 bytes in 64 KiB, discarding
+    /// when full: a few dozen page switches in a thousand short events.
+    /// `None`, said, where the rseq path cannot be had.
+    fn small_pages_rseq_ring() -> Option<(RingBuffer<Tsc>, usize)> {
+        let config = RingConfig::default()
+            .page_size(256)
+            .per_cpu_bytes(64 * 1024)
+            .mode(Mode::Discard);
+        let ring = tsc_rseq_ring(config);
+        if ring.is_none() {
+            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+        }
+        ring
+    }
+
+    /// Flushes `ring` and reads `cpu`'s buffer empty: exactly `expected`,
+    /// in order, in time order.
+    fn assert_reads_back_in_order(ring: &RingBuffer<Tsc>, cpu: usize, expected: &[Vec<u8>]) {
+        let b = ring.cpu_buffer(cpu).unwrap();
+        ring.flush();
+        let mut times = Vec::new();
+        for (k, want) in expected.iter().enumerate() {
+            let e = b.read_event().unwrap();
+            assert_eq!(&e.payload, want, "event {k}");
+            times.push(e.ts);
+        }
+        assert!(b.read_event().is_none());
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    }
+
     fn payload(i: u32, len: usize) -> Vec<u8> {
         (0..len).map(|j| (i as usize * 7 + j) as u8).collect()
     }
 
     #[test]
     fn whole_writes_of_every_length_read_back_in_order_across_pages() {
-        let config = RingConfig::default()
-            .page_size(256)
-            .per_cpu_bytes(64 * 1024)
-            .mode(Mode::Discard);
-        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
-            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+        let Some((ring, cpu)) = small_pages_rseq_ring() else {
             return;
         };
         // Lengths 0 to 40: short events, long ones, and none; enough of
@@ -331,25 +340,13 @@ mod tests {
         assert_eq!(b.remote_updates(), 0, "a pinned writer went remote");
         let s = ring.stats();
         assert_eq!((s.hit, s.ts_fixups), (u64::from(n), 0), "{s:?}");
-        ring.flush();
-        let mut times = Vec::new();
-        for i in 0..n {
-            let e = b.read_event().unwrap();
-            assert_eq!(e.payload, payload(i, i as usize % 41), "event {i}");
-            times.push(e.ts);
-        }
-        assert!(b.read_event().is_none());
-        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        let expected: Vec<_> = (0..n).map(|i| payload(i, i as usize % 41)).collect();
+        assert_reads_back_in_order(&ring, cpu, &expected);
     }
 
     #[test]
     fn fast_reservations_of_every_length_and_kind_read_back_in_order_across_pages() {
-        let config = RingConfig::default()
-            .page_size(256)
-            .per_cpu_bytes(64 * 1024)
-            .mode(Mode::Discard);
-        let Some((ring, cpu)) = tsc_rseq_ring(config) else {
-            eprintln!("skipped: {:?}", crate::rseq::unavailable());
+        let Some((ring, cpu)) = small_pages_rseq_ring() else {
             return;
         };
         // Lengths 0 to 40 (short and long encodings), written whole, in
@@ -402,15 +399,7 @@ mod tests {
             (u64::from(n), u64::from(n - n / 5), u64::from(n / 5), 0),
             "{s:?}"
         );
-        ring.flush();
-        let mut times = Vec::new();
-        for (k, want) in expected.iter().enumerate() {
-            let e = b.read_event().unwrap();
-            assert_eq!(&e.payload, want, "event {k}");
-            times.push(e.ts);
-        }
-        assert!(b.read_event().is_none());
-        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        assert_reads_back_in_order(&ring, cpu, &expected);
     }
 
     #[test]
