@@ -230,6 +230,15 @@ impl<C: Clock> RingBuffer<C> {
 
     /// Reserves on the buffer of `cpu` (taken modulo the buffer count),
     /// whatever CPU the caller is on.
+    ///
+    /// On the rseq path ([`write_path`](Self::write_path)), an event on a
+    /// buffer other than the caller's CPU's is a remote update (see
+    /// [`remote_updates`](Self::remote_updates)): two `membarrier` system
+    /// calls, about a microsecond on the 2-vCPU hosts of docs/results.md,
+    /// against tens of nanoseconds on the caller's own CPU's buffer. A
+    /// design in which threads write to buffers not their CPU's takes the
+    /// CAS path ([`WritePath::Cas`](crate::WritePath::Cas)), where every
+    /// buffer costs the same.
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
         self.reserve_in(self.buffer_for(cpu), len)
@@ -329,6 +338,15 @@ impl<C: Clock> RingBuffer<C> {
 
     /// Records `payload` on the buffer of `cpu` (taken modulo the buffer
     /// count), whatever CPU the caller is on; returns its timestamp.
+    ///
+    /// On the rseq path ([`write_path`](Self::write_path)), an event on a
+    /// buffer other than the caller's CPU's is a remote update (see
+    /// [`remote_updates`](Self::remote_updates)): two `membarrier` system
+    /// calls, about a microsecond on the 2-vCPU hosts of docs/results.md,
+    /// against tens of nanoseconds on the caller's own CPU's buffer. A
+    /// design in which threads write to buffers not their CPU's takes the
+    /// CAS path ([`WritePath::Cas`](crate::WritePath::Cas)), where every
+    /// buffer costs the same.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]

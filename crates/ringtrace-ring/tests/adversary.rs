@@ -1,10 +1,13 @@
 //! Everything at once, through the public API only, as an outside check
 //! would do it: more writers than CPUs, each mixing reservations and
-//! one-call writes (whole-event writes with the TSC on the rseq path), migrations, a timer signal whose
-//! handler writes inside the interrupted writer's event, writers that die
-//! between reserve and commit, a thread iterating without consuming, and a
-//! consumer that mixes event reads, page reads, merged reads and peeks, on
-//! pages from 64 bytes to 4 KiB, in both modes.
+//! one-call writes (whole-event writes with the TSC on the rseq path), on
+//! their own CPU's buffer and on others' (`write_on`, `reserve_on`, a
+//! `CpuWriter`, by CPU numbers past the buffer count too), migrations, a
+//! timer signal whose handler writes inside the interrupted writer's
+//! event, writers that die between reserve and commit, a thread flushing
+//! pages early, a thread iterating without consuming, and a consumer that
+//! mixes event reads, page reads, merged reads and peeks, on pages from 64
+//! bytes to 4 KiB, in both modes.
 //!
 //! Checked: no reader or iterator ever yields a payload that was not
 //! committed whole (every payload carries a checksum), nothing is read
@@ -132,6 +135,13 @@ fn adversary(
     let done: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
     let consumer = std::thread::spawn(move || consume(s, done));
     let iterator = std::thread::spawn(move || iterate(s, done));
+    // Pages closed early, under the writers' feet.
+    let flusher = std::thread::spawn(move || {
+        while !done.load(Ordering::Acquire) {
+            s.ring.flush();
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    });
     // 64-byte pages hold 24 payload bytes at most.
     let max_len = (page - 40).min(48);
     let writers: Vec<_> = (0..WRITERS)
@@ -152,12 +162,27 @@ fn adversary(
                     }
                     let len = 16 + (seq as usize * 7) % (max_len - 15);
                     let p = common::payload(w, seq, len);
-                    if seq % 3 == 1 {
+                    // Another CPU's buffer now and then (a remote update
+                    // on the rseq path), by a number at or past the
+                    // buffer count too (taken modulo).
+                    let target = [0, 1, 7, usize::MAX][(seq as usize / 3 + w as usize) % 4];
+                    let written = match seq % 6 {
                         // In one call (whole, where it can be).
-                        ok += u64::from(s.ring.write(&p).is_ok());
+                        1 => Some(s.ring.write(&p)),
+                        3 => Some(s.ring.write_on(target, &p)),
+                        5 => Some(s.ring.cpu_writer(target).write(&p)),
+                        _ => None,
+                    };
+                    if let Some(written) = written {
+                        ok += u64::from(written.is_ok());
                         continue;
                     }
-                    let Ok(mut r) = s.ring.reserve(p.len()) else {
+                    let reserved = match seq % 12 {
+                        2 => s.ring.reserve_on(target, p.len()),
+                        4 => s.ring.cpu_writer(target).reserve(p.len()),
+                        _ => s.ring.reserve(p.len()),
+                    };
+                    let Ok(mut r) = reserved else {
                         continue;
                     };
                     r.write(&p);
@@ -183,6 +208,7 @@ fn adversary(
     done.store(true, Ordering::Release);
     let seen = consumer.join().unwrap();
     let yielded = iterator.join().unwrap();
+    flusher.join().unwrap();
     interrupt::uninstall_irq_handler(signal).unwrap();
 
     let stats = s.ring.stats();
@@ -203,7 +229,13 @@ fn adversary(
     if mode == Mode::Discard {
         assert_eq!(stats.overrun, 0, "{stats:?}");
     }
-    eprintln!("{mode:?} {page}: {stats:?} dead {dead} iterated {yielded}");
+    let remote = s.ring.remote_updates();
+    eprintln!("{mode:?} {page}: {stats:?} dead {dead} iterated {yielded} remote {remote}");
+    // Writers wrote to the other CPU's buffer: on the rseq path those are
+    // remote updates, so the run did exercise them.
+    if cpus > 1 && s.ring.write_path() == ringtrace_ring::WritePath::Rseq {
+        assert!(remote > 0, "no remote update in the run");
+    }
     // Every dead writer's page was taken out by the end (the consumer's
     // last fixups), so the run did exercise the dead-writer path.
     assert!(dead == 0 || stats.pages_reclaimed > 0, "{stats:?}");

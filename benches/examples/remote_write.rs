@@ -1,0 +1,45 @@
+//! What an event on another CPU's buffer costs, on each write path: a
+//! thread pinned to CPU 0 writes 8-byte events with `write_on(1, ..)`,
+//! then with `write_on(0, ..)`, and prints ns per event and the remote
+//! updates (system calls) the rseq path made.
+//!
+//! `cargo run --release -p ringtrace-benches --example remote_write`
+
+use ringtrace_benches::{pin, ring_on};
+use ringtrace_clock::Tsc;
+use ringtrace_ring::WritePath;
+use std::time::Instant;
+
+const EVENTS: u64 = 20_000;
+
+fn main() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 || !pin(0) {
+        eprintln!("remote_write: needs two CPUs and CPU 0 to pin to");
+        std::process::exit(2);
+    }
+    let Ok(tsc) = Tsc::new() else {
+        eprintln!("remote_write: no usable TSC here");
+        std::process::exit(2);
+    };
+    for path in [WritePath::Rseq, WritePath::Cas] {
+        let Some(ring) = ring_on(tsc, path) else {
+            println!("{path:?}: not available here");
+            continue;
+        };
+        let per_event = |cpu: usize| {
+            let t = Instant::now();
+            for i in 0..EVENTS {
+                ring.write_on(cpu, &i.to_le_bytes())
+                    .expect("overwrite mode never refuses");
+            }
+            t.elapsed().as_nanos() as f64 / EVENTS as f64
+        };
+        let other = per_event(1);
+        let updates = ring.remote_updates();
+        let own = per_event(0);
+        println!(
+            "{path:?}: another CPU's buffer {other:.0} ns an event ({:.2} remote updates an event), own CPU's {own:.1} ns",
+            updates as f64 / EVENTS as f64
+        );
+    }
+}
