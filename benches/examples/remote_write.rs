@@ -1,7 +1,8 @@
 //! What an event on another CPU's buffer costs, on each write path: a
 //! thread pinned to CPU 0 writes 8-byte events with `write_on(1, ..)`,
-//! then with `write_on(0, ..)`, and prints ns per event and the remote
-//! updates (system calls) the rseq path made.
+//! then as `reserve_on(1, ..)`, write and commit, then with `write_on(0,
+//! ..)`, and prints ns per event and the remote updates (system calls)
+//! the rseq path made.
 //!
 //! `cargo run --release -p ringtrace-benches --example remote_write`
 
@@ -36,10 +37,19 @@ fn main() {
         };
         let other = per_event(1);
         let updates = ring.remote_updates();
+        let t = Instant::now();
+        for i in 0..EVENTS {
+            let mut r = ring.reserve_on(1, 8).expect("overwrite mode never refuses");
+            r.write(&i.to_le_bytes());
+            r.commit();
+        }
+        let reserved = t.elapsed().as_nanos() as f64 / EVENTS as f64;
+        let reserved_updates = ring.remote_updates() - updates;
         let own = per_event(0);
         println!(
-            "{path:?}: another CPU's buffer {other:.0} ns an event ({:.2} remote updates an event), own CPU's {own:.1} ns",
-            updates as f64 / EVENTS as f64
+            "{path:?}: another CPU's buffer: write_on {other:.0} ns an event ({:.2} remote updates an event), reserve_on+write+commit {reserved:.0} ns ({:.2}); own CPU's buffer: write_on {own:.1} ns",
+            updates as f64 / EVENTS as f64,
+            reserved_updates as f64 / EVENTS as f64
         );
     }
 }

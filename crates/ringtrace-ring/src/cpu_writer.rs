@@ -14,7 +14,7 @@ use ringtrace_clock::Clock;
 /// event then skips the CPU number's range check and the buffer's address.
 /// Any thread may use it, on any CPU: off the buffer's CPU its writes are
 /// remote updates on the rseq path, exactly as `write_on` another CPU's
-/// buffer is (a system call each, about a microsecond: see
+/// buffer is (system calls, half a microsecond or more an event: see
 /// [`RingBuffer::write_on`]). Copy it freely; it is two references.
 ///
 /// ```

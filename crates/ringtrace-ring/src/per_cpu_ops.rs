@@ -271,6 +271,19 @@ impl CpuBuffer {
         word.fetch_add(value, order)
     }
 
+    /// For a whole event about to be written on this buffer: on the rseq
+    /// path from a thread not on the buffer's CPU, one remote update held
+    /// across its reserve and its commit, inside which their own remote
+    /// updates make no system call (see `RemoteUpdate::begin`): one
+    /// `membarrier` for the event, not two. `None` on the CPU (or on the
+    /// CAS path), where the event makes no remote update unless the thread
+    /// moves, and then makes its own.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    pub(crate) fn remote_event(&self) -> Option<crate::rseq::remote::RemoteUpdate<'_>> {
+        self.path.fast()?;
+        (crate::cpu::current_cpu() != self.path.cpu() as usize).then(|| self.path.remote())
+    }
+
     /// Sets `bits` in commit word `word` for a fixup; returns the word
     /// before. AcqRel, as the fixup needs (see `reclaim`). On the rseq path
     /// always a remote update: the fixup runs on the reader's CPU, and a

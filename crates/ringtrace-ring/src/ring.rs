@@ -232,13 +232,16 @@ impl<C: Clock> RingBuffer<C> {
     /// whatever CPU the caller is on.
     ///
     /// On the rseq path ([`write_path`](Self::write_path)), an event on a
-    /// buffer other than the caller's CPU's is a remote update (see
-    /// [`remote_updates`](Self::remote_updates)): two `membarrier` system
-    /// calls, about a microsecond on the 2-vCPU hosts of docs/results.md,
-    /// against tens of nanoseconds on the caller's own CPU's buffer. A
-    /// design in which threads write to buffers not their CPU's takes the
-    /// CAS path ([`WritePath::Cas`](crate::WritePath::Cas)), where every
-    /// buffer costs the same.
+    /// buffer other than the caller's CPU's makes remote updates (see
+    /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
+    /// system call: one for an event written in one call with a bare-rdtsc
+    /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
+    /// the 2-vCPU hosts of docs/results.md), two for a reservation and its
+    /// commit (about a microsecond), against tens of nanoseconds on the
+    /// caller's own CPU's buffer. A design in which threads write to
+    /// buffers not their CPU's takes the CAS path
+    /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
+    /// costs the same.
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
         self.reserve_in(self.buffer_for(cpu), len)
@@ -340,13 +343,16 @@ impl<C: Clock> RingBuffer<C> {
     /// count), whatever CPU the caller is on; returns its timestamp.
     ///
     /// On the rseq path ([`write_path`](Self::write_path)), an event on a
-    /// buffer other than the caller's CPU's is a remote update (see
-    /// [`remote_updates`](Self::remote_updates)): two `membarrier` system
-    /// calls, about a microsecond on the 2-vCPU hosts of docs/results.md,
-    /// against tens of nanoseconds on the caller's own CPU's buffer. A
-    /// design in which threads write to buffers not their CPU's takes the
-    /// CAS path ([`WritePath::Cas`](crate::WritePath::Cas)), where every
-    /// buffer costs the same.
+    /// buffer other than the caller's CPU's makes remote updates (see
+    /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
+    /// system call: one for an event written in one call with a bare-rdtsc
+    /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
+    /// the 2-vCPU hosts of docs/results.md), two for a reservation and its
+    /// commit (about a microsecond), against tens of nanoseconds on the
+    /// caller's own CPU's buffer. A design in which threads write to
+    /// buffers not their CPU's takes the CAS path
+    /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
+    /// costs the same.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
@@ -397,10 +403,13 @@ impl<C: Clock> RingBuffer<C> {
 
     /// [`write_reserved`](Self::write_reserved) out of line, for the
     /// whole-event path's misses: inlined beside it, its registers would be
-    /// saved on every event of the fast path too.
+    /// saved on every event of the fast path too. A miss because the
+    /// writer is not on the buffer's CPU holds one remote update across the
+    /// event (`CpuBuffer::remote_event`).
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[inline(never)]
     pub(crate) fn write_general(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
+        let _remote = b.remote_event();
         self.write_reserved(b, payload)
     }
 

@@ -40,7 +40,7 @@ use thiserror::Error;
 
 pub(crate) mod fast_line;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
-mod remote;
+pub(crate) mod remote;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
 pub(crate) mod section;
 

@@ -26,12 +26,20 @@
 //!
 //! Sections that see the flag raised go through here too, so while it is
 //! up every updater uses locked instructions, as the CAS path always does.
+//! An update made while this thread already holds one on the same buffer
+//! (steps 1 and 2 done, 4 not yet) is nested in it and makes none of the
+//! four steps: the flag is up and the CPU fenced until the outer one ends,
+//! after the nested one. A whole event written from another CPU holds one
+//! across its reserve and commit (`CpuBuffer::remote_event`), so that it
+//! makes one system call, not two.
+//!
 //! It costs a system call and an interrupt of the owning CPU, so it is
 //! for what is rare: a writer that migrated between reserve and commit,
 //! `reserve_on` a CPU the caller is not on, a flush or a fixup from a
 //! reader, a thread with no rseq registration. The ring counts them
 //! (`RingBuffer::remote_updates`).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a remote update adds to the gate word while it is under way: above
@@ -90,30 +98,150 @@ fn fence(cpu: u32) {
     unsafe { *libc::__errno_location() = errno };
 }
 
+std::thread_local! {
+    /// The gate word of the buffer whose remote update this thread holds,
+    /// raised and fenced (steps 1 and 2 done, 4 not yet), or null. Set
+    /// only between a completed fence and the lowering, and saved and
+    /// restored around an update nested inside another (a signal handler's,
+    /// or one on another buffer), so it never names a gate this thread
+    /// does not hold up. Const-initialised and without a destructor: a
+    /// plain thread-local load, safe in a signal handler.
+    static HELD: Cell<*const AtomicU64> = const { Cell::new(std::ptr::null()) };
+}
+
 /// A remote update in progress: the flag is up and the CPU fenced until
 /// this is dropped.
 pub(crate) struct RemoteUpdate<'a> {
     flag: &'a AtomicU64,
+    /// Whether this update raised the flag (and lowers it): false for one
+    /// nested inside this thread's own update of the same buffer.
+    raised: bool,
+    /// What [`HELD`] named before this update.
+    outer: *const AtomicU64,
 }
 
 impl<'a> RemoteUpdate<'a> {
-    /// Steps 1 and 2; `updates` counts it.
+    /// Steps 1 and 2; `updates` counts it. Inside this thread's own update
+    /// of the same buffer (a whole event written from another CPU holds
+    /// one across its reserve and its commit: `CpuBuffer::remote_event`),
+    /// nothing: the flag is up and the CPU fenced already, and stay so
+    /// until that outer update ends, after this one.
     #[cold]
     pub(crate) fn begin(flag: &'a AtomicU64, cpu: u32, updates: &AtomicU64) -> Self {
+        let outer = HELD.with(Cell::get);
+        if std::ptr::eq(outer, flag) {
+            return RemoteUpdate {
+                flag,
+                raised: false,
+                outer,
+            };
+        }
         // SeqCst: a locked add, a full barrier before the fence, so the
         // flag is visible to every section the fence does not abort.
         flag.fetch_add(REMOTE_ONE, Ordering::SeqCst);
         fence(cpu);
         // Relaxed: a statistic.
         updates.fetch_add(1, Ordering::Relaxed);
-        RemoteUpdate { flag }
+        HELD.with(|held| held.set(flag));
+        RemoteUpdate {
+            flag,
+            raised: true,
+            outer,
+        }
     }
 }
 
 impl Drop for RemoteUpdate<'_> {
     fn drop(&mut self) {
+        if !self.raised {
+            return;
+        }
+        // Before the flag comes down, so that a signal handler running
+        // between the two makes an update of its own.
+        HELD.with(|held| held.set(self.outer));
         // Step 4. Release: our locked update is visible to any section
         // that loads the flag as zero after this.
         self.flag.fetch_sub(REMOTE_ONE, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two buffers' gate words (CPU 0's and CPU 1's) and their counts.
+    fn gates() -> Option<[(AtomicU64, AtomicU64); 2]> {
+        if let Err(why) = register() {
+            eprintln!("skipped: {why}");
+            return None;
+        }
+        Some([0, 1].map(|cpu| (AtomicU64::new(cpu), AtomicU64::new(0))))
+    }
+
+    #[test]
+    fn an_update_inside_this_threads_own_update_of_the_buffer_makes_no_fence_and_keeps_the_flag_up()
+    {
+        let Some([(gate, updates), _]) = gates() else {
+            return;
+        };
+        {
+            let _outer = RemoteUpdate::begin(&gate, 0, &updates);
+            assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+            {
+                let _inner = RemoteUpdate::begin(&gate, 0, &updates);
+                assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+            }
+            // The inner one's end did not lower the outer one's flag.
+            assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+            assert_eq!(updates.load(Ordering::SeqCst), 1);
+        }
+        assert_eq!(gate.load(Ordering::SeqCst), 0);
+        // Held no more: the next one raises and fences again.
+        drop(RemoteUpdate::begin(&gate, 0, &updates));
+        assert_eq!(updates.load(Ordering::SeqCst), 2);
+        assert_eq!(gate.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_update_of_another_buffer_inside_one_is_made_whole_and_gives_the_outer_back() {
+        let Some([(a, a_updates), (b, b_updates)]) = gates() else {
+            return;
+        };
+        let outer = RemoteUpdate::begin(&a, 0, &a_updates);
+        {
+            let _other = RemoteUpdate::begin(&b, 1, &b_updates);
+            assert_eq!(b.load(Ordering::SeqCst), 1 + REMOTE_ONE);
+            assert_eq!(b_updates.load(Ordering::SeqCst), 1);
+            // Inside it only `b` is named as held: an update of `a` is
+            // made whole (a fence more, never one less), and gives `b` back.
+            drop(RemoteUpdate::begin(&a, 0, &a_updates));
+            assert_eq!(a_updates.load(Ordering::SeqCst), 2);
+            assert_eq!(a.load(Ordering::SeqCst), REMOTE_ONE);
+            drop(RemoteUpdate::begin(&b, 1, &b_updates));
+            assert_eq!(b_updates.load(Ordering::SeqCst), 1);
+        }
+        assert_eq!(b.load(Ordering::SeqCst), 1);
+        // `a` named as held again once `b`'s update ended.
+        drop(RemoteUpdate::begin(&a, 0, &a_updates));
+        assert_eq!(a_updates.load(Ordering::SeqCst), 2);
+        assert_eq!(a.load(Ordering::SeqCst), REMOTE_ONE);
+        drop(outer);
+        assert_eq!(a.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn another_thread_never_counts_as_holding_an_update() {
+        let Some([(gate, updates), _]) = gates() else {
+            return;
+        };
+        let _held = RemoteUpdate::begin(&gate, 0, &updates);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _own = RemoteUpdate::begin(&gate, 0, &updates);
+                assert_eq!(gate.load(Ordering::SeqCst), 2 * REMOTE_ONE);
+            });
+        });
+        assert_eq!(updates.load(Ordering::SeqCst), 2);
+        assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
     }
 }
