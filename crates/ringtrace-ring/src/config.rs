@@ -338,6 +338,13 @@ impl RingConfig {
     /// error unless [`append`](RingConfig::append) is set (a link is
     /// refused even then).
     ///
+    /// One process writes the file at a time: `append` refuses a file
+    /// whose writer is alive, and a child forked while the ring is open,
+    /// which shares its mapping, must not write to the ring while the
+    /// parent does (the rseq path's remote updates, for one, see
+    /// [`RingBuffer::remote_updates`](crate::RingBuffer::remote_updates),
+    /// shut out only their own process's sections).
+    ///
     /// ```
     /// use ringtrace_ring::RingConfig;
     /// let config = RingConfig::default().file("/tmp/app.ring").append(true);
