@@ -1,8 +1,9 @@
 //! What an event on another CPU's buffer costs, on each write path: a
 //! thread pinned to CPU 0 writes 8-byte events with `write_on(1, ..)`,
 //! then as `reserve_on(1, ..)`, write and commit, then with `write_on(0,
-//! ..)`, and prints ns per event and the remote updates (system calls)
-//! the rseq path made.
+//! ..)`, and prints ns per event, the remote updates (system calls) the
+//! rseq path made, and whether buffer 1 went into shared mode (it does
+//! after 64 of them within 10 ms: its remote updates then make none).
 //!
 //! `cargo run --release -p ringtrace-benches --example remote_write`
 
@@ -46,6 +47,11 @@ fn main() {
         let reserved = t.elapsed().as_nanos() as f64 / EVENTS as f64;
         let reserved_updates = ring.remote_updates() - updates;
         let own = per_event(0);
+        println!(
+            "{path:?}: buffer 1 went into shared mode {} times; {} remote updates in it made no system call",
+            ring.shared_mode_entries(),
+            ring.shared_updates()
+        );
         println!(
             "{path:?}: another CPU's buffer: write_on {other:.0} ns an event ({:.2} remote updates an event), reserve_on+write+commit {reserved:.0} ns ({:.2}); own CPU's buffer: write_on {own:.1} ns",
             updates as f64 / EVENTS as f64,

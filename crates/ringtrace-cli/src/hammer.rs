@@ -224,6 +224,10 @@ pub struct HammerResult {
     /// path (a producer moved between reserve and commit, the consumer's
     /// flush): each cost a membarrier system call. 0 on the CAS path.
     pub remote_updates: u64,
+    /// Times a CPU buffer went into shared mode (remote updates had come
+    /// often; its writers then took locked instructions instead of system
+    /// calls). 0 on the CAS path.
+    pub shared_mode_entries: u64,
 }
 
 /// One producer's own figures.
@@ -420,6 +424,7 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
             .then(ringtrace_ring::rseq::unavailable)
             .flatten(),
         remote_updates: ring.remote_updates(),
+        shared_mode_entries: ring.shared_mode_entries(),
     })
 }
 
@@ -524,8 +529,14 @@ impl HammerResult {
         line("End ring buffer hammer".into());
         line(match (&self.rseq_unavailable, self.write_path.as_str()) {
             (_, "rseq") => format!(
-                "Write path: rseq, no locked instruction on the producer's CPU ({} remote updates)",
-                self.remote_updates
+                "Write path: rseq, no locked instruction on the producer's CPU ({} remote updates{})",
+                self.remote_updates,
+                match self.shared_mode_entries {
+                    0 => String::new(),
+                    n => format!(
+                        "; a buffer went into shared mode {n} times, writing with locked instructions while remote updates came often"
+                    ),
+                }
             ),
             (Some(why), _) => {
                 format!("Write path: cas (compare-and-swap; rseq unavailable: {why})")

@@ -139,6 +139,7 @@ fn hammer_on_both_write_paths_runs_each_and_says_which_ran() {
     for run in runs {
         assert_eq!(run["total"], run["hit"], "{run}");
         assert!(run["remote_updates"].is_u64(), "{run}");
+        assert!(run["shared_mode_entries"].is_u64(), "{run}");
     }
 }
 

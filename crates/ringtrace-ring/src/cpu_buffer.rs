@@ -927,6 +927,8 @@ impl CpuBuffer {
         // With the HEADER flag: a recovered file trusts the page's base time
         // only when its header's own commit landed.
         self.commit_bytes(phys, PAGE_HEADER as u64 | crate::meta::HEADER);
+        // Where shared mode, if on, looks whether remote use has stopped.
+        self.path.page_opened();
     }
 
     /// Adds `value` to a commit word. Release: everything this writer wrote

@@ -14,8 +14,8 @@ use ringtrace_clock::Clock;
 /// event then skips the CPU number's range check and the buffer's address.
 /// Any thread may use it, on any CPU: off the buffer's CPU its writes are
 /// remote updates on the rseq path, exactly as `write_on` another CPU's
-/// buffer is (system calls, half a microsecond or more an event: see
-/// [`RingBuffer::write_on`]). Copy it freely; it is two references.
+/// buffer is (system calls, half a microsecond or more an event, until
+/// the buffer goes into shared mode: see [`RingBuffer::write_on`]). Copy it freely; it is two references.
 ///
 /// ```
 /// use ringtrace_clock::Counter;

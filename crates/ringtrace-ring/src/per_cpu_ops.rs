@@ -306,8 +306,30 @@ impl CpuBuffer {
     /// on the rseq path (a writer that migrated between reserve and
     /// commit, `reserve_on` another CPU, a flush or fixup from a reader):
     /// each costs a membarrier system call. Always 0 on the CAS path.
+    /// Those made in shared mode make none and are not counted here (see
+    /// [`shared_updates`](Self::shared_updates)).
     pub fn remote_updates(&self) -> u64 {
         self.path.remote_updates()
+    }
+
+    /// Times this buffer went into shared mode on the rseq path: when it
+    /// gets remote updates often (64 system calls within 10 ms), its gate
+    /// is held shut, every writer on its CPU uses locked instructions (the
+    /// CAS path's cost) and remote updates make no system call; it goes
+    /// back once 16 pages in a row, over 50 ms or more, have opened without
+    /// a remote update.
+    /// So a design that writes to other CPUs' buffers all the time costs
+    /// about what the CAS path costs, not a system call an event. Always 0
+    /// on the CAS path.
+    pub fn shared_mode_entries(&self) -> u64 {
+        self.path.shared_mode_entries()
+    }
+
+    /// Remote updates made in shared mode (see
+    /// [`shared_mode_entries`](Self::shared_mode_entries)), which made no
+    /// system call.
+    pub fn shared_updates(&self) -> u64 {
+        self.path.shared_updates()
     }
 }
 
@@ -368,34 +390,87 @@ mod tests {
         assert_eq!(u64::from(n) + ring.stats().overrun, 4_000);
     }
 
-    #[test]
-    fn writes_to_another_cpus_buffer_are_remote_updates_and_land_exactly() {
-        let Some(ring) = rseq_ring() else {
-            return;
-        };
-        if ring.cpus() < 2 {
-            return;
-        }
+    /// An rseq ring, this thread pinned to its CPU, and another CPU's
+    /// number; `None` where that cannot be had.
+    fn pinned_beside_another_cpu() -> Option<(RingBuffer<Counter>, usize)> {
+        let ring = rseq_ring()?;
         let cpu = crate::cpu::current_cpu();
-        if !pin(cpu) {
-            return;
+        if ring.cpus() < 2 || !pin(cpu) {
+            return None;
         }
         let other = (cpu + 1) % ring.cpus();
+        Some((ring, other))
+    }
+
+    #[test]
+    fn writes_to_another_cpus_buffer_are_remote_updates_and_land_exactly() {
+        let Some((ring, other)) = pinned_beside_another_cpu() else {
+            return;
+        };
         for i in 0..100u32 {
             ring.write_on(other, &i.to_le_bytes()).unwrap();
         }
         let b = ring.cpu_buffer(other).unwrap();
         // Reserve (state), then commit word and hit under one: two each,
-        // and a few more as pages open (their headers' commits).
-        assert!(
-            (200..220).contains(&b.remote_updates()),
-            "{}",
-            b.remote_updates()
-        );
+        // and a few more as pages open (their headers' commits); the
+        // buffer goes shared after 64 with a system call, and the rest
+        // make none.
+        let all = b.remote_updates() + b.shared_updates();
+        assert!((200..220).contains(&all), "{all}");
+        assert_eq!(b.shared_mode_entries(), 1);
+        assert!(b.remote_updates() < 200, "{}", b.remote_updates());
         assert_eq!(b.stats().hit, 100);
         for i in 0..100u32 {
             assert_eq!(b.read_event().unwrap().payload, i.to_le_bytes());
         }
+    }
+
+    #[test]
+    fn a_buffer_written_from_another_cpu_often_goes_shared_and_back_when_that_stops() {
+        let Some((ring, other)) = pinned_beside_another_cpu() else {
+            return;
+        };
+        let b = ring.cpu_buffer(other).unwrap();
+        for i in 0..1_000u32 {
+            ring.write_on(other, &i.to_le_bytes()).unwrap();
+        }
+        assert_eq!(b.shared_mode_entries(), 1);
+        // Entered after 64 system calls (more only if this thread lost its
+        // CPU for the 10 ms window); the rest of the 2,000 updates made
+        // none.
+        let fenced = b.remote_updates();
+        assert!(fenced < 400, "{fenced}");
+        assert!(b.shared_updates() > 1_600, "{}", b.shared_updates());
+        // The CPU's own writers, with the gate shut, take the locked
+        // sections: still exact.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert!(pin(other));
+                // 256-byte pages of 12-byte events: 17 pages and more
+                // over 50 ms with no remote update end shared mode.
+                for i in 1_000..1_250u32 {
+                    ring.write_on(other, &i.to_le_bytes()).unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(60));
+                for i in 1_250..1_500u32 {
+                    ring.write_on(other, &i.to_le_bytes()).unwrap();
+                }
+            });
+        });
+        assert_eq!(b.remote_updates(), fenced, "on the CPU, no system call");
+        // Back: a remote write fences again.
+        ring.write_on(other, &1_500u32.to_le_bytes()).unwrap();
+        assert!(b.remote_updates() > fenced);
+        assert_eq!(b.shared_mode_entries(), 1);
+        assert_eq!(b.stats().hit, 1_501);
+        let mut next = 0u32;
+        while let Some(e) = b.read_event() {
+            let i = u32::from_le_bytes(e.payload.try_into().unwrap());
+            assert!(i >= next, "{i} after {next}");
+            next = i + 1;
+        }
+        assert_eq!(next, 1_501);
+        assert_eq!(b.stats().hit, b.stats().accounted());
     }
 
     #[test]

@@ -116,6 +116,22 @@ impl<C: Clock> RingBuffer<C> {
         self.buffers.iter().map(CpuBuffer::remote_updates).sum()
     }
 
+    /// Times a buffer went into shared mode, summed over the buffers (see
+    /// [`CpuBuffer::shared_mode_entries`]): remote updates had come often,
+    /// and its writers took locked instructions instead of system calls.
+    pub fn shared_mode_entries(&self) -> u64 {
+        self.buffers
+            .iter()
+            .map(CpuBuffer::shared_mode_entries)
+            .sum()
+    }
+
+    /// Remote updates made in shared mode, without a system call, summed
+    /// over the buffers (see [`CpuBuffer::shared_updates`]).
+    pub fn shared_updates(&self) -> u64 {
+        self.buffers.iter().map(CpuBuffer::shared_updates).sum()
+    }
+
     #[cfg(not(loom))]
     fn in_file(
         target: &crate::file::FileTarget,
@@ -236,10 +252,15 @@ impl<C: Clock> RingBuffer<C> {
     /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
     /// system call: one for an event written in one call with a bare-rdtsc
     /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
-    /// the 2-vCPU hosts of docs/results.md), two for a reservation and its
-    /// commit (about a microsecond), against tens of nanoseconds on the
-    /// caller's own CPU's buffer. A design in which threads write to
-    /// buffers not their CPU's takes the CAS path
+    /// the 2-vCPU hosts of docs/results.md, far more when several threads
+    /// make them at once), two for a reservation and its commit, against
+    /// tens of nanoseconds on the caller's own CPU's buffer. A buffer that
+    /// gets them often goes into shared mode
+    /// ([`CpuBuffer::shared_mode_entries`]), where they make none: then
+    /// about 50 ns an event, a few times the CAS path's, and the buffer's
+    /// own CPU writes at the CAS path's cost until remote writes stop. A
+    /// design in which threads write to buffers not their CPU's all the
+    /// time does best on the CAS path
     /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
     /// costs the same.
     #[inline(always)]
@@ -347,10 +368,15 @@ impl<C: Clock> RingBuffer<C> {
     /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
     /// system call: one for an event written in one call with a bare-rdtsc
     /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
-    /// the 2-vCPU hosts of docs/results.md), two for a reservation and its
-    /// commit (about a microsecond), against tens of nanoseconds on the
-    /// caller's own CPU's buffer. A design in which threads write to
-    /// buffers not their CPU's takes the CAS path
+    /// the 2-vCPU hosts of docs/results.md, far more when several threads
+    /// make them at once), two for a reservation and its commit, against
+    /// tens of nanoseconds on the caller's own CPU's buffer. A buffer that
+    /// gets them often goes into shared mode
+    /// ([`CpuBuffer::shared_mode_entries`]), where they make none: then
+    /// about 50 ns an event, a few times the CAS path's, and the buffer's
+    /// own CPU writes at the CAS path's cost until remote writes stop. A
+    /// design in which threads write to buffers not their CPU's all the
+    /// time does best on the CAS path
     /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
     /// costs the same.
     #[inline]

@@ -1,8 +1,9 @@
 //! Everything at once, through the public API only, as an outside check
 //! would do it: more writers than CPUs, each mixing reservations and
 //! one-call writes (whole-event writes with the TSC on the rseq path), on
-//! their own CPU's buffer and on others' (`write_on`, `reserve_on`, a
-//! `CpuWriter`, by CPU numbers past the buffer count too), migrations, a
+//! their own CPU's buffer and (with 64-byte pages) on others' (`write_on`,
+//! `reserve_on`, a `CpuWriter`, by CPU numbers past the buffer count too:
+//! remote updates, and shared mode on the rseq path), migrations, a
 //! timer signal whose handler writes inside the interrupted writer's
 //! event, writers that die between reserve and commit, a thread flushing
 //! pages early, a thread iterating without consuming, and a consumer that
@@ -120,6 +121,7 @@ fn adversary(
     mode: Mode,
     page: usize,
     pages: usize,
+    remote: bool,
 ) {
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
     let config = RingConfig::default()
@@ -162,10 +164,15 @@ fn adversary(
                     }
                     let len = 16 + (seq as usize * 7) % (max_len - 15);
                     let p = common::payload(w, seq, len);
-                    // Another CPU's buffer now and then (a remote update
-                    // on the rseq path), by a number at or past the
-                    // buffer count too (taken modulo).
-                    let target = [0, 1, 7, usize::MAX][(seq as usize / 3 + w as usize) % 4];
+                    // With `remote`, another CPU's buffer now and then (a
+                    // remote update on the rseq path, soon in shared mode),
+                    // by a number at or past the buffer count too (taken
+                    // modulo); else this CPU's, by number.
+                    let target = if remote {
+                        [0, 1, 7, usize::MAX][(seq as usize / 3 + w as usize) % 4]
+                    } else {
+                        ringtrace_ring::cpu::current_cpu()
+                    };
                     let written = match seq % 6 {
                         // In one call (whole, where it can be).
                         1 => Some(s.ring.write(&p)),
@@ -229,12 +236,17 @@ fn adversary(
     if mode == Mode::Discard {
         assert_eq!(stats.overrun, 0, "{stats:?}");
     }
-    let remote = s.ring.remote_updates();
-    eprintln!("{mode:?} {page}: {stats:?} dead {dead} iterated {yielded} remote {remote}");
+    let (fenced, shared) = (s.ring.remote_updates(), s.ring.shared_updates());
+    eprintln!(
+        "{mode:?} {page}: {stats:?} dead {dead} iterated {yielded} remote {fenced} shared {shared} ({} entries)",
+        s.ring.shared_mode_entries()
+    );
     // Writers wrote to the other CPU's buffer: on the rseq path those are
-    // remote updates, so the run did exercise them.
-    if cpus > 1 && s.ring.write_path() == ringtrace_ring::WritePath::Rseq {
-        assert!(remote > 0, "no remote update in the run");
+    // remote updates, with a fence and then in shared mode, so the run did
+    // exercise both.
+    if remote && cpus > 1 && s.ring.write_path() == ringtrace_ring::WritePath::Rseq {
+        assert!(fenced > 0, "no remote update in the run");
+        assert!(s.ring.shared_mode_entries() > 0, "no buffer went shared");
     }
     // Every dead writer's page was taken out by the end (the consumer's
     // last fixups), so the run did exercise the dead-writer path.
@@ -255,6 +267,7 @@ fn sixty_four_byte_pages_overwrite_mode_survive_everything_at_once() {
         Mode::Overwrite,
         64,
         8,
+        true,
     );
 }
 
@@ -268,6 +281,7 @@ fn sixty_four_byte_pages_discard_mode_survive_everything_at_once() {
         Mode::Discard,
         64,
         16,
+        true,
     );
 }
 
@@ -281,5 +295,6 @@ fn four_kib_pages_overwrite_mode_survive_everything_at_once() {
         Mode::Overwrite,
         4096,
         4,
+        false,
     );
 }

@@ -16,12 +16,20 @@
 //!   here, taking and releasing the CPU's lock), does a locked
 //!   read-modify-write and lowers the flag.
 //!
+//! - shared mode (`src/rseq/shared_mode.rs`): a fenced remote update adds
+//!   a lasting raise and sets the mark; a remote update raises its own
+//!   flag, reads the mark, and skips the fence if it is set; leaving
+//!   clears the mark, then takes the lasting raise back.
+//!
 //! The word is a counter every update adds one to: a lost update shows as
-//! a smaller total. The control model takes the fence out and checks that
-//! loom then finds a lost update, so the model can tell.
+//! a smaller total. The control models take the fence out, or read the
+//! mark before raising, and check that loom then finds a lost update, so
+//! the models can tell. (Taking the lasting raise back before clearing the
+//! mark, or adding it after the sharer's own flag came down, also fails
+//! the shared-mode models.)
 #![cfg(loom)]
 
-use loom::sync::atomic::AtomicU64;
+use loom::sync::atomic::{AtomicBool, AtomicU64};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
@@ -31,6 +39,8 @@ struct Buffer {
     cpu: Mutex<()>,
     remote: AtomicU64,
     word: AtomicU64,
+    /// Shared mode's mark (`src/rseq/shared_mode.rs`).
+    shared: AtomicBool,
 }
 
 impl Buffer {
@@ -39,6 +49,7 @@ impl Buffer {
             cpu: Mutex::new(()),
             remote: AtomicU64::new(0),
             word: AtomicU64::new(0),
+            shared: AtomicBool::new(false),
         })
     }
 
@@ -63,6 +74,55 @@ impl Buffer {
         }
         self.word.fetch_add(1, AcqRel);
         self.remote.fetch_sub(1, Release);
+    }
+
+    /// A remote update that skips the fence on a shared buffer: its own
+    /// raise, then the mark read (`RemoteUpdate::begin`, `skip_fence`);
+    /// `mark_first` reads the mark before raising, the wrong order.
+    fn add_remotely_unless_shared(&self, mark_first: bool) {
+        let shared = if mark_first {
+            let shared = self.shared.load(SeqCst);
+            self.remote.fetch_add(1, SeqCst);
+            shared
+        } else {
+            self.remote.fetch_add(1, SeqCst);
+            self.shared.load(SeqCst)
+        };
+        if !shared {
+            drop(self.cpu.lock().unwrap());
+        }
+        self.word.fetch_add(1, AcqRel);
+        self.remote.fetch_sub(1, Release);
+    }
+
+    /// A fenced remote update that makes the buffer shared
+    /// (`fenced_update`): after its fence, the lasting raise, then the
+    /// mark; a loser takes its raise back.
+    fn add_remotely_and_share(&self) {
+        self.remote.fetch_add(1, SeqCst);
+        drop(self.cpu.lock().unwrap());
+        self.remote.fetch_add(1, SeqCst);
+        if self
+            .shared
+            .compare_exchange(false, true, SeqCst, SeqCst)
+            .is_err()
+        {
+            self.remote.fetch_sub(1, SeqCst);
+        }
+        self.word.fetch_add(1, AcqRel);
+        self.remote.fetch_sub(1, Release);
+    }
+
+    /// Shared mode's end (`leave`): the mark cleared, then the lasting
+    /// raise taken back.
+    fn leave_shared(&self) {
+        if self
+            .shared
+            .compare_exchange(true, false, SeqCst, SeqCst)
+            .is_ok()
+        {
+            self.remote.fetch_sub(1, SeqCst);
+        }
     }
 }
 
@@ -125,5 +185,99 @@ fn without_the_fence_loom_finds_the_lost_update() {
     assert!(
         lost.load(Relaxed),
         "the unfenced model never lost an update: the model cannot tell"
+    );
+}
+
+/// A buffer that is shared already: the lasting raise up, the mark set.
+fn shared_buffer() -> Arc<Buffer> {
+    let b = Buffer::new();
+    b.remote.store(1, Relaxed);
+    b.shared.store(true, Relaxed);
+    b
+}
+
+/// Shared mode entered by one remote update while another remote update
+/// may skip the fence on finding the mark, beside a section on the CPU:
+/// nothing is lost, and the gate stays shut while the buffer is shared.
+#[test]
+fn entering_shared_mode_loses_no_update() {
+    loom::model(|| {
+        let b = Buffer::new();
+        let sharer = {
+            let b = Arc::clone(&b);
+            thread::spawn(move || b.add_remotely_and_share())
+        };
+        let skipper = {
+            let b = Arc::clone(&b);
+            thread::spawn(move || b.add_remotely_unless_shared(false))
+        };
+        b.add_on_cpu();
+        sharer.join().unwrap();
+        skipper.join().unwrap();
+        assert_eq!(b.word.load(Relaxed), 3);
+        assert!(b.shared.load(Relaxed));
+        assert_eq!(b.remote.load(Relaxed), 1);
+    });
+}
+
+/// On a shared buffer, a remote update that may skip the fence
+/// (`mark_first`: reading the mark before its raise), a thread leaving
+/// shared mode and a section on the CPU, each adding one where it adds.
+fn skip_beside_leave(mark_first: bool) -> Arc<Buffer> {
+    let b = shared_buffer();
+    let skipper = {
+        let b = Arc::clone(&b);
+        thread::spawn(move || b.add_remotely_unless_shared(mark_first))
+    };
+    let leaver = {
+        let b = Arc::clone(&b);
+        thread::spawn(move || b.leave_shared())
+    };
+    b.add_on_cpu();
+    skipper.join().unwrap();
+    leaver.join().unwrap();
+    b
+}
+
+/// Shared mode left by one thread while a remote update that may skip
+/// the fence runs, beside a section on the CPU: nothing is lost, and the
+/// gate is open again at the end.
+#[test]
+fn leaving_shared_mode_loses_no_update() {
+    loom::model(|| {
+        let b = skip_beside_leave(false);
+        assert_eq!(b.word.load(Relaxed), 2);
+        assert!(!b.shared.load(Relaxed));
+        assert_eq!(b.remote.load(Relaxed), 0);
+    });
+}
+
+/// The control: an updater that reads the mark before raising its own
+/// flag can skip the fence just as the mark is taken back, and loom finds
+/// the section that stores over its add.
+#[test]
+fn reading_the_mark_before_raising_loses_an_update_and_loom_finds_it() {
+    // The loss takes two preemptions (the updater between its read of the
+    // mark and its raise, the section between its load and its store):
+    // under a lower bound (scripts/test.sh --quick) loom cannot reach it.
+    let bound = std::env::var("LOOM_MAX_PREEMPTIONS").ok();
+    if bound
+        .and_then(|b| b.parse::<usize>().ok())
+        .is_some_and(|b| b < 2)
+    {
+        eprintln!("skipped: the loss needs LOOM_MAX_PREEMPTIONS of 2 or more");
+        return;
+    }
+    let lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = std::sync::Arc::clone(&lost);
+    loom::model(move || {
+        let b = skip_beside_leave(true);
+        if b.word.load(Relaxed) != 2 {
+            seen.store(true, Relaxed);
+        }
+    });
+    assert!(
+        lost.load(Relaxed),
+        "the misordered model never lost an update: the model cannot tell"
     );
 }

@@ -35,7 +35,6 @@
 //! suite or a benchmark can run on either.
 
 pub(crate) use fast_line::FastLine;
-use std::sync::atomic::AtomicU64;
 use thiserror::Error;
 
 pub(crate) mod fast_line;
@@ -43,6 +42,7 @@ pub(crate) mod fast_line;
 pub(crate) mod remote;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
 pub(crate) mod section;
+mod shared_mode;
 
 /// Which write path a ring uses (see the [module](self) documentation).
 ///
@@ -211,8 +211,8 @@ pub(crate) struct PerCpuPath {
         allow(dead_code)
     )]
     cpu: u32,
-    /// Remote updates done, for reports.
-    updates: AtomicU64,
+    /// Remote updates done, and shared mode (see `shared_mode`).
+    remote: shared_mode::RemoteCounts,
 }
 
 impl PerCpuPath {
@@ -221,7 +221,7 @@ impl PerCpuPath {
         PerCpuPath {
             line,
             cpu: cpu as u32,
-            updates: AtomicU64::new(0),
+            remote: shared_mode::RemoteCounts::default(),
         }
     }
 
@@ -242,9 +242,27 @@ impl PerCpuPath {
         }
     }
 
-    /// Remote updates so far (see `remote`).
+    /// Remote updates so far that made a system call (see `remote`).
     pub(crate) fn remote_updates(&self) -> u64 {
-        self.updates.load(std::sync::atomic::Ordering::Relaxed)
+        self.remote.fenced()
+    }
+
+    /// Times the buffer went into shared mode (see `shared_mode`).
+    pub(crate) fn shared_mode_entries(&self) -> u64 {
+        self.remote.entries()
+    }
+
+    /// Remote updates made in shared mode, without a system call.
+    pub(crate) fn shared_updates(&self) -> u64 {
+        self.remote.shared()
+    }
+
+    /// A page was opened on the buffer: where shared mode ends (see
+    /// `shared_mode`). A no-op unless the buffer is shared.
+    #[inline]
+    pub(crate) fn page_opened(&self) {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        self.remote.page_opened(&self.line.gate);
     }
 
     /// The fast line, for every path's writers (the open-page entry).
@@ -294,7 +312,7 @@ impl PerCpuPath {
     #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
     #[cold]
     pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
-        remote::RemoteUpdate::begin(&self.line.gate, self.cpu, &self.updates)
+        remote::RemoteUpdate::begin(&self.line.gate, self.cpu, &self.remote)
     }
 }
 

@@ -33,18 +33,21 @@
 //! across its reserve and commit (`CpuBuffer::remote_event`), so that it
 //! makes one system call, not two.
 //!
+//! A buffer that gets remote updates often is put in shared mode
+//! (`shared_mode`): its gate stays shut, and its remote updates skip the
+//! fence.
+//!
 //! It costs a system call and an interrupt of the owning CPU, so it is
 //! for what is rare: a writer that migrated between reserve and commit,
 //! `reserve_on` a CPU the caller is not on, a flush or a fixup from a
 //! reader, a thread with no rseq registration. The ring counts them
 //! (`RingBuffer::remote_updates`).
 
+use super::shared_mode::RemoteCounts;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// What a remote update adds to the gate word while it is under way: above
-/// every CPU number (which `cpu_id` holds in 32 bits).
-pub(crate) const REMOTE_ONE: u64 = 1 << 32;
+pub(crate) use super::shared_mode::REMOTE_ONE;
 
 const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ: libc::c_int = 1 << 7;
@@ -121,13 +124,16 @@ pub(crate) struct RemoteUpdate<'a> {
 }
 
 impl<'a> RemoteUpdate<'a> {
-    /// Steps 1 and 2; `updates` counts it. Inside this thread's own update
+    /// Steps 1 and 2; `counts` counts it. Inside this thread's own update
     /// of the same buffer (a whole event written from another CPU holds
     /// one across its reserve and its commit: `CpuBuffer::remote_event`),
     /// nothing: the flag is up and the CPU fenced already, and stay so
     /// until that outer update ends, after this one.
+    ///
+    /// On a buffer in shared mode (see `shared_mode`) the fence is skipped:
+    /// the gate has been shut without a gap since one.
     #[cold]
-    pub(crate) fn begin(flag: &'a AtomicU64, cpu: u32, updates: &AtomicU64) -> Self {
+    pub(crate) fn begin(flag: &'a AtomicU64, cpu: u32, counts: &RemoteCounts) -> Self {
         let outer = HELD.with(Cell::get);
         if std::ptr::eq(outer, flag) {
             return RemoteUpdate {
@@ -137,11 +143,13 @@ impl<'a> RemoteUpdate<'a> {
             };
         }
         // SeqCst: a locked add, a full barrier before the fence, so the
-        // flag is visible to every section the fence does not abort.
+        // flag is visible to every section the fence does not abort; and
+        // before the shared mark's read, in the SeqCst order.
         flag.fetch_add(REMOTE_ONE, Ordering::SeqCst);
-        fence(cpu);
-        // Relaxed: a statistic.
-        updates.fetch_add(1, Ordering::Relaxed);
+        if !counts.skip_fence() {
+            fence(cpu);
+            counts.fenced_update(flag);
+        }
         HELD.with(|held| held.set(flag));
         RemoteUpdate {
             flag,
@@ -170,12 +178,12 @@ mod tests {
     use super::*;
 
     /// Two buffers' gate words (CPU 0's and CPU 1's) and their counts.
-    fn gates() -> Option<[(AtomicU64, AtomicU64); 2]> {
+    fn gates() -> Option<[(AtomicU64, RemoteCounts); 2]> {
         if let Err(why) = register() {
             eprintln!("skipped: {why}");
             return None;
         }
-        Some([0, 1].map(|cpu| (AtomicU64::new(cpu), AtomicU64::new(0))))
+        Some([0, 1].map(|cpu| (AtomicU64::new(cpu), RemoteCounts::default())))
     }
 
     #[test]
@@ -193,12 +201,12 @@ mod tests {
             }
             // The inner one's end did not lower the outer one's flag.
             assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
-            assert_eq!(updates.load(Ordering::SeqCst), 1);
+            assert_eq!(updates.fenced(), 1);
         }
         assert_eq!(gate.load(Ordering::SeqCst), 0);
         // Held no more: the next one raises and fences again.
         drop(RemoteUpdate::begin(&gate, 0, &updates));
-        assert_eq!(updates.load(Ordering::SeqCst), 2);
+        assert_eq!(updates.fenced(), 2);
         assert_eq!(gate.load(Ordering::SeqCst), 0);
     }
 
@@ -211,19 +219,19 @@ mod tests {
         {
             let _other = RemoteUpdate::begin(&b, 1, &b_updates);
             assert_eq!(b.load(Ordering::SeqCst), 1 + REMOTE_ONE);
-            assert_eq!(b_updates.load(Ordering::SeqCst), 1);
+            assert_eq!(b_updates.fenced(), 1);
             // Inside it only `b` is named as held: an update of `a` is
             // made whole (a fence more, never one less), and gives `b` back.
             drop(RemoteUpdate::begin(&a, 0, &a_updates));
-            assert_eq!(a_updates.load(Ordering::SeqCst), 2);
+            assert_eq!(a_updates.fenced(), 2);
             assert_eq!(a.load(Ordering::SeqCst), REMOTE_ONE);
             drop(RemoteUpdate::begin(&b, 1, &b_updates));
-            assert_eq!(b_updates.load(Ordering::SeqCst), 1);
+            assert_eq!(b_updates.fenced(), 1);
         }
         assert_eq!(b.load(Ordering::SeqCst), 1);
         // `a` named as held again once `b`'s update ended.
         drop(RemoteUpdate::begin(&a, 0, &a_updates));
-        assert_eq!(a_updates.load(Ordering::SeqCst), 2);
+        assert_eq!(a_updates.fenced(), 2);
         assert_eq!(a.load(Ordering::SeqCst), REMOTE_ONE);
         drop(outer);
         assert_eq!(a.load(Ordering::SeqCst), 0);
@@ -241,7 +249,45 @@ mod tests {
                 assert_eq!(gate.load(Ordering::SeqCst), 2 * REMOTE_ONE);
             });
         });
-        assert_eq!(updates.load(Ordering::SeqCst), 2);
+        assert_eq!(updates.fenced(), 2);
         assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+    }
+
+    #[test]
+    fn frequent_updates_make_the_buffer_shared_which_skips_the_fence_until_pages_open_quietly() {
+        use crate::rseq::shared_mode::{ENTER_UPDATES, LEAVE_QUIET_NS, LEAVE_QUIET_PAGES};
+        let Some([(gate, counts), _]) = gates() else {
+            return;
+        };
+        for _ in 0..ENTER_UPDATES {
+            drop(RemoteUpdate::begin(&gate, 0, &counts));
+        }
+        // Made well within the window (unless this thread lost its CPU for
+        // 10 ms: then the count starts again).
+        if counts.entries() == 0 {
+            eprintln!("skipped: the updates took longer than the window");
+            return;
+        }
+        assert_eq!(counts.fenced(), ENTER_UPDATES);
+        // The lasting raise: the gate stays shut.
+        assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+        {
+            let _update = RemoteUpdate::begin(&gate, 0, &counts);
+            assert_eq!(gate.load(Ordering::SeqCst), 2 * REMOTE_ONE);
+        }
+        assert_eq!((counts.fenced(), counts.shared()), (ENTER_UPDATES, 1));
+        // Quiet pages: one to take the count, then LEAVE_QUIET_PAGES more,
+        // which end it only once LEAVE_QUIET_NS have passed.
+        for _ in 0..=LEAVE_QUIET_PAGES {
+            counts.page_opened(&gate);
+            assert_eq!(gate.load(Ordering::SeqCst), REMOTE_ONE);
+        }
+        std::thread::sleep(std::time::Duration::from_nanos(LEAVE_QUIET_NS));
+        counts.page_opened(&gate);
+        assert_eq!(gate.load(Ordering::SeqCst), 0);
+        drop(RemoteUpdate::begin(&gate, 0, &counts));
+        assert_eq!(counts.fenced(), ENTER_UPDATES + 1);
+        assert_eq!(gate.load(Ordering::SeqCst), 0);
+        assert_eq!(counts.entries(), 1);
     }
 }
