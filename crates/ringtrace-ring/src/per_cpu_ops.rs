@@ -204,24 +204,11 @@ impl CpuBuffer {
         if outcome == Outcome::Aborted {
             crate::rseq::section::count_abort();
         }
-        if let Some(fast) = self.path.fast() {
-            // SAFETY: the commit word is a live word of this buffer; a
-            // locked add on the CPU is atomic against a remote's and a
-            // plain section's.
-            let before = unsafe {
-                crate::rseq::section::locked_add(
-                    fast.rseq_offset(),
-                    self.path.cpu(),
-                    line.word.as_ptr(),
-                    value,
-                )
-            };
-            if let Some(before) = before {
-                if hits != 0 {
-                    self.add_rare(Outcome::Gated, &line.hits, hits, Ordering::Relaxed);
-                }
-                return before & crate::meta::RECLAIMED != 0;
+        if let Some(before) = self.locked_add_on_cpu(&line.word, value) {
+            if hits != 0 {
+                self.add_rare(Outcome::Gated, &line.hits, hits, Ordering::Relaxed);
             }
+            return before & crate::meta::RECLAIMED != 0;
         }
         // Release for the commit word, as the section's store; the hits
         // are a statistic. Both words are the buffer's, so one remote
@@ -251,24 +238,30 @@ impl CpuBuffer {
         if outcome == crate::rseq::section::Outcome::Aborted {
             crate::rseq::section::count_abort();
         }
-        let word_ptr = word.as_ptr();
-        if let Some(fast) = self.path.fast() {
-            // SAFETY: `word` is a live word of this buffer; a locked add on
-            // the CPU is atomic against a remote's and a plain section's.
-            let before = unsafe {
-                crate::rseq::section::locked_add(
-                    fast.rseq_offset(),
-                    self.path.cpu(),
-                    word_ptr,
-                    value,
-                )
-            };
-            if let Some(before) = before {
-                return before;
-            }
+        if let Some(before) = self.locked_add_on_cpu(word, value) {
+            return before;
         }
         let _remote = self.path.remote();
         word.fetch_add(value, order)
+    }
+
+    /// Adds `value` to `word`, one of this buffer's words, by a locked add
+    /// in a section on the buffer's CPU; `None` if the thread is not on it
+    /// (or the buffer is on the CAS path), nothing added then. Returns the
+    /// word before.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    fn locked_add_on_cpu(&self, word: &AtomicU64, value: u64) -> Option<u64> {
+        let fast = self.path.fast()?;
+        // SAFETY: `word` is a live word of this buffer; a locked add on
+        // the CPU is atomic against a remote's and a plain section's.
+        unsafe {
+            crate::rseq::section::locked_add(
+                fast.rseq_offset(),
+                self.path.cpu(),
+                word.as_ptr(),
+                value,
+            )
+        }
     }
 
     /// For a whole event about to be written on this buffer: on the rseq

@@ -126,18 +126,18 @@ impl Buffer {
     }
 }
 
+/// Runs `f` on `b` in a thread of its own.
+fn spawn_on(b: &Arc<Buffer>, f: impl FnOnce(&Buffer) + Send + 'static) -> thread::JoinHandle<()> {
+    let b = Arc::clone(b);
+    thread::spawn(move || f(&b))
+}
+
 #[test]
 fn a_remote_update_is_never_overwritten_by_a_section_on_the_cpu() {
     loom::model(|| {
         let b = Buffer::new();
-        let remote = {
-            let b = Arc::clone(&b);
-            thread::spawn(move || b.add_remotely(true))
-        };
-        let other = {
-            let b = Arc::clone(&b);
-            thread::spawn(move || b.add_on_cpu())
-        };
+        let remote = spawn_on(&b, |b| b.add_remotely(true));
+        let other = spawn_on(&b, |b| b.add_on_cpu());
         b.add_on_cpu();
         remote.join().unwrap();
         other.join().unwrap();
@@ -150,10 +150,7 @@ fn two_remote_updates_and_a_section_add_up() {
     loom::model(|| {
         let b = Buffer::new();
         let remotes: Vec<_> = (0..2)
-            .map(|_| {
-                let b = Arc::clone(&b);
-                thread::spawn(move || b.add_remotely(true))
-            })
+            .map(|_| spawn_on(&b, |b| b.add_remotely(true)))
             .collect();
         b.add_on_cpu();
         for r in remotes {
@@ -172,10 +169,7 @@ fn without_the_fence_loom_finds_the_lost_update() {
     let seen = std::sync::Arc::clone(&lost);
     loom::model(move || {
         let b = Buffer::new();
-        let remote = {
-            let b = Arc::clone(&b);
-            thread::spawn(move || b.add_remotely(false))
-        };
+        let remote = spawn_on(&b, |b| b.add_remotely(false));
         b.add_on_cpu();
         remote.join().unwrap();
         if b.word.load(Relaxed) != 2 {
@@ -203,14 +197,8 @@ fn shared_buffer() -> Arc<Buffer> {
 fn entering_shared_mode_loses_no_update() {
     loom::model(|| {
         let b = Buffer::new();
-        let sharer = {
-            let b = Arc::clone(&b);
-            thread::spawn(move || b.add_remotely_and_share())
-        };
-        let skipper = {
-            let b = Arc::clone(&b);
-            thread::spawn(move || b.add_remotely_unless_shared(false))
-        };
+        let sharer = spawn_on(&b, |b| b.add_remotely_and_share());
+        let skipper = spawn_on(&b, |b| b.add_remotely_unless_shared(false));
         b.add_on_cpu();
         sharer.join().unwrap();
         skipper.join().unwrap();
@@ -225,14 +213,8 @@ fn entering_shared_mode_loses_no_update() {
 /// shared mode and a section on the CPU, each adding one where it adds.
 fn skip_beside_leave(mark_first: bool) -> Arc<Buffer> {
     let b = shared_buffer();
-    let skipper = {
-        let b = Arc::clone(&b);
-        thread::spawn(move || b.add_remotely_unless_shared(mark_first))
-    };
-    let leaver = {
-        let b = Arc::clone(&b);
-        thread::spawn(move || b.leave_shared())
-    };
+    let skipper = spawn_on(&b, move |b| b.add_remotely_unless_shared(mark_first));
+    let leaver = spawn_on(&b, |b| b.leave_shared());
     b.add_on_cpu();
     skipper.join().unwrap();
     leaver.join().unwrap();

@@ -122,6 +122,8 @@ impl RemoteCounts {
     /// module; SeqCst, after the raise).
     pub(crate) fn skip_fence(&self) -> bool {
         if self.mark.load(Ordering::SeqCst) {
+            // Relaxed: a statistic (and the leaving heuristic's, which
+            // tolerates a late view).
             self.shared.fetch_add(1, Ordering::Relaxed);
             true
         } else {
@@ -132,6 +134,8 @@ impl RemoteCounts {
     /// After a fenced remote update's fence, its raise of `flag` still
     /// up: counts it, and makes the buffer shared if they come often.
     pub(crate) fn fenced_update(&self, flag: &AtomicU64) {
+        // Relaxed here and for the window: a statistic and a heuristic;
+        // what must be ordered (the lasting raise, the mark) is SeqCst.
         self.fenced.fetch_add(1, Ordering::Relaxed);
         let now = monotonic_ns();
         let start = self.window_start.load(Ordering::Relaxed);
@@ -153,6 +157,7 @@ impl RemoteCounts {
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
         {
+            // Relaxed: statistics and the leaving heuristic's start.
             self.entries.fetch_add(1, Ordering::Relaxed);
             self.seen_shared
                 .store(self.shared.load(Ordering::Relaxed), Ordering::Relaxed);
