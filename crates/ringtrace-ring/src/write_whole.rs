@@ -174,8 +174,13 @@ impl CpuBuffer {
         // buffer's, and `rel` is inside it (C).
         let (record, commit) = unsafe { section::locate(line, phys, rel) };
         fence(Ordering::Release);
-        // SAFETY: a live commit line of this buffer (D).
-        let commit = unsafe { &*commit };
+        // SAFETY: a live commit line of this buffer (D), so not null: said
+        // to the compiler, which otherwise tests it where the `Result`
+        // around `Claimed` is matched (a null `commit` is its `Err`).
+        let commit = unsafe {
+            core::hint::assert_unchecked(!commit.is_null());
+            &*commit
+        };
         // The record's `size` bytes are in page `phys` (C), 4-aligned (every
         // record's size and the page header's are multiples of 4), and ours
         // since D: what `Claimed::words` needs.
