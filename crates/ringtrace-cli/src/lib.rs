@@ -20,6 +20,7 @@
 //! ```
 
 pub mod clocks;
+pub mod finding;
 pub mod hammer;
 mod hammer_threads;
 pub mod instrumentation;
