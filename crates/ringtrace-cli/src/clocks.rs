@@ -6,12 +6,15 @@
 //! - `read_ns`: the median cost of one clock read;
 //! - `record_ns`: the median cost of one recorded event (reserve, stamp,
 //!   16-byte write, commit) on one CPU buffer;
-//! - under a tick ([`crate::tick_run`]): a POSIX timer interrupts the
-//!   writer; for the `sched` sources, the wrong readings and wrong recorded
-//!   timestamps against the exact reference, in both directions, with the
-//!   handler updating the clock data only and (a second run) also writing
-//!   into the same buffer; for every source the ring's `ts_fixups`, and the
-//!   ticks delivered, deferred and per second;
+//! - under updates ([`crate::update_run`]): a POSIX timer interrupts the
+//!   writer at `--update-hz` with the `sched` data's update (a frequency
+//!   change, as `set_cyc2ns_scale()`); for the `sched` sources, the torn
+//!   readings, the wrong recorded timestamps and the events flattened
+//!   behind a tear, against the exact reference, with the handler updating
+//!   the clock data only and (a second run) also writing into the same
+//!   buffer; for every source the ring's `ts_fixups`, and the updates
+//!   delivered, deferred and per second. `sched-wide` rows are amplified
+//!   (a wider window than the kernel's) and say so;
 //! - `skew_ns`: the largest amount by which a read on one CPU was behind a
 //!   read on another CPU that happened before it (two pinned threads taking
 //!   turns); 0 for clocks that are monotonic across CPUs.
@@ -19,7 +22,7 @@
 //! A measurement that fails shows as an error in its row, never as zeros.
 
 use crate::sched;
-use crate::tick_run::{self, TickHandler, TickRun};
+use crate::update_run::{self, UpdateHandler, UpdateRun};
 use ringtrace_clock::{measure_read_cost, AnyClock, Clock, ClockSpec, SourceName, TickConversion};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use serde::Serialize;
@@ -38,11 +41,13 @@ pub struct ClockRow {
     pub read_ns: f64,
     /// Median ns per recorded event; `None` if the ring could not be made.
     pub record_ns: Option<f64>,
-    /// The writer under the tick, the handler updating the clock data.
-    pub tick: Result<TickRun, String>,
+    /// Whether the source is an amplified setting (`sched-wide`).
+    pub amplified: bool,
+    /// The writer under updates, the handler updating the clock data.
+    pub update: Result<UpdateRun, String>,
     /// The same with the handler also writing an event into the buffer
     /// (`sched` sources only).
-    pub tick_write: Option<Result<TickRun, String>>,
+    pub update_write: Option<Result<UpdateRun, String>>,
     /// Largest cross-CPU step back seen, in ns.
     pub skew_ns: f64,
 }
@@ -59,10 +64,11 @@ pub struct Unavailable {
 /// How long each measurement runs.
 #[derive(Debug, Clone, Copy)]
 pub struct ClocksConfig {
-    /// The writer's run under the tick, per combination and handler mode.
-    pub tick_run: Duration,
-    /// The tick's period.
-    pub tick_period: Duration,
+    /// The writer's run under updates, per combination and handler mode.
+    pub update_run: Duration,
+    /// Updates per second: how often the emulated interrupt rewrites the
+    /// `sched` data.
+    pub update_hz: u32,
     /// Turns of the cross-CPU ping-pong.
     pub skew_rounds: u32,
 }
@@ -70,8 +76,8 @@ pub struct ClocksConfig {
 impl Default for ClocksConfig {
     fn default() -> Self {
         ClocksConfig {
-            tick_run: Duration::from_millis(150),
-            tick_period: Duration::from_micros(50),
+            update_run: Duration::from_millis(150),
+            update_hz: DEFAULT_UPDATE_HZ,
             skew_rounds: 2000,
         }
     }
@@ -241,18 +247,22 @@ pub fn run(
         let record_ns = small_ring(clock)
             .ok()
             .map(|ring| record_cost_batches(&ring, 101));
+        let period = Duration::from_nanos(1_000_000_000 / u64::from(config.update_hz.max(1)));
         let under = |handler| {
-            tick_run::run(&spec, handler, config.tick_run, config.tick_period)
-                .map_err(|e| e.to_string())
+            update_run::run(&spec, handler, config.update_run, period).map_err(|e| e.to_string())
         };
-        let is_sched = matches!(spec.source, SourceName::Sched | SourceName::SchedLatch);
+        let is_sched = matches!(
+            spec.source,
+            SourceName::Sched | SourceName::SchedLatch | SourceName::SchedWide
+        );
         rows.push(ClockRow {
             clock: spec.source_label(),
             protection: spec.protection.to_string(),
             read_ns,
             record_ns,
-            tick: under(TickHandler::Tick),
-            tick_write: (is_sched && !spec.global).then(|| under(TickHandler::TickAndWrite)),
+            amplified: spec.source.is_amplified(),
+            update: under(UpdateHandler::Update),
+            update_write: (is_sched && !spec.global).then(|| under(UpdateHandler::UpdateAndWrite)),
             skew_ns,
         });
         progress(&name);
@@ -261,7 +271,7 @@ pub fn run(
 }
 
 /// `a/b` as text, or `-` when not measured.
-fn wrong_cell(w: Option<crate::tick_run::Wrong>) -> String {
+fn wrong_cell(w: Option<crate::update_run::Wrong>) -> String {
     w.map_or("-".to_owned(), |w| format!("{}/{}", w.ahead, w.behind))
 }
 
@@ -269,25 +279,31 @@ fn wrong_cell(w: Option<crate::tick_run::Wrong>) -> String {
 /// unavailable sources, then a legend.
 pub fn text(rows: &[ClockRow], unavailable: &[Unavailable]) -> String {
     let mut out = format!(
-        "{:<14} {:<9} {:>8} {:>10} {:<10} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8} {:>9}\n",
+        "{:<22} {:<9} {:>8} {:>10} {:<12} {:>9} {:>11} {:>11} {:>9} {:>9} {:>7} {:>9} {:>9}\n",
         "clock",
         "protect",
         "read_ns",
         "record_ns",
         "handler",
         "events",
-        "wrong_read",
+        "torn",
         "wrong_rec",
+        "flattened",
         "fixups",
-        "ticks",
-        "tick_hz",
+        "updates",
+        "update_hz",
         "skew_ns"
     );
     for r in rows {
         let record = r
             .record_ns
             .map_or("error".to_owned(), |v| format!("{v:.2}"));
-        let runs = std::iter::once(&r.tick).chain(r.tick_write.iter());
+        let clock = if r.amplified {
+            format!("{} (amplified)", r.clock)
+        } else {
+            r.clock.clone()
+        };
+        let runs = std::iter::once(&r.update).chain(r.update_write.iter());
         for (i, run) in runs.enumerate() {
             let (a, b) = if i == 0 {
                 (format!("{:.2}", r.read_ns), record.clone())
@@ -296,8 +312,8 @@ pub fn text(rows: &[ClockRow], unavailable: &[Unavailable]) -> String {
             };
             match run {
                 Ok(t) => out.push_str(&format!(
-                    "{:<14} {:<9} {:>8} {:>10} {:<10} {:>9} {:>11} {:>11} {:>9} {:>7} {:>8.0} {:>9.0}\n",
-                    r.clock,
+                    "{:<22} {:<9} {:>8} {:>10} {:<12} {:>9} {:>11} {:>11} {:>9} {:>9} {:>7} {:>9.0} {:>9.0}\n",
+                    clock,
                     r.protection,
                     a,
                     b,
@@ -305,14 +321,15 @@ pub fn text(rows: &[ClockRow], unavailable: &[Unavailable]) -> String {
                     t.events,
                     wrong_cell(t.wrong_readings),
                     wrong_cell(t.wrong_recorded),
+                    t.flattened.map_or("-".to_owned(), |f| f.to_string()),
                     t.ts_fixups,
-                    t.ticks,
-                    t.tick_hz,
+                    t.updates,
+                    t.update_hz,
                     r.skew_ns
                 )),
                 Err(e) => out.push_str(&format!(
-                    "{:<14} {:<9} {:>8} {:>10} error: {e}\n",
-                    r.clock, r.protection, a, b
+                    "{:<22} {:<9} {:>8} {:>10} error: {e}\n",
+                    clock, r.protection, a, b
                 )),
             }
         }
@@ -325,4 +342,9 @@ pub fn text(rows: &[ClockRow], unavailable: &[Unavailable]) -> String {
 }
 
 /// What the columns mean.
-pub const LEGEND: &str = "\nwrong_read / wrong_rec: readings the ring took, and timestamps it recorded, that were ahead/behind the exact time (what every consistent generation of the sched clock data gives for the same cycle count); `-` for sources that are single reads and cannot tear. fixups: timestamps the ring raised to keep time from going back. handler: the tick only updates the clock data (tick), or also writes an event into the same buffer (tick+write), which makes the interrupted writer's swap fail and read the clock again, hiding tears. ticks, tick_hz: ticks that ran on the writer's thread, and per second. skew_ns: the largest cross-CPU step back.\n";
+pub const LEGEND: &str = "\ntorn: readings the ring took that were ahead/behind the exact time (what every consistent generation of the sched clock data gives for the same cycle count): an update landed between the loads of the data. wrong_rec: timestamps recorded wrong, ahead/behind (the torn readings recorded, and the events flattened behind them). flattened: events whose reading was right but whose timestamp the ring's monotonic fixup raised to a torn reading ahead of it. `-` for sources that are single reads and cannot tear. fixups: timestamps the ring raised to keep time from going back. handler: the update only rewrites the clock data (update, as set_cyc2ns_scale() did on a frequency change), or also writes an event into the same buffer (update+write), which makes the interrupted writer's reservation fail and read the clock again, hiding tears. updates, update_hz: updates that ran on the writer's thread, and per second. skew_ns: the largest cross-CPU step back. (amplified): sched-wide, whose window (the multiply between the loads) is wider than the kernel's: it shows the mechanism, not the kernel's rate.\n";
+
+/// The update rate `clocks` uses unless told otherwise: HZ=1000, the
+/// fastest periodic interrupt a 2009 kernel ran. The frequency changes that
+/// rewrote the data in 2009 came far less often.
+pub const DEFAULT_UPDATE_HZ: u32 = 1000;

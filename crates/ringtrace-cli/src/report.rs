@@ -13,6 +13,7 @@ use crate::hammer::{self, HammerConfig, HammerResult};
 use crate::instrumentation::{self, BhPair, Counters, DebugPreempt};
 use crate::pairs::{self, PairsConfig, PairsResult};
 use crate::seed004::{self, Seed004};
+use crate::seed004_tear::{self, TearConfig};
 use crate::spread::Spread;
 use ringtrace_clock::emulation::IrqBackend;
 use ringtrace_clock::{ClockSpec, Protection, SourceName};
@@ -21,16 +22,30 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use crate::report_markdown::{seeds_table, SeedRow, Verdict as SeedVerdict};
+pub use crate::finding::Verdict as SeedVerdict;
+pub use crate::report_markdown::{seeds_table, SeedRow};
 
 /// How long the report runs, and whether it keeps a trace.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReportConfig {
     /// Under two minutes on 2 cores.
     pub quick: bool,
     /// Keep the trace of one more hammer run in this file (a ring file, see
     /// [`trace_path`]).
     pub keep_trace: Option<PathBuf>,
+    /// Updates per second of the `sched` data in the faithful tear run and
+    /// the clocks' rows ([`crate::clocks::DEFAULT_UPDATE_HZ`] by default).
+    pub update_hz: u32,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            quick: false,
+            keep_trace: None,
+            update_hz: crate::clocks::DEFAULT_UPDATE_HZ,
+        }
+    }
 }
 
 /// The trace a report kept: one hammer run after the measured ones, into a
@@ -145,7 +160,7 @@ fn machine() -> String {
 /// The steps a report takes, for a progress bar.
 pub fn steps(config: &ReportConfig) -> u64 {
     ClockSpec::all().len() as u64
-        + 6
+        + 8
         + SourceName::ALL.len() as u64
         + u64::from(config.keep_trace.is_some())
 }
@@ -175,7 +190,8 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     };
 
     let cc = ClocksConfig {
-        tick_run: Duration::from_millis(if q { 40 } else { 150 }),
+        update_run: Duration::from_millis(if q { 40 } else { 150 }),
+        update_hz: config.update_hz,
         ..ClocksConfig::default()
     };
     let (rows, unavailable) = clocks::run(
@@ -191,7 +207,31 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     } else {
         seed004::cost_half(if q { 15 } else { 41 }).map_err(|e| e.to_string())
     };
-    report.seed004 = Some(Seed004::new(cost, &rows));
+    let tc = TearConfig::report(q, config.update_hz);
+    progress(&format!(
+        "sched@preempt, faithful: {} s under {} updates/s",
+        tc.faithful_run.as_secs_f64(),
+        tc.faithful_hz
+    ));
+    let not_run = || Err("not run: the report was stopped first".to_owned());
+    let faithful = if stop.load(Ordering::Relaxed) {
+        not_run()
+    } else {
+        seed004_tear::measure("sched@preempt", tc.faithful_hz, tc.faithful_run)
+            .map_err(|e| e.to_string())
+    };
+    progress(&format!(
+        "sched-wide@preempt, amplified: {} s under {} updates/s",
+        tc.amplified_run.as_secs_f64(),
+        tc.amplified_hz
+    ));
+    let amplified = if stop.load(Ordering::Relaxed) {
+        not_run()
+    } else {
+        seed004_tear::measure("sched-wide@preempt", tc.amplified_hz, tc.amplified_run)
+            .map_err(|e| e.to_string())
+    };
+    report.seed004 = Some(Seed004::new(cost, faithful, amplified, &rows));
     report.clocks = Some(rows);
     if stopped(&mut report) {
         return report;

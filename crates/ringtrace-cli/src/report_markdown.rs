@@ -4,39 +4,10 @@
 use crate::instrumentation::BhPair;
 use crate::pairs::PairsResult;
 use crate::report::Report;
+use crate::finding::{Finding, Verdict};
 use crate::seed004::{self, Seed004};
 use crate::spread::{Paired, Spread};
 use serde::Serialize;
-
-/// What a seed's finding came to here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", content = "why", rename_all = "kebab-case")]
-pub enum Verdict {
-    /// Our measurement shows what the patch claimed.
-    Reproduced,
-    /// Our measurement does not show it.
-    NotReproduced,
-    /// It cannot be measured here (or was not: a failure, a stop), and why.
-    NotMeasurable(String),
-}
-
-impl Verdict {
-    fn from_bool(ok: bool) -> Verdict {
-        if ok {
-            Verdict::Reproduced
-        } else {
-            Verdict::NotReproduced
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Verdict::Reproduced => "reproduced".to_owned(),
-            Verdict::NotReproduced => "not reproduced".to_owned(),
-            Verdict::NotMeasurable(why) => format!("not measurable here: {why}"),
-        }
-    }
-}
 
 /// One line of the seeds table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,12 +16,16 @@ pub struct SeedRow {
     pub seed: &'static str,
     /// The patch, by its subject line.
     pub patch: &'static str,
-    /// What it claims.
+    /// What it claims, in its own words.
     pub claim: &'static str,
     /// Its figure.
     pub seed_figure: &'static str,
     /// Ours, with its spread.
     pub ours: String,
+    /// How ours was measured, in one phrase.
+    pub method: String,
+    /// The rule that produced the verdict (printed in the legend).
+    pub rule: String,
     /// The verdict.
     pub verdict: Verdict,
 }
@@ -69,17 +44,18 @@ fn paired_text(p: &Paired, unit: &str) -> String {
     )
 }
 
-fn not_run() -> Verdict {
-    Verdict::NotMeasurable("not run (the report was stopped first)".to_owned())
-}
+const NOT_RUN: &str = "not run (the report was stopped first)";
 
-fn seed000(pairs: Option<&Result<PairsResult, String>>) -> (String, Verdict) {
+const SEED000_METHOD: &str = "batched medians of K pairs per sample on the local timer";
+const SEED000_RULE: &str = "reproduced when call-always is clearly above early-key and early-key is within 5% of baseline on every pair's median";
+
+fn seed000(pairs: Option<&Result<PairsResult, String>>) -> Finding {
     let Some(pairs) = pairs else {
-        return (String::new(), not_run());
+        return Finding::not_measured(SEED000_METHOD, SEED000_RULE, NOT_RUN);
     };
     let p = match pairs {
         Ok(p) => p,
-        Err(e) => return (String::new(), Verdict::NotMeasurable(e.clone())),
+        Err(e) => return Finding::not_measured(SEED000_METHOD, SEED000_RULE, e.clone()),
     };
     let mut parts = Vec::new();
     for (pair, v) in &p.verdict.pairs {
@@ -138,116 +114,131 @@ fn seed000(pairs: Option<&Result<PairsResult, String>>) -> (String, Verdict) {
     } else {
         Verdict::NotReproduced
     };
-    (ours, verdict)
+    Finding {
+        ours,
+        method: SEED000_METHOD.into(),
+        rule: SEED000_RULE.into(),
+        verdict,
+    }
 }
 
-fn seed004_row(s: Option<&Seed004>) -> (String, Verdict) {
-    let Some(s) = s else {
-        return (String::new(), not_run());
-    };
-    let cost = match &s.cost {
-        Ok(c) => format!(
-            "sched@irq/sched@preempt per recorded event {}",
-            ratio_text(&c.ratio)
-        ),
-        Err(e) => format!("cost: error: {e}"),
-    };
-    let wrong: Vec<String> = s
-        .wrong
-        .iter()
-        .map(|w| match &w.wrong_recorded {
-            Ok(n) => format!("{} {n}", w.clock),
-            Err(_) => format!("{} error", w.clock),
-        })
-        .collect();
-    let ours = format!(
-        "{cost}; wrong timestamps under a tick: {}",
-        wrong.join(", ")
-    );
-    let verdict = if s.cost.is_err() {
-        Verdict::NotMeasurable("the cost half failed".into())
-    } else {
-        Verdict::from_bool(s.cost_reproduced && s.wrong_reproduced)
-    };
-    (ours, verdict)
+fn seed001(r: &Report) -> Finding {
+    const METHOD: &str = "paired rounds of the bh pair without and with the irq save/restore";
+    const RULE: &str = "reproduced when the with/without ratio's p10 over rounds is above 1";
+    match &r.bh {
+        Some(BhPair { ns, reproduced }) => Finding {
+            ours: paired_text(ns, "ns per pair"),
+            method: METHOD.into(),
+            rule: RULE.into(),
+            verdict: Verdict::from_bool(*reproduced),
+        },
+        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+    }
 }
 
-/// The seeds table's rows for a report.
-pub fn seeds_table(r: &Report) -> Vec<SeedRow> {
-    let (ours000, v000) = seed000(r.pairs.as_ref());
-    let (ours001, v001) = match &r.bh {
-        Some(BhPair { ns, reproduced }) => (
-            paired_text(ns, "ns per pair"),
-            Verdict::from_bool(*reproduced),
-        ),
-        None => (String::new(), not_run()),
-    };
-    let (ours002, v002) = match &r.counters {
-        Some(c) => (
-            format!(
+fn seed002(r: &Report) -> Finding {
+    const METHOD: &str = "threads on every CPU incrementing per-CPU counters and one shared atomic";
+    const RULE: &str =
+        "reproduced when every round sums exactly and the shared atomic's ratio p10 is above 1";
+    match &r.counters {
+        Some(c) => Finding {
+            ours: format!(
                 "{} of {} rounds summed exactly over {} threads; per-CPU vs one shared atomic: {}",
                 c.exact_rounds,
                 c.ns.rounds,
                 c.threads,
                 paired_text(&c.ns, "ns per increment")
             ),
-            Verdict::from_bool(c.reproduced),
-        ),
-        None => (String::new(), not_run()),
-    };
-    let (ours003, v003) = match &r.debug_preempt {
-        Some(d) => (
-            format!(
+            method: METHOD.into(),
+            rule: RULE.into(),
+            verdict: Verdict::from_bool(c.reproduced),
+        },
+        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+    }
+}
+
+fn seed003(r: &Report) -> Finding {
+    const METHOD: &str = "paired rounds of a counter loop with and without the check";
+    const RULE: &str = "reproduced when the checked/plain ratio's p10 over rounds is above 1";
+    match &r.debug_preempt {
+        Some(d) => Finding {
+            ours: format!(
                 "the check takes {:.0}% of a counter-heavy loop ({})",
                 d.share * 100.0,
                 paired_text(&d.ns, "ns per iteration")
             ),
-            Verdict::from_bool(d.reproduced),
-        ),
-        None => (String::new(), not_run()),
-    };
-    let (ours004, v004) = seed004_row(r.seed004.as_ref());
+            method: METHOD.into(),
+            rule: RULE.into(),
+            verdict: Verdict::from_bool(d.reproduced),
+        },
+        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+    }
+}
+
+fn seed004_finding(r: &Report) -> Finding {
+    match &r.seed004 {
+        Some(s) => seed004::finding(s),
+        None => Finding::not_measured("", seed004::TEAR_RULE, NOT_RUN),
+    }
+}
+
+fn row(
+    seed: &'static str,
+    patch: &'static str,
+    claim: &'static str,
+    seed_figure: &'static str,
+    f: Finding,
+) -> SeedRow {
+    SeedRow {
+        seed,
+        patch,
+        claim,
+        seed_figure,
+        ours: f.ours,
+        method: f.method,
+        rule: f.rule,
+        verdict: f.verdict,
+    }
+}
+
+/// The seeds table's rows for a report.
+pub fn seeds_table(r: &Report) -> Vec<SeedRow> {
     vec![
-        SeedRow {
-            seed: "000",
-            patch: "tracing/preemptirq: Optimize disabled tracepoint overhead",
-            claim: "compiled-in but disabled preemptirq tracepoints cost; checking the static key early brings them back to baseline",
-            seed_figure: "irq pair 28 ns base, 46 call-always, 30 early-key (x86-64 averages)",
-            ours: ours000,
-            verdict: v000,
-        },
-        SeedRow {
-            seed: "001",
-            patch: "Reducing local_bh_enable/disable overhead in irqtrace",
-            claim: "the irq save/restore irq tracing added to local_bh_* costs even with tracing off",
-            seed_figure: "3% of UDP throughput (IA-64)",
-            ours: ours001,
-            verdict: v001,
-        },
-        SeedRow {
-            seed: "002",
-            patch: "locking/lock_events: Add locking events for rtmutex slow paths",
-            claim: "per-CPU event counters count exactly and cheaply",
-            seed_figure: "lockdep_acquire 1,968,663,277 events counted in a kernel build",
-            ours: ours002,
-            verdict: v002,
-        },
-        SeedRow {
-            seed: "003",
-            patch: "lib/Kconfig.debug: do not enable DEBUG_PREEMPT by default",
-            claim: "DEBUG_PREEMPT's this_cpu check costs in counter-heavy code",
-            seed_figure: "about 10% of hackbench; 30% of a kmem microbenchmark",
-            ours: ours003,
-            verdict: v003,
-        },
-        SeedRow {
-            seed: "004",
-            patch: "tracing: do not disable interrupts for trace_clock_local",
-            claim: "reading the clock with only preemption disabled is faster, and now and then wrong when a tick lands mid-read",
-            seed_figure: "210 ns vs 179 ns per recorded event (1.17); \"sched_clock may report a wrong time\"",
-            ours: ours004,
-            verdict: v004,
-        },
+        row(
+            "000",
+            "tracing/preemptirq: Optimize disabled tracepoint overhead",
+            "\"This makes the impact of disabled preemptirq IRQ and preempt tracing negligible in performance-sensitive environments.\"",
+            "irq pair 28 ns base, 46 master-trace, 30 patched-trace (x86-64 averages, timer read included)",
+            seed000(r.pairs.as_ref()),
+        ),
+        row(
+            "001",
+            "Reducing local_bh_enable/disable overhead in irqtrace",
+            "\"A significant portion of the overhead is in the added irq flags save and restore, which I think is not needed if IRQ tracing is unused.\"",
+            "3% of UDP throughput (IA-64, netperf)",
+            seed001(r),
+        ),
+        row(
+            "002",
+            "locking/lock_events: Add locking events for rtmutex slow paths",
+            "\"Add locking events for rtlock_slowlock() and rt_mutex_slowlock() for profiling the slow path behavior of rt_spin_lock() and rt_mutex_lock().\"",
+            "rtlock_slowlock 401,701,156 and rtmutex_slowlock 139,672 events in a kernel build (RT debug kernel)",
+            seed002(r),
+        ),
+        row(
+            "003",
+            "lib/Kconfig.debug: do not enable DEBUG_PREEMPT by default",
+            "\"enabling DEBUG_PREEMPT may result in significant increase in runtime overhead due to frequent invocation of __this_cpu_preempt_check() function\"",
+            "about 10% of hackbench (9.45% to 13.18%)",
+            seed003(r),
+        ),
+        row(
+            "004",
+            "tracing: do not disable interrupts for trace_clock_local",
+            "\"Balancing a seldom incorrect timestamp with a 15% performance boost, I'll take the performance boost.\"",
+            "210 ns vs 179 ns per recorded event (31 ns, 1.17), ring_buffer_benchmark",
+            seed004_finding(r),
+        ),
     ]
 }
 
@@ -322,21 +313,26 @@ fn clocks_section(
     rows: &[crate::clocks::ClockRow],
     unavailable: &[crate::clocks::Unavailable],
 ) -> String {
-    let mut md = String::from("## Every clock under every protection, under a tick\n\n");
-    md.push_str("| clock | protection | read ns | record ns | handler | events | wrong readings (ahead/behind) | wrong recorded (ahead/behind) | fixups | ticks | ticks/s | skew ns |\n");
-    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    let cell = |w: Option<crate::tick_run::Wrong>| {
+    let mut md = String::from("## Every clock under every protection, under clock updates\n\n");
+    md.push_str("| clock | protection | read ns | record ns | handler | events | torn readings (ahead/behind) | wrong recorded (ahead/behind) | flattened | fixups | updates | updates/s | skew ns |\n");
+    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let cell = |w: Option<crate::update_run::Wrong>| {
         w.map_or("-".to_owned(), |w| format!("{}/{}", w.ahead, w.behind))
     };
     for r in rows {
         let record = r
             .record_ns
             .map_or("error".to_owned(), |v| format!("{v:.2}"));
-        for run in std::iter::once(&r.tick).chain(r.tick_write.iter()) {
+        let clock = if r.amplified {
+            format!("{} (amplified)", r.clock)
+        } else {
+            r.clock.clone()
+        };
+        for run in std::iter::once(&r.update).chain(r.update_write.iter()) {
             match run {
                 Ok(t) => md.push_str(&format!(
-                    "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |\n",
-                    r.clock,
+                    "| {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} |\n",
+                    clock,
                     r.protection,
                     r.read_ns,
                     record,
@@ -344,14 +340,15 @@ fn clocks_section(
                     t.events,
                     cell(t.wrong_readings),
                     cell(t.wrong_recorded),
+                    t.flattened.map_or("-".to_owned(), |f| f.to_string()),
                     t.ts_fixups,
-                    t.ticks,
-                    t.tick_hz,
+                    t.updates,
+                    t.update_hz,
                     r.skew_ns
                 )),
                 Err(e) => md.push_str(&format!(
-                    "| {} | {} | {:.2} | {} | error: {} |  |  |  |  |  |  |  |\n",
-                    r.clock,
+                    "| {} | {} | {:.2} | {} | error: {} |  |  |  |  |  |  |  |  |\n",
+                    clock,
                     r.protection,
                     r.read_ns,
                     record,
@@ -428,6 +425,11 @@ fn kept_trace_section(k: &crate::report::KeptTrace) -> String {
     md
 }
 
+/// A table cell: a `|` in the text would end the cell early.
+fn cell(text: &str) -> String {
+    text.replace('|', "/")
+}
+
 impl Report {
     /// The whole report as markdown.
     pub fn markdown(&self) -> String {
@@ -435,17 +437,23 @@ impl Report {
         if self.interrupted {
             md.push_str("**Stopped before the end: what follows is what was measured.**\n\n");
         }
-        md.push_str("## The seeds\n\n| seed | patch | claim | seed's figure | ours | verdict |\n|---|---|---|---|---|---|\n");
-        for row in seeds_table(self) {
+        md.push_str("## The seeds\n\n| seed | patch | claim, in its words | seed's figure | ours | how ours was measured | verdict |\n|---|---|---|---|---|---|---|\n");
+        let rows = seeds_table(self);
+        for row in &rows {
             md.push_str(&format!(
-                "| {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
                 row.seed,
                 row.patch,
-                row.claim,
-                row.seed_figure,
-                if row.ours.is_empty() { "-" } else { &row.ours },
-                row.verdict.text()
+                cell(row.claim),
+                cell(row.seed_figure),
+                cell(if row.ours.is_empty() { "-" } else { &row.ours }),
+                cell(&row.method),
+                cell(&row.verdict.text())
             ));
+        }
+        md.push_str("\nThe rule behind each verdict:\n\n");
+        for row in &rows {
+            md.push_str(&format!("- **{}**: {}\n", row.seed, row.rule));
         }
         md.push('\n');
         if let Some(s) = &self.seed004 {

@@ -143,18 +143,31 @@ impl Report {
             "ns",
             &seed004,
         )?;
-        let wrong: Vec<Bar> = self
-            .seed004
-            .iter()
-            .flat_map(|s| s.wrong.iter())
-            .filter_map(|w| w.wrong_recorded.as_ref().ok().map(|n| (w, *n)))
-            .map(|(w, n)| Bar::single(&w.clock, n as f64, usize::from(n == 0) + 2))
-            .collect();
+        let mut tears = Vec::new();
+        if let Some(s) = &self.seed004 {
+            for (label, run, color) in [
+                ("faithful", &s.faithful, 0),
+                ("amplified", &s.amplified, 1),
+            ] {
+                if let Ok(t) = run {
+                    let per_million = |p: f64| p * 1e6;
+                    tears.push(Bar::new(
+                        format!("{} ({label})", t.clock),
+                        Spread {
+                            p10: per_million(t.rate.low),
+                            p50: per_million(t.rate.estimate),
+                            p90: per_million(t.rate.high),
+                        },
+                        color,
+                    ));
+                }
+            }
+        }
         panel(
             &panels[1],
-            "004: wrong timestamps recorded under a tick",
-            "timestamps",
-            &wrong,
+            "004: torn readings per million updates (95% interval)",
+            "per million",
+            &tears,
         )?;
         let mut pairs = Vec::new();
         if let Some(Ok(p)) = &self.pairs {

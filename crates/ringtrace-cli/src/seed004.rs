@@ -9,11 +9,17 @@
 //! - **Cost**: rounds of the record cost of `sched@preempt` and `sched@irq`
 //!   back to back (alternating which goes first), the ratio taken per
 //!   round, reported as p10/p50/p90 over the rounds.
-//! - **Wrong timestamps**: from the `clocks` rows under the tick (handler
-//!   updating the clock data only): `sched@raw` and `sched@preempt` record
-//!   wrong timestamps; `sched@irq`, `sched@irq-hard` and `sched-latch` none.
+//! - **Wrong timestamps**: [`crate::seed004_tear`]: the faithful read
+//!   (`sched@preempt`, its data loads back to back as in 2009) under
+//!   updates at the user's rate, and the amplified one (`sched-wide`,
+//!   20 kHz); torn readings per update with a 95% interval.
+//! - **The checker's control**: from the `clocks` rows, the reads that
+//!   cannot tear (irq-masked, latched) must show no wrong reading in either
+//!   handler mode; a count there would mean the checker fools itself.
 
 use crate::clocks::{record_cost_batches, small_ring, ClockRow};
+use crate::finding::{Finding, Verdict};
+use crate::seed004_tear::{self, TearRun};
 use crate::spread::{paired, Spread};
 use ringtrace_clock::ClockSpec;
 use serde::Serialize;
@@ -57,68 +63,79 @@ pub fn cost_half(rounds: usize) -> Result<CostHalf, Box<dyn std::error::Error>> 
     })
 }
 
-/// Wrong timestamps recorded under the tick by one clock.
+/// Wrong readings where none can occur: one clock that cannot tear, under
+/// updates, in one handler mode.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WrongUnderTick {
+pub struct Control {
     /// The clock name.
     pub clock: String,
-    /// Wrong timestamps recorded (both directions), or why unknown.
-    pub wrong_recorded: Result<u64, String>,
+    /// `update` or `update+write`.
+    pub handler: &'static str,
+    /// Wrong readings and wrong recorded timestamps (both directions), or
+    /// why unknown.
+    pub wrong: Result<u64, String>,
     /// Events recorded.
     pub events: u64,
-    /// Ticks that ran on the writer.
-    pub ticks: u64,
+    /// Updates that ran on the writer.
+    pub updates: u64,
 }
 
-/// The clocks whose wrong-timestamp counts decide the correctness half,
-/// and whether each should record wrong timestamps.
-pub const EXPECTED: [(&str, &str, bool); 6] = [
-    ("sched", "raw", true),
-    ("sched", "preempt", true),
-    ("sched", "irq", false),
-    ("sched", "irq-hard", false),
-    ("sched-latch", "raw", false),
-    ("sched-latch", "preempt", false),
+/// The reads that cannot tear: irq-masked or latched, the amplified
+/// window included.
+pub const CONTROLS: [(&str, &str); 6] = [
+    ("sched", "irq"),
+    ("sched", "irq-soft"),
+    ("sched", "irq-hard"),
+    ("sched-wide", "irq"),
+    ("sched-latch", "raw"),
+    ("sched-latch", "preempt"),
 ];
 
-/// The correctness half, read off the `clocks` rows.
-pub fn wrong_half(rows: &[ClockRow]) -> Vec<WrongUnderTick> {
-    EXPECTED
-        .iter()
-        .map(|&(clock, protection, _)| {
-            let name = if protection == "raw" {
-                clock.to_owned()
-            } else {
-                format!("{clock}@{protection}")
-            };
-            let row = rows
-                .iter()
-                .find(|r| r.clock == clock && r.protection == protection);
-            match row.map(|r| &r.tick) {
-                Some(Ok(t)) => WrongUnderTick {
-                    clock: name,
-                    wrong_recorded: t
-                        .wrong_recorded
-                        .map(|w| w.total())
-                        .ok_or_else(|| "not checked".to_owned()),
+/// The controls, read off the `clocks` rows (both handler modes).
+pub fn controls(rows: &[ClockRow]) -> Vec<Control> {
+    let mut out = Vec::new();
+    for (clock, protection) in CONTROLS {
+        let name = if protection == "raw" {
+            clock.to_owned()
+        } else {
+            format!("{clock}@{protection}")
+        };
+        let row = rows
+            .iter()
+            .find(|r| r.clock == clock && r.protection == protection);
+        let Some(row) = row else {
+            out.push(Control {
+                clock: name,
+                handler: "update",
+                wrong: Err("not measured (unavailable here)".to_owned()),
+                events: 0,
+                updates: 0,
+            });
+            continue;
+        };
+        for run in std::iter::once(&row.update).chain(row.update_write.iter()) {
+            out.push(match run {
+                Ok(t) => Control {
+                    clock: name.clone(),
+                    handler: t.handler.name(),
+                    wrong: match (t.wrong_readings, t.wrong_recorded) {
+                        (Some(a), Some(b)) => Ok(a.total() + b.total()),
+                        _ => Err("not checked".to_owned()),
+                    },
                     events: t.events,
-                    ticks: t.ticks,
+                    updates: t.updates,
                 },
-                Some(Err(e)) => WrongUnderTick {
-                    clock: name,
-                    wrong_recorded: Err(e.clone()),
+                Err(e) => Control {
+                    clock: name.clone(),
+                    handler: "update",
+                    wrong: Err(e.clone()),
                     events: 0,
-                    ticks: 0,
+                    updates: 0,
                 },
-                None => WrongUnderTick {
-                    clock: name,
-                    wrong_recorded: Err("not measured (unavailable here)".to_owned()),
-                    events: 0,
-                    ticks: 0,
-                },
-            }
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
 
 /// Both halves and what they say.
@@ -126,41 +143,134 @@ pub fn wrong_half(rows: &[ClockRow]) -> Vec<WrongUnderTick> {
 pub struct Seed004 {
     /// irq over preempt, per recorded event.
     pub cost: Result<CostHalf, String>,
-    /// Wrong timestamps under the tick.
-    pub wrong: Vec<WrongUnderTick>,
+    /// The faithful tear: `sched@preempt` under updates at the user's rate.
+    pub faithful: Result<TearRun, String>,
+    /// The amplified tear: `sched-wide@preempt` under 20 kHz updates.
+    pub amplified: Result<TearRun, String>,
+    /// Reads that cannot tear, under updates: each must show none.
+    pub controls: Vec<Control>,
     /// Disabling irqs costs more per recorded event (the median ratio
     /// over rounds above 1, and its 10th percentile too).
     pub cost_reproduced: bool,
-    /// Unprotected and preempt-protected reads record wrong timestamps
-    /// and irq-masked or latched ones none.
-    pub wrong_reproduced: bool,
 }
 
+/// The tear's rule, as the legend prints it.
+pub const TEAR_RULE: &str = "the tear is reproduced when the faithful read (its data loads back to back, as 2009's __cycles_2_ns) shows torn readings whose 95% Wilson interval per update excludes 0; when only the amplified read tears, the verdict says so with the faithful bound; either way only if every control (irq-masked and latched reads, both handler modes) shows no wrong reading, since a count there means the checker is wrong";
+
 impl Seed004 {
-    /// Assembles the verdict.
-    pub fn new(cost: Result<CostHalf, String>, rows: &[ClockRow]) -> Seed004 {
-        let wrong = wrong_half(rows);
+    /// Assembles the findings.
+    pub fn new(
+        cost: Result<CostHalf, String>,
+        faithful: Result<TearRun, String>,
+        amplified: Result<TearRun, String>,
+        rows: &[ClockRow],
+    ) -> Seed004 {
         let cost_reproduced = cost
             .as_ref()
             .is_ok_and(|c| c.ratio.p50 > 1.0 && c.ratio.p10 > 1.0);
-        let wrong_reproduced =
-            wrong
-                .iter()
-                .zip(EXPECTED)
-                .all(|(w, (_, _, tears))| match w.wrong_recorded {
-                    Ok(n) => (n > 0) == tears && w.ticks > 0,
-                    Err(_) => false,
-                });
         Seed004 {
             cost,
-            wrong,
+            faithful,
+            amplified,
+            controls: controls(rows),
             cost_reproduced,
-            wrong_reproduced,
+        }
+    }
+
+    /// The tear half's verdict, by [`TEAR_RULE`].
+    pub fn tear_verdict(&self) -> Verdict {
+        let bad: Vec<String> = self
+            .controls
+            .iter()
+            .filter_map(|c| match &c.wrong {
+                Ok(0) => None,
+                Ok(n) => Some(format!("{} ({}) {n}", c.clock, c.handler)),
+                Err(e) => Some(format!("{} ({}): {e}", c.clock, c.handler)),
+            })
+            .collect();
+        if !bad.is_empty() {
+            return Verdict::NotMeasurable(format!(
+                "reads that cannot tear were counted wrong or not checked: {}",
+                bad.join(", ")
+            ));
+        }
+        let faithful = match &self.faithful {
+            Ok(f) => f,
+            Err(e) => return Verdict::NotMeasurable(format!("the faithful run failed: {e}")),
+        };
+        if faithful.run.updates == 0 {
+            return Verdict::NotMeasurable("no update reached the faithful reader".into());
+        }
+        if faithful.rate.excludes_zero() {
+            return Verdict::Reproduced;
+        }
+        let bound = format!(
+            "at faithful settings fewer than {:.1} per million updates (95%, {} updates)",
+            seed004_tear::per_million(faithful.rate.high),
+            faithful.run.updates
+        );
+        match &self.amplified {
+            Ok(a) if a.rate.excludes_zero() => Verdict::Seen(format!(
+                "mechanism reproduced when amplified ({} torn in {} updates); {bound}",
+                a.torn, a.run.updates
+            )),
+            Ok(_) => Verdict::Seen(format!("no tear even when amplified; {bound}")),
+            Err(e) => Verdict::Seen(format!("{bound}; the amplified run failed: {e}")),
         }
     }
 }
 
-/// The verdict in words, with the numbers behind it.
+/// The seeds table's finding for seed 004, both halves.
+pub fn finding(s: &Seed004) -> Finding {
+    let cost = match &s.cost {
+        Ok(c) => format!(
+            "sched@irq/sched@preempt per recorded event {:.2} (p10 {:.2}, p90 {:.2})",
+            c.ratio.p50, c.ratio.p10, c.ratio.p90
+        ),
+        Err(e) => format!("cost: error: {e}"),
+    };
+    let tear = |r: &Result<TearRun, String>, label: &str| match r {
+        Ok(t) => format!(
+            "{label} {} torn in {} updates ({:.1} per million, 95% {:.1} to {:.1}; {} flattened)",
+            t.torn,
+            t.run.updates,
+            seed004_tear::per_million(t.rate.estimate),
+            seed004_tear::per_million(t.rate.low),
+            seed004_tear::per_million(t.rate.high),
+            t.flattened
+        ),
+        Err(e) => format!("{label}: error: {e}"),
+    };
+    let tear_verdict = s.tear_verdict();
+    let verdict = if s.cost.is_err() {
+        Verdict::NotMeasurable("the cost half failed".into())
+    } else if !s.cost_reproduced {
+        Verdict::NotReproduced
+    } else {
+        match tear_verdict {
+            Verdict::Reproduced => Verdict::Reproduced,
+            Verdict::Seen(what) => Verdict::Seen(format!("cost reproduced; {what}")),
+            other => other,
+        }
+    };
+    Finding {
+        ours: format!(
+            "{cost}; {}; {}",
+            tear(&s.faithful, "faithful"),
+            tear(&s.amplified, "amplified")
+        ),
+        method: "paired record-cost rounds of sched@irq and sched@preempt; sched@preempt under \
+                 emulated frequency-change interrupts, every reading checked against the exact \
+                 reference"
+            .into(),
+        rule: format!(
+            "reproduced when irq costs more than preempt (the ratio's p10 and p50 above 1) and {TEAR_RULE}"
+        ),
+        verdict,
+    }
+}
+
+/// The findings in words, with the numbers behind them.
 pub fn text(s: &Seed004) -> String {
     let mut out =
         String::from("trace_clock_local without irq disabling (seed 004), both halves:\n");
@@ -185,20 +295,41 @@ pub fn text(s: &Seed004) -> String {
         )),
         Err(e) => out.push_str(&format!("  cost: error: {e}\n")),
     }
-    for w in &s.wrong {
-        match &w.wrong_recorded {
-            Ok(n) => out.push_str(&format!(
-                "  {:<20} {n} wrong timestamps recorded in {} events under {} ticks\n",
-                w.clock, w.events, w.ticks
-            )),
-            Err(e) => out.push_str(&format!("  {:<20} error: {e}\n", w.clock)),
+    for (label, run) in [("faithful", &s.faithful), ("amplified", &s.amplified)] {
+        match run {
+            Ok(t) => {
+                out.push_str(&format!("  {label}: {}\n", seed004_tear::line(t)));
+                for k in &t.at_kernel_rates {
+                    out.push_str(&format!(
+                        "    at {} ({:.0}/s): {:.3} to {:.3} torn readings per hour{}\n",
+                        k.source,
+                        k.updates_per_s,
+                        k.torn_per_hour_low,
+                        k.torn_per_hour_high,
+                        if t.amplified { " (amplified window)" } else { "" }
+                    ));
+                }
+            }
+            Err(e) => out.push_str(&format!("  {label}: error: {e}\n")),
         }
     }
-    let say = |ok: bool| if ok { "reproduced" } else { "not reproduced" };
+    let controls: Vec<String> = s
+        .controls
+        .iter()
+        .map(|c| match &c.wrong {
+            Ok(n) => format!("{} {} {n}/{}", c.clock, c.handler, c.events),
+            Err(e) => format!("{} {}: {e}", c.clock, c.handler),
+        })
+        .collect();
     out.push_str(&format!(
-        "  verdict: irq costs more than preempt: {}; preempt and raw record wrong timestamps, irq and the latch none: {}\n",
-        say(s.cost_reproduced),
-        say(s.wrong_reproduced)
+        "  controls (wrong/events; must be 0): {}\n",
+        controls.join(", ")
+    ));
+    let f = finding(s);
+    out.push_str(&format!(
+        "  verdict: {}\n  rule: {}\n",
+        f.verdict.text(),
+        f.rule
     ));
     out
 }

@@ -245,7 +245,18 @@ fn every_subcommand_has_help() {
 
 #[test]
 fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_halves() {
-    let out = ringtrace(&["clocks", "--json", "--tick-ms", "10", "--rounds", "3"]);
+    let out = ringtrace(&[
+        "clocks",
+        "--json",
+        "--run-ms",
+        "10",
+        "--update-hz",
+        "5000",
+        "--rounds",
+        "3",
+        "--tear-seconds",
+        "1",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -265,21 +276,22 @@ fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_ha
             .unwrap_or_else(|| panic!("no mono@{protection} row"));
         assert!(row["read_ns"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["record_ns"].as_f64().unwrap() > 0.0, "{row}");
-        let tick = &row["tick"]["Ok"];
-        assert!(tick["events"].as_u64().unwrap() > 0, "{row}");
+        let update = &row["update"]["Ok"];
+        assert!(update["events"].as_u64().unwrap() > 0, "{row}");
         // mono is a single read: nothing to check against the sched data.
-        assert!(tick["wrong_recorded"].is_null(), "{row}");
+        assert!(update["wrong_recorded"].is_null(), "{row}");
+        assert!(update["flattened"].is_null(), "{row}");
     }
     let sched = rows
         .iter()
         .find(|r| r["clock"] == "sched" && r["protection"] == "irq")
         .expect("a sched@irq row");
     assert!(
-        sched["tick"]["Ok"]["wrong_recorded"]["ahead"].is_u64(),
+        sched["update"]["Ok"]["wrong_recorded"]["ahead"].is_u64(),
         "{sched}"
     );
     assert!(
-        sched["tick_write"]["Ok"]["handler"] == "tick-and-write",
+        sched["update_write"]["Ok"]["handler"] == "update-and-write",
         "{sched}"
     );
     let seed = &v["seed004"];
@@ -287,7 +299,21 @@ fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_ha
         seed["cost"]["Ok"]["ratio"]["p50"].as_f64().unwrap() > 0.0,
         "{seed}"
     );
-    assert_eq!(seed["wrong"].as_array().unwrap().len(), 6, "{seed}");
+    // Reads that cannot tear, in both handler modes, and none counted wrong.
+    let controls = seed["controls"].as_array().unwrap();
+    assert_eq!(controls.len(), 12, "{seed}");
+    assert!(controls.iter().all(|c| c["wrong"]["Ok"] == 0), "{seed}");
+    for half in ["faithful", "amplified"] {
+        let run = &seed[half]["Ok"];
+        assert!(run["run"]["updates"].as_u64().unwrap() > 0, "{half}: {seed}");
+        let rate = &run["rate"];
+        assert!(
+            rate["low"].as_f64().unwrap() <= rate["high"].as_f64().unwrap(),
+            "{half}: {seed}"
+        );
+    }
+    assert_eq!(seed["amplified"]["Ok"]["amplified"], true, "{seed}");
+    assert_eq!(seed["faithful"]["Ok"]["amplified"], false, "{seed}");
     // A clock monotonic across CPUs shows no step back between CPUs.
     let global = rows
         .iter()
@@ -397,8 +423,11 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
             &["hammer", "--wakeup-interval", "-5"],
             "-5 is not in 1..=1000000",
         ),
-        (&["clocks", "--tick-ms", "0"], "--tick-ms"),
-        (&["clocks", "--tick-us", "1"], "--tick-us"),
+        (&["clocks", "--run-ms", "0"], "--run-ms"),
+        (&["clocks", "--update-hz", "0"], "--update-hz"),
+        (&["clocks", "--update-hz", "20001"], "--update-hz"),
+        (&["clocks", "--tear-seconds", "0"], "--tear-seconds"),
+        (&["report", "--update-hz", "abc"], "--update-hz"),
     ] {
         let out = ringtrace(args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -429,7 +458,7 @@ fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
     for section in [
         "## The seeds",
         "tracing: do not disable interrupts for trace_clock_local",
-        "## Every clock under every protection, under a tick",
+        "## Every clock under every protection, under clock updates",
         "## ring_buffer_benchmark per clock, repeated",
         "## The kept trace",
         "## Legend",
@@ -515,7 +544,17 @@ fn a_report_stopped_by_sigint_prints_what_it_measured_and_exits_non_zero() {
 
 #[test]
 fn a_closed_pipe_on_stdout_ends_quietly_with_a_non_zero_exit() {
-    let out = common::ringtrace_into_closed_pipe(&["clocks", "--tick-ms", "1", "--rounds", "1"]);
+    let out = common::ringtrace_into_closed_pipe(&[
+        "clocks",
+        "--run-ms",
+        "1",
+        "--update-hz",
+        "5000",
+        "--rounds",
+        "1",
+        "--tear-seconds",
+        "1",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
@@ -587,23 +626,23 @@ fn ringtrace_with(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) 
 }
 
 #[test]
-fn clocks_refuses_a_tick_so_fast_or_so_slow_that_the_run_could_not_measure() {
-    // Below 50 us a writing handler can take all of the writer's time (a
-    // run of --tick-us 10 never ended); a period longer than the run
-    // gives no tick at all.
-    let (code, err) = ringtrace_with(&[], &["clocks", "--tick-us", "10"]);
+fn clocks_refuses_updates_so_fast_or_so_slow_that_the_run_could_not_measure() {
+    // Above 20 kHz a writing handler can take all of the writer's time (a
+    // 100 kHz run never ended); a period longer than the run gives no
+    // update at all.
+    let (code, err) = ringtrace_with(&[], &["clocks", "--update-hz", "100000"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("50..=1000000"), "{err}");
-    let (code, err) = ringtrace_with(&[], &["clocks", "--tick-ms", "1", "--tick-us", "5000"]);
+    assert!(err.contains("1..=20000"), "{err}");
+    let (code, err) = ringtrace_with(&[], &["clocks", "--run-ms", "1", "--update-hz", "200"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("longer than the run"), "{err}");
+    assert!(err.contains("too slow for the run"), "{err}");
 }
 
 #[test]
 fn a_bad_write_path_in_the_environment_fails_clocks_and_report_before_they_run() {
     let dir = common::TempDir::new("bad-path");
     let env = [("RINGTRACE_WRITE_PATH", "bogus")];
-    let (code, err) = ringtrace_with(&env, &["clocks", "--tick-ms", "1", "--rounds", "1"]);
+    let (code, err) = ringtrace_with(&env, &["clocks", "--run-ms", "1", "--rounds", "1"]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("valid are auto, rseq and cas"), "{err}");
     let (code, err) = ringtrace_with(&env, &["report", "--quick", "--out", &dir.file("")]);

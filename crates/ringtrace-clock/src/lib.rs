@@ -47,6 +47,6 @@ pub use protection::{Protected, Protection};
 pub use source::sched;
 pub use source::{
     BaseSource, Boot, Cntvct, Counter, CustomClock, Global, Local, Mono, MonoRaw, PosixClock,
-    QuantaClock, Sched, SchedLatch, Source, SourceName, Tsc, TscOrdered,
+    QuantaClock, Sched, SchedLatch, SchedWide, Source, SourceName, Tsc, TscOrdered,
 };
 pub use spec::{AnyClock, ClockSpec};

@@ -170,6 +170,13 @@ struct ReportArgs {
     /// or a hammer.ring already in it, is refused before the run.
     #[arg(long, value_name = "DIR")]
     keep_trace: Option<std::path::PathBuf>,
+    /// Updates per second of the `sched` data in the faithful tear run and
+    /// the clocks' rows (1 to 20000; default 1000, HZ=1000). The faithful
+    /// run lasts 30 s (5 s with --quick); a faster update tightens the
+    /// bound on torn readings per update in the same time.
+    #[arg(long, default_value_t = ringtrace_cli::clocks::DEFAULT_UPDATE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    update_hz: u32,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -325,17 +332,26 @@ enum WritePathArg {
 
 #[derive(clap::Args)]
 struct ClocksArgs {
-    /// How long the writer runs under the tick per clock, protection and
-    /// handler mode, in ms (1 to 60000).
-    #[arg(long, alias = "anomaly-ms", default_value_t = 150,
+    /// How long the writer runs under clock updates per clock, protection
+    /// and handler mode, in ms (1 to 60000).
+    #[arg(long, alias = "tick-ms", default_value_t = 150,
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    tick_ms: u64,
-    /// The tick's period in microseconds (50 to 1000000): a POSIX timer
-    /// aimed at the writer thread. (Below 50, a handler that writes can
-    /// take all of the writer's time, and the run never ends.)
-    #[arg(long, default_value_t = 50,
-          value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
-    tick_us: u64,
+    run_ms: u64,
+    /// Updates per second of the `sched` data (1 to 20000): a POSIX timer
+    /// aimed at the writer thread whose handler does what
+    /// set_cyc2ns_scale() did on a frequency change. The default, 1000, is
+    /// HZ=1000, the fastest periodic interrupt of 2009; the frequency
+    /// changes that really rewrote the data came far less often. (Above
+    /// 20000, a handler that writes can take all of the writer's time.)
+    #[arg(long, default_value_t = ringtrace_cli::clocks::DEFAULT_UPDATE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=20_000))]
+    update_hz: u32,
+    /// How long the faithful tear run (sched@preempt under --update-hz)
+    /// lasts, in seconds (1 to 3600); the amplified one (sched-wide at 20
+    /// kHz) lasts a tenth of it.
+    #[arg(long, default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    tear_seconds: u64,
     /// Rounds of the paired irq-over-preempt cost ratio (1 to 1000).
     #[arg(long, default_value_t = 21,
           value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -497,16 +513,19 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     // The rings must be buildable (RINGTRACE_WRITE_PATH may forbid them)
     // before a run whose every row would be the same error.
     ringtrace_cli::clocks::check_rings()?;
-    if args.tick_us * 1000 > args.tick_ms * 1_000_000 {
+    if u64::from(args.update_hz) * args.run_ms < 1000 {
         return Err(format!(
-            "--tick-us {} is longer than the run (--tick-ms {}): no tick would come",
-            args.tick_us, args.tick_ms
+            "--update-hz {} is too slow for the run (--run-ms {}): no update would come; \
+             give at least {} updates/s or a longer run",
+            args.update_hz,
+            args.run_ms,
+            1000u64.div_ceil(args.run_ms)
         )
         .into());
     }
     let config = ringtrace_cli::clocks::ClocksConfig {
-        tick_run: Duration::from_millis(args.tick_ms),
-        tick_period: Duration::from_micros(args.tick_us),
+        update_run: Duration::from_millis(args.run_ms),
+        update_hz: args.update_hz,
         ..Default::default()
     };
     let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
@@ -520,12 +539,20 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     );
     progress.set_message("sched: irq over preempt, paired");
     let cost = ringtrace_cli::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
+    progress.set_message("sched: torn readings, faithful and amplified");
+    let tear_run = Duration::from_secs(args.tear_seconds);
+    let faithful =
+        ringtrace_cli::seed004_tear::measure("sched@preempt", args.update_hz, tear_run)
+            .map_err(|e| e.to_string());
+    let amplified =
+        ringtrace_cli::seed004_tear::measure("sched-wide@preempt", 20_000, tear_run / 10)
+            .map_err(|e| e.to_string());
     progress.finish_and_clear();
-    let seed004 = ringtrace_cli::seed004::Seed004::new(cost, &rows);
+    let seed004 = ringtrace_cli::seed004::Seed004::new(cost, faithful, amplified, &rows);
     if args.json {
         let out = serde_json::json!({
             "write_path": ringtrace_cli::clocks::write_path_note(),
-            "tick_period_us": args.tick_us,
+            "update_hz": args.update_hz,
             "rows": rows,
             "unavailable": unavailable,
             "seed004": seed004,
@@ -697,6 +724,7 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             .as_deref()
             .map(ringtrace_cli::report::trace_path)
             .transpose()?,
+        update_hz: args.update_hz,
     };
     catch_stop_signals()?;
     let progress = bar(ringtrace_cli::report::steps(&config), "report");

@@ -36,7 +36,7 @@ pub use custom::CustomClock;
 pub use global::Global;
 pub use local::Local;
 pub use posix::{Boot, Mono, MonoRaw, PosixClock};
-pub use sched::{Sched, SchedLatch};
+pub use sched::{Sched, SchedLatch, SchedWide};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use tsc::rdtsc as tsc_read;
 pub use tsc::{Tsc, TscOrdered};
@@ -69,11 +69,13 @@ pub enum SourceName {
     Sched,
     /// [`SchedLatch`].
     SchedLatch,
+    /// [`SchedWide`]: amplified.
+    SchedWide,
 }
 
 impl SourceName {
     /// Every base source, in the order listings show them.
-    pub const ALL: [SourceName; 11] = [
+    pub const ALL: [SourceName; 12] = [
         SourceName::Tsc,
         SourceName::TscOrdered,
         SourceName::Cntvct,
@@ -85,7 +87,20 @@ impl SourceName {
         SourceName::Local,
         SourceName::Sched,
         SourceName::SchedLatch,
+        SourceName::SchedWide,
     ];
+
+    /// Whether the source is an amplified setting (`sched-wide`: a wider
+    /// window than the kernel's), whose figures are to be labelled so.
+    ///
+    /// ```
+    /// use ringtrace_clock::SourceName;
+    /// assert!(SourceName::SchedWide.is_amplified());
+    /// assert!(!SourceName::Sched.is_amplified());
+    /// ```
+    pub fn is_amplified(self) -> bool {
+        self == SourceName::SchedWide
+    }
 
     /// The name the source is selected by.
     pub fn name(self) -> &'static str {
@@ -101,6 +116,7 @@ impl SourceName {
             SourceName::Local => "local",
             SourceName::Sched => "sched",
             SourceName::SchedLatch => "sched-latch",
+            SourceName::SchedWide => "sched-wide",
         }
     }
 
@@ -118,6 +134,7 @@ impl SourceName {
             SourceName::Local => BaseSource::Local(Local::new()?),
             SourceName::Sched => BaseSource::Sched(Sched::new()?),
             SourceName::SchedLatch => BaseSource::SchedLatch(SchedLatch::new()?),
+            SourceName::SchedWide => BaseSource::SchedWide(SchedWide::new()?),
         })
     }
 }
@@ -144,6 +161,7 @@ pub enum BaseSource {
     Local(Local),
     Sched(Sched),
     SchedLatch(SchedLatch),
+    SchedWide(SchedWide),
     /// A user-defined clock.
     Custom(CustomClock),
 }
@@ -163,6 +181,7 @@ macro_rules! with_source {
             BaseSource::Local($c) => $body,
             BaseSource::Sched($c) => $body,
             BaseSource::SchedLatch($c) => $body,
+            BaseSource::SchedWide($c) => $body,
             BaseSource::Custom($c) => $body,
         }
     };

@@ -1,0 +1,236 @@
+//! Seed 004's "seldom incorrect timestamp", measured faithfully and then
+//! amplified.
+//!
+//! - **Faithful**: `sched@preempt`, whose data loads sit back to back as
+//!   2009's `__cycles_2_ns()` compiled (`ringtrace_clock::sched::SCHED_READ`),
+//!   under updates at the rate the user sets (`--update-hz`, by default
+//!   HZ=1000: the fastest periodic interrupt of the time; the frequency
+//!   changes that really rewrote the data came far less often).
+//! - **Amplified**: `sched-wide@preempt` (the multiply between the loads)
+//!   under 20 kHz updates: the mechanism in seconds. Every figure it gives
+//!   is labelled amplified.
+//!
+//! For each: updates delivered, torn readings (updates that landed between
+//! the loads), the rate per update with its 95% Wilson interval, what that
+//! rate means at the kernel's update rates, and apart from the tears the
+//! events the ring's monotonic fixup flattened behind them.
+
+use crate::update_run::{self, UpdateHandler, UpdateRun};
+use ringtrace_clock::sched::{self, Window};
+use ringtrace_clock::ClockSpec;
+use serde::Serialize;
+use std::time::Duration;
+
+/// A proportion with its 95% Wilson score interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rate {
+    /// Successes over trials.
+    pub estimate: f64,
+    /// Lower end of the 95% interval.
+    pub low: f64,
+    /// Upper end of the 95% interval.
+    pub high: f64,
+}
+
+impl Rate {
+    /// `k` in `n` trials, with the 95% Wilson score interval (which stays
+    /// inside 0..1 and gives an upper bound above 0 when `k` is 0:
+    /// 3.84/(n+3.84)). `n` of 0 gives 0 in 0..1.
+    ///
+    /// ```
+    /// use ringtrace_cli::seed004_tear::Rate;
+    /// let none = Rate::wilson(0, 1_000_000);
+    /// assert_eq!(none.low, 0.0);
+    /// assert!(none.high > 3.8e-6 && none.high < 3.9e-6);
+    /// assert!(Rate::wilson(5, 100).low > 0.0);
+    /// ```
+    pub fn wilson(k: u64, n: u64) -> Rate {
+        if n == 0 {
+            return Rate {
+                estimate: 0.0,
+                low: 0.0,
+                high: 1.0,
+            };
+        }
+        let z = 1.959_963_984_540_054_f64;
+        let (k, n) = (k.min(n) as f64, n as f64);
+        let p = k / n;
+        let denom = 1.0 + z * z / n;
+        let centre = (p + z * z / (2.0 * n)) / denom;
+        let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+        Rate {
+            estimate: p,
+            low: if k == 0.0 {
+                0.0
+            } else {
+                (centre - half).max(0.0)
+            },
+            high: (centre + half).min(1.0),
+        }
+    }
+
+    /// Whether the interval leaves 0 out.
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0
+    }
+}
+
+/// A kernel update rate, and what a measured rate per update means there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AtKernelRate {
+    /// The source of updates.
+    pub source: &'static str,
+    /// Updates per second.
+    pub updates_per_s: f64,
+    /// Expected torn readings per hour: the rate per update's 95%
+    /// interval times the updates in an hour.
+    pub torn_per_hour_low: f64,
+    /// Upper end.
+    pub torn_per_hour_high: f64,
+}
+
+/// The kernel's update rates of the patch's era.
+pub const KERNEL_RATES: [(&str, f64); 3] = [
+    (
+        "timer tick at HZ=1000, had it rewritten the data (it did not)",
+        1000.0,
+    ),
+    (
+        "cpufreq at ondemand's fastest (a change per 10 ms sampling period)",
+        100.0,
+    ),
+    (
+        "constant-TSC CPUs: the cpufreq notifier is not registered",
+        0.0,
+    ),
+];
+
+/// One configuration's run: updates, tears, the rate, the flattened events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TearRun {
+    /// The clock.
+    pub clock: String,
+    /// Whether the setting is amplified (wider window, faster updates).
+    pub amplified: bool,
+    /// The read's window, counted in its machine code.
+    pub window_instructions_between_loads: usize,
+    /// Instructions from the counter read to the last data load.
+    pub window_instructions_from_counter: usize,
+    /// Updates per second asked for.
+    pub update_hz: u32,
+    /// The writer's run.
+    pub run: UpdateRun,
+    /// Torn readings: updates that landed between the loads.
+    pub torn: u64,
+    /// Torn readings per update delivered, with its 95% interval.
+    pub rate: Rate,
+    /// Events flattened behind the tears by the monotonic fixup.
+    pub flattened: u64,
+    /// What the rate means at the kernel's update rates.
+    pub at_kernel_rates: Vec<AtKernelRate>,
+}
+
+/// How long each configuration runs, and how fast its updates come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TearConfig {
+    /// Faithful updates per second.
+    pub faithful_hz: u32,
+    /// The faithful run.
+    pub faithful_run: Duration,
+    /// Amplified updates per second.
+    pub amplified_hz: u32,
+    /// The amplified run.
+    pub amplified_run: Duration,
+}
+
+impl TearConfig {
+    /// What `report` runs: 30 s faithful (5 s with `quick`) at
+    /// `faithful_hz`, 2 s amplified (0.5 s) at 20 kHz.
+    pub fn report(quick: bool, faithful_hz: u32) -> TearConfig {
+        TearConfig {
+            faithful_hz,
+            faithful_run: Duration::from_secs(if quick { 5 } else { 30 }),
+            amplified_hz: 20_000,
+            amplified_run: Duration::from_millis(if quick { 500 } else { 2000 }),
+        }
+    }
+}
+
+fn window_of(amplified: bool) -> Window {
+    let listing: &[&str] = if amplified {
+        &sched::SCHED_WIDE_READ
+    } else {
+        &sched::SCHED_READ
+    };
+    sched::window(listing).unwrap_or(Window {
+        from_counter_to_last_load: 0,
+        between_data_loads: 0,
+    })
+}
+
+/// Runs `clock` (a `sched` source) for `run` under updates at `hz`, the
+/// handler updating the data only, and sums up the tears.
+pub fn measure(
+    clock: &str,
+    hz: u32,
+    run: Duration,
+) -> Result<TearRun, Box<dyn std::error::Error>> {
+    let spec: ClockSpec = clock.parse()?;
+    let amplified = spec.source.is_amplified();
+    let period = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
+    let r = update_run::run(&spec, UpdateHandler::Update, run, period)?;
+    Ok(summarise(clock, amplified, hz, r))
+}
+
+/// The figures of one run.
+pub fn summarise(clock: &str, amplified: bool, hz: u32, run: UpdateRun) -> TearRun {
+    let torn = run.wrong_readings.map_or(0, |w| w.total());
+    let rate = Rate::wilson(torn, run.updates);
+    let window = window_of(amplified);
+    TearRun {
+        clock: clock.to_owned(),
+        amplified,
+        window_instructions_between_loads: window.between_data_loads,
+        window_instructions_from_counter: window.from_counter_to_last_load,
+        update_hz: hz,
+        torn,
+        rate,
+        flattened: run.flattened.unwrap_or(0),
+        at_kernel_rates: KERNEL_RATES
+            .iter()
+            .map(|&(source, hz)| AtKernelRate {
+                source,
+                updates_per_s: hz,
+                torn_per_hour_low: rate.low * hz * 3600.0,
+                torn_per_hour_high: rate.high * hz * 3600.0,
+            })
+            .collect(),
+        run,
+    }
+}
+
+/// Per million, for the text.
+pub fn per_million(p: f64) -> f64 {
+    p * 1e6
+}
+
+/// One run in a line.
+pub fn line(t: &TearRun) -> String {
+    format!(
+        "{}{}: {} torn readings in {} updates ({:.0} s at {:.0}/s asked {}; window {} instruction(s) between the data loads, {} from the counter read): {:.1} per million updates (95% {:.1} to {:.1}); {} events flattened behind them by the monotonic fixup, {} events",
+        t.clock,
+        if t.amplified { " (amplified)" } else { "" },
+        t.torn,
+        t.run.updates,
+        t.run.seconds,
+        t.run.update_hz,
+        t.update_hz,
+        t.window_instructions_between_loads,
+        t.window_instructions_from_counter,
+        per_million(t.rate.estimate),
+        per_million(t.rate.low),
+        per_million(t.rate.high),
+        t.flattened,
+        t.run.events
+    )
+}
