@@ -1,10 +1,10 @@
 //! The report as markdown: the seeds table first, then each measurement,
 //! then a legend of every term.
 
+use crate::finding::{Finding, Verdict};
 use crate::instrumentation::BhPair;
 use crate::pairs::PairsResult;
 use crate::report::Report;
-use crate::finding::{Finding, Verdict};
 use crate::seed004::{self, Seed004};
 use crate::spread::{Paired, Spread};
 use serde::Serialize;

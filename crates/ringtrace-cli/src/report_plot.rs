@@ -145,10 +145,9 @@ impl Report {
         )?;
         let mut tears = Vec::new();
         if let Some(s) = &self.seed004 {
-            for (label, run, color) in [
-                ("faithful", &s.faithful, 0),
-                ("amplified", &s.amplified, 1),
-            ] {
+            for (label, run, color) in
+                [("faithful", &s.faithful, 0), ("amplified", &s.amplified, 1)]
+            {
                 if let Ok(t) = run {
                     let per_million = |p: f64| p * 1e6;
                     tears.push(Bar::new(

@@ -198,7 +198,7 @@ impl Seed004 {
             Ok(f) => f,
             Err(e) => return Verdict::NotMeasurable(format!("the faithful run failed: {e}")),
         };
-        if faithful.run.updates == 0 {
+        if faithful.source.updates == 0 {
             return Verdict::NotMeasurable("no update reached the faithful reader".into());
         }
         if faithful.rate.excludes_zero() {
@@ -207,12 +207,12 @@ impl Seed004 {
         let bound = format!(
             "at faithful settings fewer than {:.1} per million updates (95%, {} updates)",
             seed004_tear::per_million(faithful.rate.high),
-            faithful.run.updates
+            faithful.source.updates
         );
         match &self.amplified {
             Ok(a) if a.rate.excludes_zero() => Verdict::Seen(format!(
                 "mechanism reproduced when amplified ({} torn in {} updates); {bound}",
-                a.torn, a.run.updates
+                a.torn, a.source.updates
             )),
             Ok(_) => Verdict::Seen(format!("no tear even when amplified; {bound}")),
             Err(e) => Verdict::Seen(format!("{bound}; the amplified run failed: {e}")),
@@ -233,7 +233,7 @@ pub fn finding(s: &Seed004) -> Finding {
         Ok(t) => format!(
             "{label} {} torn in {} updates ({:.1} per million, 95% {:.1} to {:.1}; {} flattened)",
             t.torn,
-            t.run.updates,
+            t.source.updates,
             seed004_tear::per_million(t.rate.estimate),
             seed004_tear::per_million(t.rate.low),
             seed004_tear::per_million(t.rate.high),
@@ -306,7 +306,11 @@ pub fn text(s: &Seed004) -> String {
                         k.updates_per_s,
                         k.torn_per_hour_low,
                         k.torn_per_hour_high,
-                        if t.amplified { " (amplified window)" } else { "" }
+                        if t.amplified {
+                            " (amplified window)"
+                        } else {
+                            ""
+                        }
                     ));
                 }
             }

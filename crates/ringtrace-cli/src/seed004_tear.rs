@@ -10,12 +10,25 @@
 //!   under 20 kHz updates: the mechanism in seconds. Every figure it gives
 //!   is labelled amplified.
 //!
-//! For each: updates delivered, torn readings (updates that landed between
-//! the loads), the rate per update with its 95% Wilson interval, what that
-//! rate means at the kernel's update rates, and apart from the tears the
-//! events the ring's monotonic fixup flattened behind them.
+//! For each, two runs on a fresh thread under the same updates:
+//!
+//! - **at the source**: the clock read back to back, every reading checked
+//!   (`sched::measure_wrong`): updates delivered, torn readings (updates
+//!   that landed between the loads), the rate per update with its 95%
+//!   Wilson interval, and what that rate means at the kernel's update
+//!   rates;
+//! - **as recorded**: a writer recording into the ring (a fifth of the
+//!   time): the torn readings the ring recorded, and apart from them the
+//!   events its monotonic fixup flattened behind them. The ring hides most
+//!   tears: its fast path sends a step back, or forward by more than a
+//!   header's 27-bit delta, to the general loop, which reads the clock
+//!   again; a tear of the scale by a frequency change is that large. (The
+//!   kernel's ring buffer of 2009 recorded such a step with a time
+//!   extend.)
 
 use crate::update_run::{self, UpdateHandler, UpdateRun};
+use ringtrace_clock::emulation::interrupt;
+use ringtrace_clock::emulation::timer::{current_thread_id, ThreadTimer};
 use ringtrace_clock::sched::{self, Window};
 use ringtrace_clock::ClockSpec;
 use serde::Serialize;
@@ -118,13 +131,15 @@ pub struct TearRun {
     pub window_instructions_from_counter: usize,
     /// Updates per second asked for.
     pub update_hz: u32,
-    /// The writer's run.
-    pub run: UpdateRun,
-    /// Torn readings: updates that landed between the loads.
+    /// The clock read back to back, every reading checked.
+    pub source: SourceRun,
+    /// A writer recording into the ring under the same updates.
+    pub recorded: Result<UpdateRun, String>,
+    /// Torn readings at the source: updates that landed between the loads.
     pub torn: u64,
     /// Torn readings per update delivered, with its 95% interval.
     pub rate: Rate,
-    /// Events flattened behind the tears by the monotonic fixup.
+    /// Events flattened behind recorded tears by the monotonic fixup.
     pub flattened: u64,
     /// What the rate means at the kernel's update rates.
     pub at_kernel_rates: Vec<AtKernelRate>,
@@ -168,24 +183,98 @@ fn window_of(amplified: bool) -> Window {
     })
 }
 
-/// Runs `clock` (a `sched` source) for `run` under updates at `hz`, the
-/// handler updating the data only, and sums up the tears.
-pub fn measure(
-    clock: &str,
-    hz: u32,
+/// The clock read back to back on one thread under updates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SourceRun {
+    /// Readings checked.
+    pub reads: u64,
+    /// Updates that ran on the reader's thread.
+    pub updates: u64,
+    /// Torn readings ahead of the exact time.
+    pub ahead: u64,
+    /// Torn readings behind it.
+    pub behind: u64,
+    /// The largest error, in ns.
+    pub max_error_ns: u64,
+    /// Readings whose generation left the history before their check.
+    pub unchecked: u64,
+    /// How long it read, in seconds.
+    pub seconds: f64,
+    /// Updates per second achieved.
+    pub update_hz: f64,
+}
+
+/// The signal of the source runs' updates (the ring runs use
+/// [`update_run::update_signal`]).
+fn source_signal() -> i32 {
+    update_run::update_signal() + 1
+}
+
+fn on_source_update(_signal: i32) {
+    sched::update();
+}
+
+/// Reads `clock` back to back for `run` on a fresh thread under updates
+/// every `period`, checking every reading.
+fn source_run(
+    spec: &ClockSpec,
+    period: Duration,
     run: Duration,
-) -> Result<TearRun, Box<dyn std::error::Error>> {
+) -> Result<SourceRun, Box<dyn std::error::Error>> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let clock = spec.build()?;
+    let signal = source_signal();
+    interrupt::install_irq_handler(signal, on_source_update)?;
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| {
+            let timer = ThreadTimer::start(current_thread_id(), signal, period)
+                .map_err(|e| e.to_string())?;
+            let found = sched::measure_wrong(&clock, run);
+            let seconds = timer.elapsed().as_secs_f64();
+            drop(timer);
+            Ok::<_, String>((found, seconds))
+        })
+        .join()
+        .map_err(|_| "the reader thread panicked".to_string())?
+    });
+    interrupt::uninstall_irq_handler(signal)?;
+    let (found, seconds) = outcome?;
+    Ok(SourceRun {
+        reads: found.reads,
+        updates: found.updates,
+        ahead: found.ahead,
+        behind: found.behind,
+        max_error_ns: found.max_error_ns,
+        unchecked: found.unchecked,
+        seconds,
+        update_hz: found.updates as f64 / seconds.max(1e-9),
+    })
+}
+
+/// Measures `clock` (a `sched` source) under updates at `hz`: at the
+/// source for `run`, then as recorded for a fifth of it, the handler
+/// updating the data only.
+pub fn measure(clock: &str, hz: u32, run: Duration) -> Result<TearRun, Box<dyn std::error::Error>> {
     let spec: ClockSpec = clock.parse()?;
     let amplified = spec.source.is_amplified();
     let period = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
-    let r = update_run::run(&spec, UpdateHandler::Update, run, period)?;
-    Ok(summarise(clock, amplified, hz, r))
+    let source = source_run(&spec, period, run)?;
+    let recorded =
+        update_run::run(&spec, UpdateHandler::Update, run / 5, period).map_err(|e| e.to_string());
+    Ok(summarise(clock, amplified, hz, source, recorded))
 }
 
-/// The figures of one run.
-pub fn summarise(clock: &str, amplified: bool, hz: u32, run: UpdateRun) -> TearRun {
-    let torn = run.wrong_readings.map_or(0, |w| w.total());
-    let rate = Rate::wilson(torn, run.updates);
+/// The figures of one configuration's runs.
+pub fn summarise(
+    clock: &str,
+    amplified: bool,
+    hz: u32,
+    source: SourceRun,
+    recorded: Result<UpdateRun, String>,
+) -> TearRun {
+    let torn = source.ahead + source.behind;
+    let rate = Rate::wilson(torn, source.updates);
     let window = window_of(amplified);
     TearRun {
         clock: clock.to_owned(),
@@ -195,7 +284,11 @@ pub fn summarise(clock: &str, amplified: bool, hz: u32, run: UpdateRun) -> TearR
         update_hz: hz,
         torn,
         rate,
-        flattened: run.flattened.unwrap_or(0),
+        flattened: recorded
+            .as_ref()
+            .ok()
+            .and_then(|r| r.flattened)
+            .unwrap_or(0),
         at_kernel_rates: KERNEL_RATES
             .iter()
             .map(|&(source, hz)| AtKernelRate {
@@ -205,7 +298,8 @@ pub fn summarise(clock: &str, amplified: bool, hz: u32, run: UpdateRun) -> TearR
                 torn_per_hour_high: rate.high * hz * 3600.0,
             })
             .collect(),
-        run,
+        source,
+        recorded,
     }
 }
 
@@ -214,23 +308,36 @@ pub fn per_million(p: f64) -> f64 {
     p * 1e6
 }
 
-/// One run in a line.
+/// One configuration in two lines: at the source, and as recorded.
 pub fn line(t: &TearRun) -> String {
-    format!(
-        "{}{}: {} torn readings in {} updates ({:.0} s at {:.0}/s asked {}; window {} instruction(s) between the data loads, {} from the counter read): {:.1} per million updates (95% {:.1} to {:.1}); {} events flattened behind them by the monotonic fixup, {} events",
+    let s = &t.source;
+    let mut out = format!(
+        "{}{}: {} torn readings in {} updates ({} reads, {:.1} s at {:.0}/s, {} asked; window {} instruction(s) between the data loads, {} from the counter read): {:.1} per million updates (95% {:.1} to {:.1}); largest error {} ns",
         t.clock,
         if t.amplified { " (amplified)" } else { "" },
         t.torn,
-        t.run.updates,
-        t.run.seconds,
-        t.run.update_hz,
+        s.updates,
+        s.reads,
+        s.seconds,
+        s.update_hz,
         t.update_hz,
         t.window_instructions_between_loads,
         t.window_instructions_from_counter,
         per_million(t.rate.estimate),
         per_million(t.rate.low),
         per_million(t.rate.high),
-        t.flattened,
-        t.run.events
-    )
+        s.max_error_ns,
+    );
+    match &t.recorded {
+        Ok(r) => out.push_str(&format!(
+            "\n    recorded into the ring ({:.1} s, {} updates): {} events, {} torn readings recorded, {} events flattened behind them by the monotonic fixup",
+            r.seconds,
+            r.updates,
+            r.events,
+            r.wrong_readings.map_or(0, |w| w.total()),
+            t.flattened
+        )),
+        Err(e) => out.push_str(&format!("\n    recorded into the ring: error: {e}")),
+    }
+    out
 }

@@ -169,7 +169,14 @@ pub fn run(
         spec.source,
         SourceName::Sched | SourceName::SchedLatch | SourceName::SchedWide
     ) && !spec.global;
-    run_clock(spec.build()?, checks, handler, run, Some(period), &mut |_| {})
+    run_clock(
+        spec.build()?,
+        checks,
+        handler,
+        run,
+        Some(period),
+        &mut |_| {},
+    )
 }
 
 /// Runs a writer with `clock` for `run`, under an update every `period`

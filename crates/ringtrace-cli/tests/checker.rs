@@ -98,10 +98,7 @@ fn a_planted_tear_is_counted_exactly_in_every_handler_mode_and_protection() {
 fn a_planted_non_tear_and_a_latched_read_are_never_counted_in_any_mode() {
     for handler in HANDLERS {
         for protection in Protection::ALL {
-            for (plant, latched) in [
-                (Plant::BeforeRead, false),
-                (Plant::BetweenLoads, true),
-            ] {
+            for (plant, latched) in [(Plant::BeforeRead, false), (Plant::BetweenLoads, true)] {
                 let (torn, run) = run_planted(plant, latched, protection, handler);
                 assert_eq!(
                     torn,

@@ -45,7 +45,10 @@ fn a_consistent_reading_is_right_and_a_mixed_one_is_ahead() {
     assert_eq!(reading.value, value);
     sched::update();
     let check = |v| sched::check_since(first, reading.cycles, v).unwrap();
-    assert!(check(value).is_right(), "right before an update stays right");
+    assert!(
+        check(value).is_right(),
+        "right before an update stays right"
+    );
     assert!(matches!(check(value + 1_000_000), Verdict::Ahead(_)));
     assert!(matches!(
         check(value.saturating_sub(1_000_000)),

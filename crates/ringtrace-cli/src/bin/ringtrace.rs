@@ -541,9 +541,8 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     let cost = ringtrace_cli::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
     progress.set_message("sched: torn readings, faithful and amplified");
     let tear_run = Duration::from_secs(args.tear_seconds);
-    let faithful =
-        ringtrace_cli::seed004_tear::measure("sched@preempt", args.update_hz, tear_run)
-            .map_err(|e| e.to_string());
+    let faithful = ringtrace_cli::seed004_tear::measure("sched@preempt", args.update_hz, tear_run)
+        .map_err(|e| e.to_string());
     let amplified =
         ringtrace_cli::seed004_tear::measure("sched-wide@preempt", 20_000, tear_run / 10)
             .map_err(|e| e.to_string());
