@@ -606,7 +606,7 @@ mod tests {
     #[test]
     fn an_address_inside_a_function_is_no_symbol() {
         let exe = Executable::open().unwrap();
-        let err = exe.symbol_at(eight_nops as usize + 1).unwrap_err();
+        let err = exe.symbol_at(eight_nops as fn() as usize + 1).unwrap_err();
         assert!(
             matches!(err, CodeSizeError::NoSymbol { .. }),
             "{err}: expected NoSymbol"
