@@ -188,12 +188,7 @@ impl Executable {
         }
         functions.sort();
         const PAGE: u64 = 4096;
-        let first_segment = file
-            .segments()
-            .map(|s| s.address())
-            .min()
-            .unwrap_or(0)
-            & !(PAGE - 1);
+        let first_segment = file.segments().map(|s| s.address()).min().unwrap_or(0) & !(PAGE - 1);
         Ok(Executable {
             path,
             functions,

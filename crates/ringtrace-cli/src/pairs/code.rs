@@ -124,7 +124,9 @@ pub struct CodeSize {
 impl CodeSize {
     /// The row of `pair` under `strategy`.
     pub fn row(&self, pair: Pair, strategy: StrategyKind) -> Option<&CodeRow> {
-        self.pairs.get(pair.key()).and_then(|p| p.get(strategy.name()))
+        self.pairs
+            .get(pair.key())
+            .and_then(|p| p.get(strategy.name()))
     }
 }
 
@@ -235,7 +237,11 @@ mod tests {
             assert!(base.instructions <= early.instructions, "{pair:?}");
             assert!(base.call_site_bytes > 0, "{pair:?}: {base:?}");
         }
-        assert!(code.callees.iter().all(|c| c.bytes > 0), "{:?}", code.callees);
+        assert!(
+            code.callees.iter().all(|c| c.bytes > 0),
+            "{:?}",
+            code.callees
+        );
     }
 
     #[test]

@@ -107,7 +107,7 @@ fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
         get(StrategyKind::CallAlways)?,
         get(StrategyKind::EarlyKey)?,
     );
-    if !(b.trimmed_mean > 0.0) {
+    if b.trimmed_mean.is_nan() || b.trimmed_mean <= 0.0 {
         return Err(format!(
             "{}'s baseline trimmed mean is {} ns, not a positive time",
             pair.key(),
@@ -123,7 +123,11 @@ fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
     }
     let base = b.trimmed_mean;
     let (dc, de) = (c.trimmed_mean - base, e.trimmed_mean - base);
-    let medians = match (b.median_resolved(), c.median_resolved(), e.median_resolved()) {
+    let medians = match (
+        b.median_resolved(),
+        c.median_resolved(),
+        e.median_resolved(),
+    ) {
         (Some(mb), Some(mc), Some(me)) => Some([mb, mc, me]),
         _ => None,
     };
@@ -207,7 +211,11 @@ fn batched_text(r: &PairsResult) -> String {
                 v.baseline_ns,
                 v.call_always_ns - v.baseline_ns,
                 v.early_key_ns - v.baseline_ns,
-                if v.resolved { "" } else { " (below resolution)" }
+                if v.resolved {
+                    ""
+                } else {
+                    " (below resolution)"
+                }
             )
         })
         .collect();
@@ -262,7 +270,11 @@ fn code_text(code: &CodeSize) -> String {
 /// println!("{}: {}", f.verdict.text(), f.ours);
 /// # Ok::<(), pairs::PairsError>(())
 /// ```
-pub fn finding(seed: &PairsResult, batched: Option<&PairsResult>, code: Option<&CodeSize>) -> Finding {
+pub fn finding(
+    seed: &PairsResult,
+    batched: Option<&PairsResult>,
+    code: Option<&CodeSize>,
+) -> Finding {
     let method = format!(
         "one pair per sample between two reads of {} (timer included, as the patch's tables), \
          {} thread(s) x {} samples per pair and strategy, every tracepoint off; batched \
@@ -367,7 +379,11 @@ mod tests {
         // What this machine gives: +4.2 ns (19%) and -0.05 ns.
         let r = result(
             Method::Seed,
-            [m(22.46, 0.01, 20.0), m(26.64, 0.01, 20.0), m(22.41, 0.01, 20.0)],
+            [
+                m(22.46, 0.01, 20.0),
+                m(26.64, 0.01, 20.0),
+                m(22.41, 0.01, 20.0),
+            ],
         );
         let f = finding(&r, None, None);
         assert_eq!(f.verdict, Verdict::Reproduced, "{}", f.ours);
@@ -381,7 +397,11 @@ mod tests {
         // call-always +0.9 ns on 22.46: under 5% (1.12 ns).
         let r = result(
             Method::Seed,
-            [m(22.46, 0.01, 20.0), m(23.36, 0.01, 20.0), m(22.46, 0.01, 20.0)],
+            [
+                m(22.46, 0.01, 20.0),
+                m(23.36, 0.01, 20.0),
+                m(22.46, 0.01, 20.0),
+            ],
         );
         assert_eq!(finding(&r, None, None).verdict, Verdict::NotReproduced);
     }
@@ -391,7 +411,11 @@ mod tests {
         // early-key +1.5 ns (6.7%).
         let r = result(
             Method::Seed,
-            [m(22.46, 0.01, 20.0), m(26.64, 0.01, 20.0), m(23.96, 0.01, 20.0)],
+            [
+                m(22.46, 0.01, 20.0),
+                m(26.64, 0.01, 20.0),
+                m(23.96, 0.01, 20.0),
+            ],
         );
         assert_eq!(finding(&r, None, None).verdict, Verdict::NotReproduced);
     }
@@ -415,21 +439,33 @@ mod tests {
         // above baseline.
         let r = result(
             Method::Seed,
-            [m(50.0, 0.01, 50.0), m(60.0, 0.01, 60.0), m(50.0, 0.01, 55.0)],
+            [
+                m(50.0, 0.01, 50.0),
+                m(60.0, 0.01, 60.0),
+                m(50.0, 0.01, 55.0),
+            ],
         );
         let f = finding(&r, None, None);
         assert_eq!(f.verdict, Verdict::NotReproduced);
         assert!(f.ours.contains("medians 50/60/55"), "{}", f.ours);
         let r = result(
             Method::Seed,
-            [m(50.0, 0.01, 50.0), m(60.0, 0.01, 60.0), m(50.0, 0.01, 50.0)],
+            [
+                m(50.0, 0.01, 50.0),
+                m(60.0, 0.01, 60.0),
+                m(50.0, 0.01, 50.0),
+            ],
         );
         assert_eq!(finding(&r, None, None).verdict, Verdict::Reproduced);
     }
 
     #[test]
     fn a_batched_run_or_a_missing_figure_is_not_measurable() {
-        let strategies = [m(22.46, 0.01, 20.0), m(26.64, 0.01, 20.0), m(22.41, 0.01, 20.0)];
+        let strategies = [
+            m(22.46, 0.01, 20.0),
+            m(26.64, 0.01, 20.0),
+            m(22.41, 0.01, 20.0),
+        ];
         let batched = result(Method::Batched, strategies);
         let f = finding(&batched, None, None);
         assert!(
@@ -463,7 +499,11 @@ mod tests {
     fn the_batched_medians_and_the_code_are_shown_not_judged() {
         let seed = result(
             Method::Seed,
-            [m(22.46, 0.01, 20.0), m(26.64, 0.01, 20.0), m(22.41, 0.01, 20.0)],
+            [
+                m(22.46, 0.01, 20.0),
+                m(26.64, 0.01, 20.0),
+                m(22.41, 0.01, 20.0),
+            ],
         );
         // Batched medians in which call-always is no dearer: shown only.
         let batched = result(
@@ -500,7 +540,11 @@ mod tests {
         };
         let f = finding(&seed, Some(&batched), Some(&code));
         assert_eq!(f.verdict, Verdict::Reproduced);
-        assert!(f.ours.contains("resolution check, batched medians"), "{}", f.ours);
+        assert!(
+            f.ours.contains("resolution check, batched medians"),
+            "{}",
+            f.ours
+        );
         assert!(f.ours.contains("irq 10B/4i 40B/30i 20B/6i"), "{}", f.ours);
     }
 }

@@ -161,7 +161,12 @@ pub(super) fn combine(
     let trimmed_mean = cpus.iter().map(|c| c.trimmed_mean).sum::<f64>() / n;
     // The mean of independent per-CPU means: the root of the summed
     // variances over the count.
-    let trimmed_se = cpus.iter().map(|c| c.trimmed_se.powi(2)).sum::<f64>().sqrt() / n;
+    let trimmed_se = cpus
+        .iter()
+        .map(|c| c.trimmed_se.powi(2))
+        .sum::<f64>()
+        .sqrt()
+        / n;
     let median = median_of(cpus.iter().map(|c| c.median).collect());
     let pct = percentile.unwrap_or_else(|| cpus.iter().map(|c| c.percentile).max().unwrap_or(0));
     let mut top: Vec<u64> = cpus.iter().flat_map(|c| c.top.iter().copied()).collect();
