@@ -30,6 +30,13 @@
 //! resolution. [`PairsResult`] carries the deltas against `baseline` beside
 //! the kernel patch's and a [`Verdict`] on its two claims.
 //!
+//! Seed 000's verdict for the report is [`finding`]: on a seed-method run's
+//! trimmed means with 95% intervals (the rule is [`seed_rule`]), the
+//! batched medians shown as the resolution check. [`code_size`] counts,
+//! rather than times, what each strategy puts at a call site: bytes from
+//! the binary's symbol table and instructions executed by single-stepping
+//! (see [`crate::code_size`]).
+//!
 //! ```no_run
 //! use ringtrace_cli::pairs::{self, Method, PairsConfig};
 //! use ringtrace::clock::emulation::IrqBackend;

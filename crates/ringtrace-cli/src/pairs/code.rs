@@ -60,7 +60,7 @@ fn by_strategy<S: Strategy>(pair: Pair) -> fn() {
 }
 
 /// The one-pair function of `pair` under `strategy` (soft irq mask): what
-/// [`code_size`] measures, public so that a test or another table can
+/// [`code_size()`] measures, public so that a test or another table can
 /// count it again.
 ///
 /// ```no_run
