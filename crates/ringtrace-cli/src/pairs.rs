@@ -65,7 +65,9 @@ use std::str::FromStr;
 
 pub use code::{code_size, one_pair_fn, Callee, CodeRow, CodeSize};
 pub use render::fmt_ns;
-pub use seed_verdict::{finding, seed_rule, SeedPair, ABOVE_SHARE, WITHIN_SHARE, Z95};
+pub use seed_verdict::{
+    finding, finding_rounds, seed_rule, SeedPair, ABOVE_SHARE, WITHIN_SHARE, Z95,
+};
 pub use stats::{OUTLIER_FACTOR, RESOLUTION_STEPS, TRIM_PERCENT};
 pub use timing::MAX_BATCH;
 pub use verdict::{

@@ -54,7 +54,8 @@ pub fn seed_rule() -> String {
          timer steps), the median differences must agree (above +{above:.0}%; within \
          ±{within:.0}%); not reproduced when a pair fails either; not measurable when the run \
          is not the seed method, a figure is missing, or there are too few samples for an \
-         interval. Intervals: ±{Z95} standard errors of the difference (Tukey-McLaughlin \
+         interval. Intervals: over several rounds, Student's t on the rounds' differences; \
+         never narrower than ±{Z95} standard errors of the difference (Tukey-McLaughlin \
          standard error of each {TRIM_PERCENT}%-trimmed mean, per CPU, combined); batched \
          medians and code size shown, not judged",
         above = ABOVE_SHARE * 100.0,
@@ -76,9 +77,11 @@ pub struct SeedPair {
     pub early_key_minus_baseline_ns: f64,
     /// Half the 95% interval of that difference.
     pub early_key_half_width_ns: f64,
-    /// The three medians (baseline, call-always, early-key) when all are
-    /// resolved.
+    /// The three medians (baseline, call-always, early-key), the mean over
+    /// the rounds, when all are resolved in every round.
     pub medians: Option<[f64; 3]>,
+    /// The rounds (seed-method runs) behind the figures.
+    pub rounds: usize,
     /// call-always's interval lies above +[`ABOVE_SHARE`] of baseline (and
     /// its median difference too, when resolved).
     pub call_always_above: bool,
@@ -96,8 +99,18 @@ fn half_width(a: &Metrics, b: &Metrics) -> f64 {
     Z95 * (a.trimmed_mean_se.powi(2) + b.trimmed_mean_se.powi(2)).sqrt()
 }
 
-/// The rule applied to one pair, or why it cannot be.
-fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
+/// One round's figures of one pair, ns per pair.
+struct Round {
+    base: f64,
+    call: f64,
+    early: f64,
+    call_half: f64,
+    early_half: f64,
+    medians: Option<[f64; 3]>,
+}
+
+/// One round's figures of `pair`, or why there are none.
+fn round(r: &PairsResult, pair: Pair) -> Result<Round, String> {
     let get = |s: StrategyKind| {
         metrics(r, pair, s)
             .ok_or_else(|| format!("{} under {} was not measured", pair.key(), s.name()))
@@ -114,15 +127,13 @@ fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
             b.trimmed_mean
         ));
     }
-    let (hc, he) = (half_width(c, b), half_width(e, b));
-    if !hc.is_finite() || !he.is_finite() {
+    let (call_half, early_half) = (half_width(c, b), half_width(e, b));
+    if !call_half.is_finite() || !early_half.is_finite() {
         return Err(format!(
             "{} has too few samples for an interval (2 per CPU at least)",
             pair.key()
         ));
     }
-    let base = b.trimmed_mean;
-    let (dc, de) = (c.trimmed_mean - base, e.trimmed_mean - base);
     let medians = match (
         b.median_resolved(),
         c.median_resolved(),
@@ -131,6 +142,62 @@ fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
         (Some(mb), Some(mc), Some(me)) => Some([mb, mc, me]),
         _ => None,
     };
+    Ok(Round {
+        base: b.trimmed_mean,
+        call: c.trimmed_mean - b.trimmed_mean,
+        early: e.trimmed_mean - b.trimmed_mean,
+        call_half,
+        early_half,
+        medians,
+    })
+}
+
+/// Student's t for a two-sided 95% interval with `df` degrees of freedom
+/// (1.96 past 30).
+fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df.wrapping_sub(1)).copied().unwrap_or(Z95)
+}
+
+/// The rule applied to one pair over the rounds, or why it cannot be.
+///
+/// Each difference is the mean of the rounds'. Its interval, with two
+/// rounds or more, is Student's t on the rounds' differences (which holds
+/// the drift of the machine from run to run), never narrower than the
+/// sampling interval of the mean; with one round, the sampling interval.
+fn judge(rounds: &[PairsResult], pair: Pair) -> Result<SeedPair, String> {
+    let rs = rounds
+        .iter()
+        .map(|r| round(r, pair))
+        .collect::<Result<Vec<Round>, String>>()?;
+    let n = rs.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&Round) -> f64| rs.iter().map(f).sum::<f64>() / n;
+    let sampling =
+        |f: &dyn Fn(&Round) -> f64| rs.iter().map(|r| f(r).powi(2)).sum::<f64>().sqrt() / n;
+    let spread = |f: &dyn Fn(&Round) -> f64, m: f64| {
+        if rs.len() < 2 {
+            return 0.0;
+        }
+        let var = rs.iter().map(|r| (f(r) - m).powi(2)).sum::<f64>() / (n - 1.0);
+        t95(rs.len() - 1) * var.sqrt() / n.sqrt()
+    };
+    let base = mean(&|r| r.base);
+    let dc = mean(&|r| r.call);
+    let de = mean(&|r| r.early);
+    let hc = spread(&|r| r.call, dc).max(sampling(&|r| r.call_half));
+    let he = spread(&|r| r.early, de).max(sampling(&|r| r.early_half));
+    let medians = rs
+        .iter()
+        .map(|r| r.medians)
+        .collect::<Option<Vec<[f64; 3]>>>()
+        .map(|ms| {
+            let m = |i: usize| ms.iter().map(|x| x[i]).sum::<f64>() / n;
+            [m(0), m(1), m(2)]
+        });
     let median_above = medians.is_none_or(|[mb, mc, _]| mc - mb > ABOVE_SHARE * mb);
     let median_within = medians.is_none_or(|[mb, _, me]| (me - mb).abs() <= WITHIN_SHARE * mb);
     Ok(SeedPair {
@@ -140,6 +207,7 @@ fn judge(r: &PairsResult, pair: Pair) -> Result<SeedPair, String> {
         early_key_minus_baseline_ns: de,
         early_key_half_width_ns: he,
         medians,
+        rounds: rs.len(),
         call_always_above: dc - hc > ABOVE_SHARE * base && median_above,
         early_key_within: de.abs() + he <= WITHIN_SHARE * base && median_within,
     })
@@ -180,11 +248,17 @@ fn seed_text(r: &PairsResult, judged: &[(Pair, SeedPair)]) -> String {
         })
         .collect();
     let unresolved = judged.iter().any(|(_, p)| p.medians.is_none());
+    let rounds = judged.first().map_or(1, |(_, p)| p.rounds);
     format!(
-        "seed method, {} keys, ns per pair with the {} read: trimmed means, each strategy minus \
-         baseline [95% interval]: {}{}",
+        "seed method, {} keys, ns per pair with the {} read, {}: trimmed means, each strategy \
+         minus baseline [95% interval]: {}{}",
         r.keys.name(),
         r.timer,
+        if rounds > 1 {
+            format!("mean of {rounds} rounds (interval: Student's t over the rounds)")
+        } else {
+            "one round (interval: sampling error only)".to_owned()
+        },
         pairs.join("; "),
         if unresolved {
             format!(
@@ -254,10 +328,11 @@ fn code_text(code: &CodeSize) -> String {
     )
 }
 
-/// Seed 000's finding from a `--method seed` run, with the batched run's
-/// medians and the code-size table shown beside it (not judged). The rule
-/// is [`seed_rule`]; a run that is not the seed method, or lacks a figure,
-/// is not measurable.
+/// Seed 000's finding from one `--method seed` run, with the batched run's
+/// medians and the code-size table shown beside it (not judged): the
+/// intervals are sampling error only. [`finding_rounds`] takes several
+/// runs, whose spread is the honest interval. The rule is [`seed_rule`]; a
+/// run that is not the seed method, or lacks a figure, is not measurable.
 ///
 /// ```no_run
 /// use ringtrace_cli::pairs::{self, Method, PairsConfig};
@@ -275,32 +350,67 @@ pub fn finding(
     batched: Option<&PairsResult>,
     code: Option<&CodeSize>,
 ) -> Finding {
+    finding_rounds(std::slice::from_ref(seed), batched, code)
+}
+
+/// Seed 000's finding from several `--method seed` runs (rounds): each
+/// difference is the rounds' mean and its 95% interval Student's t on the
+/// rounds' differences, so that it holds the machine's drift from one run
+/// to the next (on this machine some ten times the sampling error), never
+/// narrower than the sampling interval. Otherwise as [`finding`].
+///
+/// ```no_run
+/// use ringtrace_cli::pairs::{self, Method, PairsConfig};
+/// use ringtrace::clock::emulation::IrqBackend;
+/// let config = PairsConfig { cpus: 2, samples: 2_000_000, highest: 1000, percentile: 99, irq: IrqBackend::Soft };
+/// let rounds = (0..5)
+///     .map(|_| pairs::run_method(&config, Method::Seed, &|| {}))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// let f = pairs::finding_rounds(&rounds, None, pairs::code_size().ok().as_ref());
+/// println!("{}: {}", f.verdict.text(), f.ours);
+/// # Ok::<(), pairs::PairsError>(())
+/// ```
+pub fn finding_rounds(
+    rounds: &[PairsResult],
+    batched: Option<&PairsResult>,
+    code: Option<&CodeSize>,
+) -> Finding {
+    let rule = seed_rule();
+    let Some(first) = rounds.first() else {
+        return Finding::not_measured(
+            "one pair per sample, timer read included",
+            &rule,
+            "no seed-method round was run",
+        );
+    };
     let method = format!(
         "one pair per sample between two reads of {} (timer included, as the patch's tables), \
-         {} thread(s) x {} samples per pair and strategy, every tracepoint off; batched \
-         medians as the resolution check; code bytes and instructions from this binary",
-        seed.timer, seed.settings.cpus, seed.settings.samples
+         {} round(s) of {} thread(s) x {} samples per pair and strategy, every tracepoint off; \
+         batched medians as the resolution check; code bytes and instructions from this binary",
+        first.timer,
+        rounds.len(),
+        first.settings.cpus,
+        first.settings.samples
     );
-    let rule = seed_rule();
-    if seed.method != Method::Seed {
+    if let Some(other) = rounds.iter().find(|r| r.method != Method::Seed) {
         return Finding::not_measured(
             &method,
             &rule,
             format!(
-                "the verdict needs a seed-method run (one pair per sample); this one is {}",
-                seed.method
+                "the verdict needs seed-method runs (one pair per sample); one is {}",
+                other.method
             ),
         );
     }
     let judged: Result<Vec<(Pair, SeedPair)>, String> = Pair::ALL
         .into_iter()
-        .map(|pair| judge(seed, pair).map(|p| (pair, p)))
+        .map(|pair| judge(rounds, pair).map(|p| (pair, p)))
         .collect();
     let judged = match judged {
         Ok(j) => j,
         Err(why) => return Finding::not_measured(&method, &rule, why),
     };
-    let mut ours = seed_text(seed, &judged);
+    let mut ours = seed_text(first, &judged);
     if let Some(b) = batched {
         ours.push_str(" | ");
         ours.push_str(&batched_text(b));
@@ -546,5 +656,73 @@ mod tests {
             f.ours
         );
         assert!(f.ours.contains("irq 10B/4i 40B/30i 20B/6i"), "{}", f.ours);
+    }
+
+    #[test]
+    fn rounds_that_agree_reproduce_with_their_spread_as_the_interval() {
+        // This machine's three runs: irq_save's early-key at +0.40, +0.27,
+        // +0.37 ns, each with a sampling error near 0.002 ns.
+        let rounds: Vec<PairsResult> = [0.40, 0.27, 0.37]
+            .into_iter()
+            .map(|d| {
+                result(
+                    Method::Seed,
+                    [
+                        m(22.42, 0.002, 20.0),
+                        m(26.84, 0.002, 20.0),
+                        m(22.42 + d, 0.002, 20.0),
+                    ],
+                )
+            })
+            .collect();
+        let f = finding_rounds(&rounds, None, None);
+        assert_eq!(f.verdict, Verdict::Reproduced, "{}", f.ours);
+        // mean 0.347, sd 0.068, t(2) 4.303: +-0.17.
+        assert!(
+            f.ours.contains("early-key +0.35 [+0.18, +0.52]"),
+            "{}",
+            f.ours
+        );
+        assert!(f.ours.contains("mean of 3 rounds"), "{}", f.ours);
+        assert!(f.method.contains("3 round(s)"), "{}", f.method);
+    }
+
+    #[test]
+    fn rounds_that_disagree_are_not_reproduced_though_each_is_precise() {
+        // early-key at -1.0 and +1.0 ns in two rounds: the mean is 0, each
+        // round's sampling interval is tiny, but t(1) on the spread is
+        // +-12.7 ns.
+        let rounds: Vec<PairsResult> = [-1.0, 1.0]
+            .into_iter()
+            .map(|d| {
+                result(
+                    Method::Seed,
+                    [
+                        m(22.42, 0.002, 20.0),
+                        m(26.84, 0.002, 20.0),
+                        m(22.42 + d, 0.002, 20.0),
+                    ],
+                )
+            })
+            .collect();
+        assert_eq!(
+            finding_rounds(&rounds, None, None).verdict,
+            Verdict::NotReproduced
+        );
+        // Each round alone is within 5% (1.12 ns) on its sampling interval.
+        assert_eq!(finding(&rounds[1], None, None).verdict, Verdict::Reproduced);
+        assert!(matches!(
+            finding_rounds(&[], None, None).verdict,
+            Verdict::NotMeasurable(why) if why.contains("no seed-method round")
+        ));
+    }
+
+    #[test]
+    fn t_quantiles_shrink_to_the_normal_s() {
+        assert_eq!(t95(1), 12.706);
+        assert_eq!(t95(4), 2.776);
+        assert_eq!(t95(30), 2.042);
+        assert_eq!(t95(31), Z95);
+        assert_eq!(t95(0), Z95);
     }
 }
