@@ -10,6 +10,7 @@
 //! - [`pairs`]: what an irq disable/enable pair costs with each
 //!   preemptirq instrumentation strategy;
 //! - [`clocks`]: every clock source's read cost and guarantees;
+//! - [`code_size`]: a function's bytes and the instructions it executes;
 //! - [`report`]: every seed's measurement, in one run.
 //!
 //! ```no_run
@@ -20,6 +21,7 @@
 //! ```
 
 pub mod clocks;
+pub mod code_size;
 pub mod finding;
 pub mod hammer;
 mod hammer_threads;

@@ -30,6 +30,13 @@
 //! resolution. [`PairsResult`] carries the deltas against `baseline` beside
 //! the kernel patch's and a [`Verdict`] on its two claims.
 //!
+//! Seed 000's verdict for the report is [`finding`]: on a seed-method run's
+//! trimmed means with 95% intervals (the rule is [`seed_rule`]), the
+//! batched medians shown as the resolution check. [`code_size`] counts,
+//! rather than times, what each strategy puts at a call site: bytes from
+//! the binary's symbol table and instructions executed by single-stepping
+//! (see [`crate::code_size`]).
+//!
 //! ```no_run
 //! use ringtrace_cli::pairs::{self, Method, PairsConfig};
 //! use ringtrace::clock::emulation::IrqBackend;
@@ -39,8 +46,10 @@
 //! # Ok::<(), pairs::PairsError>(())
 //! ```
 
+mod code;
 mod measure;
 mod render;
+mod seed_verdict;
 mod stats;
 mod timing;
 mod verdict;
@@ -54,7 +63,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
+pub use code::{code_size, one_pair_fn, Callee, CodeRow, CodeSize};
 pub use render::fmt_ns;
+pub use seed_verdict::{
+    finding, finding_rounds, seed_rule, SeedPair, ABOVE_SHARE, WITHIN_SHARE, Z95,
+};
 pub use stats::{OUTLIER_FACTOR, RESOLUTION_STEPS, TRIM_PERCENT};
 pub use timing::MAX_BATCH;
 pub use verdict::{
@@ -275,6 +288,12 @@ pub struct Metrics {
     /// Per CPU, the mean without the lowest and highest [`TRIM_PERCENT`] %
     /// of samples; averaged over the CPUs.
     pub trimmed_mean: f64,
+    /// The standard error of `trimmed_mean` from the samples' spread
+    /// (per CPU the winsorized standard deviation over (1 - 2 x trim) x
+    /// sqrt(n), Tukey and McLaughlin's; combined over the CPUs as their
+    /// mean's). Sampling error only: not the drift of the machine between
+    /// one strategy's run and the next. Infinite for under two samples.
+    pub trimmed_mean_se: f64,
     /// Samples above [`OUTLIER_FACTOR`] times their CPU's median, over all
     /// CPUs: preempted or interrupted ones.
     pub outliers: u64,
@@ -307,6 +326,7 @@ struct MetricsJson {
     percentile: Option<f64>,
     percentile_below_resolution: bool,
     trimmed_mean: f64,
+    trimmed_mean_se: Option<f64>,
     outliers: u64,
     samples: u64,
     resolution_ns: f64,
@@ -322,6 +342,7 @@ impl From<Metrics> for MetricsJson {
             percentile: m.percentile_resolved(),
             percentile_below_resolution: m.percentile_resolved().is_none(),
             trimmed_mean: m.trimmed_mean,
+            trimmed_mean_se: m.trimmed_mean_se.is_finite().then_some(m.trimmed_mean_se),
             outliers: m.outliers,
             samples: m.samples,
             resolution_ns: m.resolution_ns,

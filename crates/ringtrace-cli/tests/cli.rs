@@ -375,8 +375,16 @@ fn pairs_text_prints_the_seed_tables() {
     }
     assert_eq!(text.matches("Combined Metric").count(), 3, "{text}");
     assert!(text.contains("subtracted"), "{text}");
+    // The timing tables name each strategy once per pair; the code-size
+    // table after them has a row per pair and strategy too.
+    let (timing, code) = text
+        .split_once("Code per call site")
+        .expect("the code-size table follows the timing tables");
     for strategy in ["baseline", "call-always", "early-key"] {
-        assert_eq!(text.matches(strategy).count(), 3, "{text}");
+        assert_eq!(timing.matches(strategy).count(), 3, "{text}");
+        for pair in ["irq ", "irq_save ", "preempt "] {
+            assert!(code.contains(&format!("{pair:<11}{strategy}")), "{code}");
+        }
     }
 }
 

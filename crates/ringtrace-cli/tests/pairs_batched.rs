@@ -241,3 +241,49 @@ fn markdown_has_the_tables_k_the_deltas_the_verdict_and_a_legend() {
     .unwrap();
     assert_eq!(calls.into_inner(), pairs::progress_steps(1, Method::Seed));
 }
+
+#[test]
+fn json_carries_the_code_size_table_and_the_seed_finding() {
+    let v = json(&[
+        "pairs",
+        "--method",
+        "seed",
+        "--samples",
+        "300",
+        "--cpus",
+        "1",
+        "--json",
+    ]);
+    let code = &v["code_size"];
+    assert!(code["error"].is_null(), "{code}");
+    for pair in PAIRS {
+        let call = code["pairs"][pair]["call-always"]["instructions"]
+            .as_u64()
+            .unwrap();
+        let early = code["pairs"][pair]["early-key"]["instructions"]
+            .as_u64()
+            .unwrap();
+        assert!(early < call, "{pair}: {code}");
+        for strategy in STRATEGIES {
+            assert!(
+                code["pairs"][pair][strategy]["call_site_bytes"]
+                    .as_u64()
+                    .unwrap()
+                    > 0,
+                "{pair}/{strategy}: {code}"
+            );
+        }
+    }
+    let f = &v["seed_finding"];
+    assert!(f["rule"].as_str().unwrap().contains("trimmed means"), "{f}");
+    // Any of the four outcomes: 300 samples decide nothing about timing.
+    assert!(f["verdict"]["verdict"].is_string(), "{f}");
+    // A batched run has the table and no seed finding.
+    let v = json(&["pairs", "--samples", "200", "--cpus", "1", "--json"]);
+    assert!(
+        v["code_size"]["pairs"]["irq"].is_object(),
+        "{}",
+        v["code_size"]
+    );
+    assert!(v["seed_finding"].is_null());
+}

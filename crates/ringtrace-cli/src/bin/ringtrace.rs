@@ -601,10 +601,33 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     );
     let result = ringtrace_cli::pairs::run_method(&config, args.method, &|| progress.inc(1))?;
     progress.finish_and_clear();
+    // Counted, not timed: after the run, so it takes nothing from it. A
+    // platform without it prints why instead of the table.
+    let code = ringtrace_cli::pairs::code_size();
+    let finding = (args.method == ringtrace_cli::pairs::Method::Seed)
+        .then(|| ringtrace_cli::pairs::finding(&result, None, code.as_ref().ok()));
     if args.json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(&result)?))?;
+        let mut json = serde_json::to_value(&result)?;
+        if let serde_json::Value::Object(map) = &mut json {
+            map.insert(
+                "code_size".into(),
+                match &code {
+                    Ok(c) => serde_json::to_value(c)?,
+                    Err(e) => serde_json::json!({ "error": e.to_string() }),
+                },
+            );
+            if let Some(f) = &finding {
+                map.insert("seed_finding".into(), serde_json::to_value(f)?);
+            }
+        }
+        emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
     } else {
+        // The text has the seed verdict (seed method); the code table after.
         emit(&result.text())?;
+        match &code {
+            Ok(c) => emit(&c.text())?,
+            Err(e) => emit(&format!("\nCode per call site: not measured: {e}\n"))?,
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

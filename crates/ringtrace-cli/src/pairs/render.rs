@@ -157,6 +157,18 @@ impl PairsResult {
                 ));
             }
         }
+        if self.method == Method::Seed {
+            // One-pair medians move in whole timer steps: the seed method is
+            // judged on its trimmed means (seed_verdict.rs).
+            let f = super::finding(self, None, None);
+            out.push_str(&format!(
+                "\nSeed 000 verdict (seed method): {}\n  rule: {}\n  ours: {}\n",
+                f.verdict.text(),
+                f.rule,
+                f.ours
+            ));
+            return out;
+        }
         let v = &self.verdict;
         let yes = |b: bool| if b { "yes" } else { "no" };
         let per_pair = |f: &dyn Fn(&super::PairVerdict) -> String| {
@@ -288,6 +300,24 @@ impl PairsResult {
                 ));
             }
         }
+        if self.method == Method::Seed {
+            let f = super::finding(self, None, None);
+            md.push_str(&format!(
+                "\n### Verdict (seed method: trimmed means, timer read included)\n\n\
+                 **{}**. {}\n\nRule: {}.\n",
+                f.verdict.text(),
+                f.ours,
+                f.rule
+            ));
+        } else {
+            self.medians_verdict_markdown(&mut md);
+        }
+        md.push_str(&self.legend_markdown());
+        md
+    }
+
+    /// The batched verdict on the medians, with its table.
+    fn medians_verdict_markdown(&self, md: &mut String) {
         let v = &self.verdict;
         let yes = |b: bool| if b { "**yes**" } else { "**no**" };
         md.push_str(&format!(
@@ -314,7 +344,12 @@ impl PairsResult {
                 if p.resolved { "yes" } else { "no" }
             ));
         }
-        md.push_str(&format!(
+    }
+
+    /// The markdown section's legend.
+    fn legend_markdown(&self) -> String {
+        let s = &self.settings;
+        format!(
             "\nLegend:\n\n\
              - **average**: the average of the per-CPU averages.\n\
              - **max_avg**: the mean of the {} highest samples over all CPUs (in a batched \
@@ -336,7 +371,90 @@ impl PairsResult {
             self.trim_percent,
             self.outlier_factor,
             RESOLUTION_STEPS
-        ));
+        )
+    }
+}
+
+impl super::CodeSize {
+    /// The code-size table as text: per pair a row per strategy with the
+    /// call site's bytes and the instructions one pair executes, then the
+    /// out-of-line callees.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "\nCode per call site (from this binary's symbol table and single-stepped counts; {}; \
+             {} irq mask; every tracepoint off)\n\
+             bytes: an inline(never) function holding one pair, minus an empty function's {} \
+             byte(s); instructions: executed by one pair, calls followed, minus the empty \
+             function's {}\n\n\
+             {:<10} {:<12} {:>6} {:>13}\n",
+            keys_line(self.keys),
+            self.irq_mask,
+            self.empty_function_bytes,
+            self.empty_function_instructions,
+            "pair",
+            "strategy",
+            "bytes",
+            "instructions"
+        );
+        for pair in Pair::ALL {
+            for strategy in StrategyKind::ALL {
+                if let Some(r) = self.row(pair, strategy) {
+                    out.push_str(&format!(
+                        "{:<10} {:<12} {:>6} {:>13}\n",
+                        pair.key(),
+                        strategy.name(),
+                        r.call_site_bytes,
+                        r.instructions
+                    ));
+                }
+            }
+        }
+        out.push_str(
+            "\nOut-of-line callees (their bytes are in no call site's; their instructions, when \
+             called, are in the counts above):\n",
+        );
+        for c in &self.callees {
+            out.push_str(&format!(
+                "  {:<22} {:>5} bytes  called by {}\n",
+                c.name, c.bytes, c.called_by
+            ));
+        }
+        out
+    }
+
+    /// The code-size table as markdown, for a report section.
+    pub fn markdown(&self) -> String {
+        let mut md = format!(
+            "Code per call site, from this binary: bytes of an `#[inline(never)]` function \
+             holding one pair minus an empty function's ({} byte(s)), and the instructions one \
+             pair executes with every tracepoint off, counted by single-stepping it (calls \
+             followed), minus the empty function's ({}). Keys: {}; irq mask: {}.\n\n\
+             | pair | strategy | bytes per call site | instructions per pair |\n|---|---|---|---|\n",
+            self.empty_function_bytes,
+            self.empty_function_instructions,
+            keys_line(self.keys),
+            self.irq_mask
+        );
+        for pair in Pair::ALL {
+            for strategy in StrategyKind::ALL {
+                if let Some(r) = self.row(pair, strategy) {
+                    md.push_str(&format!(
+                        "| {} | {} | {} | {} |\n",
+                        pair.key(),
+                        strategy.name(),
+                        r.call_site_bytes,
+                        r.instructions
+                    ));
+                }
+            }
+        }
+        md.push_str("\nOut-of-line callees, counted apart from the call sites:\n\n");
+        for c in &self.callees {
+            md.push_str(&format!(
+                "- `{}`: {} bytes, called by {}\n",
+                c.name, c.bytes, c.called_by
+            ));
+        }
         md
     }
 }

@@ -42,6 +42,8 @@ pub(super) struct CpuStats {
     pub median: f64,
     pub percentile: u64,
     pub trimmed_mean: f64,
+    /// The standard error of `trimmed_mean` (see [`trimmed_mean_se`]).
+    pub trimmed_se: f64,
     pub outliers: u64,
     pub samples: u64,
     /// The `highest` largest samples.
@@ -65,6 +67,7 @@ pub(super) fn cpu_stats(
             median: 0.0,
             percentile: 0,
             trimmed_mean: 0.0,
+            trimmed_se: f64::INFINITY,
             outliers: 0,
             samples: 0,
             top: Vec::new(),
@@ -98,11 +101,29 @@ pub(super) fn cpu_stats(
         median,
         percentile: samples[index],
         trimmed_mean: mean(&samples[trim..n - trim]),
+        trimmed_se: trimmed_mean_se(samples, trim),
         outliers,
         samples: n as u64,
         top: samples[n - highest.min(n)..].to_vec(),
         histogram,
     }
+}
+
+/// The standard error of the mean of `sorted` without `trim` samples at
+/// each end (Tukey and McLaughlin): the winsorized standard deviation (the
+/// trimmed samples replaced by the nearest kept one) times sqrt(n) over the
+/// kept count. Infinite for under two samples kept.
+pub(super) fn trimmed_mean_se(sorted: &[u64], trim: usize) -> f64 {
+    let n = sorted.len();
+    let kept = n.saturating_sub(2 * trim);
+    if kept < 2 {
+        return f64::INFINITY;
+    }
+    let (lo, hi) = (sorted[trim] as f64, sorted[n - 1 - trim] as f64);
+    let w = |i: usize| (sorted[i] as f64).clamp(lo, hi);
+    let mean = (0..n).map(w).sum::<f64>() / n as f64;
+    let var = (0..n).map(|i| (w(i) - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    var.sqrt() * (n as f64).sqrt() / kept as f64
 }
 
 /// The median of `values` (0 for none).
@@ -138,6 +159,14 @@ pub(super) fn combine(
     let n = cpus.len().max(1) as f64;
     let average = cpus.iter().map(|c| c.average).sum::<f64>() / n;
     let trimmed_mean = cpus.iter().map(|c| c.trimmed_mean).sum::<f64>() / n;
+    // The mean of independent per-CPU means: the root of the summed
+    // variances over the count.
+    let trimmed_se = cpus
+        .iter()
+        .map(|c| c.trimmed_se.powi(2))
+        .sum::<f64>()
+        .sqrt()
+        / n;
     let median = median_of(cpus.iter().map(|c| c.median).collect());
     let pct = percentile.unwrap_or_else(|| cpus.iter().map(|c| c.percentile).max().unwrap_or(0));
     let mut top: Vec<u64> = cpus.iter().flat_map(|c| c.top.iter().copied()).collect();
@@ -163,6 +192,7 @@ pub(super) fn combine(
         median: ns(median),
         percentile: ns(pct as f64),
         trimmed_mean: ns(trimmed_mean),
+        trimmed_mean_se: ns(trimmed_se),
         outliers: cpus.iter().map(|c| c.outliers).sum(),
         samples: cpus.iter().map(|c| c.samples).sum(),
         resolution_ns: scale.resolution_ns,
@@ -186,6 +216,24 @@ mod tests {
         assert_eq!(c.trimmed_mean, (3..=198).sum::<u64>() as f64 / 196.0);
         assert_eq!(c.outliers, 2);
         assert!(c.average > c.trimmed_mean);
+    }
+
+    #[test]
+    fn the_trimmed_mean_s_error_is_the_winsorized_spread_over_the_kept_count() {
+        // 0..100 trimmed by 1 each end: winsorized 1,1,2,..,98,98.
+        let s: Vec<u64> = (0..100).collect();
+        let w: Vec<f64> = (0..100u64).map(|x| x.clamp(1, 98) as f64).collect();
+        let mean = w.iter().sum::<f64>() / 100.0;
+        let var = w.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 99.0;
+        let want = var.sqrt() * 10.0 / 98.0;
+        assert!((trimmed_mean_se(&s, 1) - want).abs() < 1e-12);
+        // A constant has none; one sample has no estimate.
+        assert_eq!(trimmed_mean_se(&[5; 50], 0), 0.0);
+        assert_eq!(trimmed_mean_se(&[5], 0), f64::INFINITY);
+        // Four times the samples, about half the error.
+        let s4: Vec<u64> = (0..400).map(|x| x / 4).collect();
+        let r = trimmed_mean_se(&s, 1) / trimmed_mean_se(&s4, 4);
+        assert!((r - 2.0).abs() < 0.05, "{r}");
     }
 
     #[test]

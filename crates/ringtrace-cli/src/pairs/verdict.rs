@@ -217,6 +217,7 @@ mod tests {
             median,
             percentile: median * 2.0,
             trimmed_mean: average,
+            trimmed_mean_se: 0.01,
             outliers: 0,
             samples: 100,
             resolution_ns: 0.1,
