@@ -53,3 +53,20 @@ pub(crate) fn scaled(s: &Spread, k: f64) -> Spread {
 pub(crate) fn spread_text(s: &Spread, digits: usize) -> String {
     format!("{:.d$} ({:.d$} .. {:.d$})", s.p50, s.p10, s.p90, d = digits)
 }
+
+#[cfg(test)]
+mod tests {
+    /// Prints the three findings; asserts nothing (timings never feed a
+    /// test). Run with `cargo test --release -p ringtrace-cli
+    /// prints_seed_findings -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement to read, not a check"]
+    fn prints_seed_findings() {
+        let b = super::bh_pair(10, 200_000);
+        println!("001: {:#?}", super::bh::finding(&b));
+        let c = super::counters(5, 2_000_000);
+        println!("002: {:#?}", super::lock_events::finding(&c));
+        let d = super::debug_preempt(10, 200_000);
+        println!("003: {:#?}", super::debug_preempt::finding(&d));
+    }
+}

@@ -475,8 +475,8 @@ pub struct Counters {
 }
 
 /// The rule [`finding`] applies.
-pub const RULE: &str = "reproduced when every round's contended rtmutex run took the slow \
-     path and its per-CPU event sums satisfied every relation (fastlock + slowlock = \
+pub const RULE: &str = "reproduced when some round's contended rtmutex run took the slow \
+     path and every round's per-CPU event sums satisfied every relation (fastlock + slowlock = \
      acquisitions; slowlock = acq1 + acq2 + deadlock; slow_block = slowlock - acq1; acq3 = \
      acq2); not measurable when no round reached the slow path. Costs and lost updates are \
      reported, not judged";
@@ -492,7 +492,7 @@ pub fn verdict(rounds: usize, slow_path_rounds: usize, exact_rounds: usize) -> V
     if rounds == 0 || slow_path_rounds == 0 {
         return Verdict::NotMeasurable("no contended run reached the rtmutex slow path".into());
     }
-    Verdict::from_bool(slow_path_rounds == rounds && exact_rounds == rounds)
+    Verdict::from_bool(exact_rounds == rounds)
 }
 
 /// Measures seed 002 over `rounds` rounds, `per_thread` increments a thread
@@ -617,6 +617,11 @@ mod tests {
     #[test]
     fn rule_rejects_a_broken_relation() {
         assert_eq!(verdict(5, 5, 4), Verdict::NotReproduced);
+        assert_eq!(
+            verdict(5, 2, 5),
+            Verdict::Reproduced,
+            "an uncontended round is no failure"
+        );
     }
 
     #[test]
