@@ -49,13 +49,37 @@ pub struct Paired {
     pub b: Spread,
     /// `b / a`, per round.
     pub ratio: Spread,
+    /// `b - a`, per round, in the sides' unit: what b adds to a.
+    pub diff: Spread,
+}
+
+impl Paired {
+    /// The pairing of per-round values `a[i]` and `b[i]` (rounds beyond the
+    /// shorter list are dropped; a ratio over a zero `a` is left out).
+    pub fn from_rounds(a: Vec<f64>, b: Vec<f64>) -> Paired {
+        let rounds = a.len().min(b.len());
+        let (a, b) = (&a[..rounds], &b[..rounds]);
+        let mut rs: Vec<f64> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| if *x > 0.0 { y / x } else { f64::NAN })
+            .collect();
+        rs.retain(|r| r.is_finite());
+        Paired {
+            rounds,
+            a: Spread::of(a.to_vec()),
+            b: Spread::of(b.to_vec()),
+            ratio: Spread::of(rs),
+            diff: Spread::of(a.iter().zip(b).map(|(x, y)| y - x).collect()),
+        }
+    }
 }
 
 /// Measures `a` and `b` back to back for `rounds` rounds, alternating which
 /// goes first.
 pub fn paired(rounds: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> Paired {
     let rounds = rounds.max(1);
-    let (mut xs, mut ys, mut rs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let (x, y) = if round % 2 == 0 {
             let x = a();
@@ -66,15 +90,8 @@ pub fn paired(rounds: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> 
         };
         xs.push(x);
         ys.push(y);
-        rs.push(if x > 0.0 { y / x } else { f64::NAN });
     }
-    rs.retain(|r| r.is_finite());
-    Paired {
-        rounds,
-        a: Spread::of(xs),
-        b: Spread::of(ys),
-        ratio: Spread::of(rs),
-    }
+    Paired::from_rounds(xs, ys)
 }
 
 /// ns per call of `f` over `iters` calls.

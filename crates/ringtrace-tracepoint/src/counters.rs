@@ -85,6 +85,71 @@ impl<const N: usize> EventCounters<N> {
         }
     }
 
+    /// `raw_cpu_add`: a load, an add and a store on this CPU's row, as the
+    /// kernel's generic `raw_cpu_add` is (lock_events.h's `lockevent_inc`
+    /// is `raw_cpu_inc`). Nothing stops a preemption or a migration between
+    /// the load and the store, so two threads on one row can lose updates:
+    /// the kernel accepts that for statistics and calls it with preemption
+    /// disabled where it needs the count. Use it where a lock already
+    /// serialises every update of counter `i`, or where a lost count does
+    /// not matter; never for an exact count. Out-of-range indices are
+    /// ignored.
+    ///
+    /// ```
+    /// use ringtrace_tracepoint::EventCounters;
+    /// let counters = EventCounters::new(["rtmutex_slowlock"]);
+    /// counters.raw_cpu_add(0, 2); // one thread: nothing to race with
+    /// assert_eq!(counters.sum(0), 2);
+    /// ```
+    #[inline]
+    pub fn raw_cpu_add(&self, i: usize, n: u64) {
+        if let Some(counter) = self.row().get(i) {
+            raw_add(counter, n);
+        }
+    }
+
+    /// `raw_cpu_inc`: [`raw_cpu_add`](Self::raw_cpu_add) of one.
+    #[inline]
+    pub fn raw_cpu_inc(&self, i: usize) {
+        self.raw_cpu_add(i, 1);
+    }
+
+    /// `this_cpu_add`: one read-modify-write instruction on this CPU's row
+    /// (a non-locked `add` to memory on x86_64), which no interrupt or
+    /// preemption of the thread can split, as the kernel's `%gs:`-relative
+    /// `this_cpu_add` cannot be split on its CPU.
+    ///
+    /// The kernel picks the CPU and updates it in that same instruction; here
+    /// the row is picked first (the rseq `cpu_id` read) and updated after, so
+    /// a thread that migrates in between updates another CPU's row, and may
+    /// race (without a lock prefix) with the thread now running there: a
+    /// lost update is possible only at that migration, not at every
+    /// preemption as with [`raw_cpu_add`](Self::raw_cpu_add). A restartable
+    /// sequence would close that window too, at the cost of entering one;
+    /// this is the one-instruction half of the kernel's guarantee, which is
+    /// what makes `this_cpu_*` cheaper than a locked instruction. Elsewhere
+    /// than x86_64 it is a relaxed `fetch_add` (atomic, so stronger).
+    ///
+    /// ```
+    /// use ringtrace_tracepoint::EventCounters;
+    /// let counters = EventCounters::new(["events"]);
+    /// counters.this_cpu_inc(0);
+    /// counters.this_cpu_add(0, 4);
+    /// assert_eq!(counters.sum(0), 5);
+    /// ```
+    #[inline]
+    pub fn this_cpu_add(&self, i: usize, n: u64) {
+        if let Some(counter) = self.row().get(i) {
+            one_instruction_add(counter, n);
+        }
+    }
+
+    /// `this_cpu_inc`: [`this_cpu_add`](Self::this_cpu_add) of one.
+    #[inline]
+    pub fn this_cpu_inc(&self, i: usize) {
+        self.this_cpu_add(i, 1);
+    }
+
     /// `this_cpu_inc` with DEBUG_PREEMPT's check: counts (and remembers the
     /// first place of) an increment made while preemptible, in the
     /// emulation's sense, where the CPU could change under it.
@@ -148,4 +213,64 @@ impl<const N: usize> EventCounters<N> {
             }
         }
     }
+}
+
+/// A load, an add and a store: three instructions, so that a preemption can
+/// land between the load and the store (the point of `raw_cpu_add`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn raw_add(counter: &AtomicU64, n: u64) {
+    // SAFETY: `counter` is a live, aligned AtomicU64. The block is an aligned
+    // 8-byte load and an aligned 8-byte store of it, each single-copy atomic
+    // on x86_64, so it is a relaxed load followed by a relaxed store: no data
+    // race in the memory model's sense, only the lost update that a
+    // load/store pair allows, which is the behaviour modelled.
+    unsafe {
+        core::arch::asm!(
+            "mov {v}, qword ptr [{p}]",
+            "add {v}, {n}",
+            "mov qword ptr [{p}], {v}",
+            p = in(reg) counter.as_ptr(),
+            n = in(reg) n,
+            v = out(reg) _,
+            options(nostack),
+        );
+    }
+}
+
+/// Elsewhere: a relaxed load and store, kept apart by a compiler fence so
+/// that they stay two instructions.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn raw_add(counter: &AtomicU64, n: u64) {
+    // Relaxed: a statistic; the load/store pair may lose updates by design.
+    let v = counter.load(Ordering::Relaxed);
+    std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    counter.store(v.wrapping_add(n), Ordering::Relaxed);
+}
+
+/// One non-locked `add` to memory.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn one_instruction_add(counter: &AtomicU64, n: u64) {
+    // SAFETY: `counter` is a live, aligned AtomicU64. A non-locked `add` to
+    // memory reads and writes it with aligned 8-byte accesses, each
+    // single-copy atomic on x86_64: a relaxed load and store in one
+    // instruction, which a signal or preemption of this thread cannot split.
+    unsafe {
+        core::arch::asm!(
+            "add qword ptr [{p}], {n}",
+            p = in(reg) counter.as_ptr(),
+            n = in(reg) n,
+            options(nostack),
+        );
+    }
+}
+
+/// Elsewhere: a relaxed `fetch_add`, atomic (stronger than modelled).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn one_instruction_add(counter: &AtomicU64, n: u64) {
+    // Relaxed: a statistic; only the count matters, not its order.
+    counter.fetch_add(n, Ordering::Relaxed);
 }
