@@ -124,8 +124,14 @@ pub struct Report {
     pub unavailable: Vec<Unavailable>,
     /// Seed 004, both halves.
     pub seed004: Option<Seed004>,
-    /// Seed 000: the preemptirq pairs.
+    /// Seed 000: the preemptirq pairs, batched (the resolution check).
     pub pairs: Option<Result<PairsResult, String>>,
+    /// Seed 000 by the patch's method: rounds of one pair per sample, the
+    /// timer read included.
+    pub pairs_seed: Option<Result<Vec<PairsResult>, String>>,
+    /// Seed 000: code bytes per call site and instructions per pair, from
+    /// this binary.
+    pub code_size: Option<Result<pairs::CodeSize, String>>,
     /// Seed 001: the bh pair.
     pub bh: Option<BhPair>,
     /// Seed 002: per-CPU counters.
@@ -161,6 +167,8 @@ fn machine() -> String {
 pub fn steps(config: &ReportConfig) -> u64 {
     ClockSpec::all().len() as u64
         + 8
+        + if config.quick { 3 } else { 5 }
+        + 1
         + SourceName::ALL.len() as u64
         + u64::from(config.keep_trace.is_some())
 }
@@ -177,6 +185,8 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         unavailable: Vec::new(),
         seed004: None,
         pairs: None,
+        pairs_seed: None,
+        code_size: None,
         bh: None,
         counters: None,
         debug_preempt: None,
@@ -246,6 +256,37 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         irq: IrqBackend::Soft,
     };
     report.pairs = Some(pairs::run(&pc, &|| {}).map_err(|e| e.to_string()));
+    if stopped(&mut report) {
+        return report;
+    }
+    let seed_rounds = if q { 3 } else { 5 };
+    let seed_pc = PairsConfig {
+        samples: if q { 500_000 } else { 2_000_000 },
+        ..pc.clone()
+    };
+    let mut rounds = Vec::new();
+    for round in 0..seed_rounds {
+        progress(&format!(
+            "pairs, the seed's method: round {} of {seed_rounds}, {} samples",
+            round + 1,
+            seed_pc.samples
+        ));
+        match pairs::run_method(&seed_pc, pairs::Method::Seed, &|| {}) {
+            Ok(r) => rounds.push(r),
+            Err(e) => {
+                report.pairs_seed = Some(Err(e.to_string()));
+                break;
+            }
+        }
+        if stopped(&mut report) {
+            break;
+        }
+    }
+    if report.pairs_seed.is_none() {
+        report.pairs_seed = Some(Ok(rounds));
+    }
+    progress("pairs: code size from the binary");
+    report.code_size = Some(pairs::code_size().map_err(|e| e.to_string()));
     if stopped(&mut report) {
         return report;
     }

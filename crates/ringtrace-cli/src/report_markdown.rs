@@ -2,11 +2,10 @@
 //! then a legend of every term.
 
 use crate::finding::{Finding, Verdict};
-use crate::instrumentation::BhPair;
-use crate::pairs::PairsResult;
+use crate::instrumentation;
+use crate::pairs;
 use crate::report::Report;
 use crate::seed004::{self, Seed004};
-use crate::spread::{Paired, Spread};
 use serde::Serialize;
 
 /// One line of the seeds table.
@@ -30,148 +29,45 @@ pub struct SeedRow {
     pub verdict: Verdict,
 }
 
-fn ratio_text(r: &Spread) -> String {
-    format!("{:.2} (p10 {:.2}, p90 {:.2})", r.p50, r.p10, r.p90)
-}
-
-fn paired_text(p: &Paired, unit: &str) -> String {
-    format!(
-        "{:.2} vs {:.2} {unit}, ratio {} over {} rounds",
-        p.a.p50,
-        p.b.p50,
-        ratio_text(&p.ratio),
-        p.rounds
-    )
-}
-
 const NOT_RUN: &str = "not run (the report was stopped first)";
 
-const SEED000_METHOD: &str = "batched medians of K pairs per sample on the local timer";
-const SEED000_RULE: &str = "reproduced when call-always is clearly above early-key and early-key is within 5% of baseline on every pair's median";
-
-fn seed000(pairs: Option<&Result<PairsResult, String>>) -> Finding {
-    let Some(pairs) = pairs else {
-        return Finding::not_measured(SEED000_METHOD, SEED000_RULE, NOT_RUN);
-    };
-    let p = match pairs {
-        Ok(p) => p,
-        Err(e) => return Finding::not_measured(SEED000_METHOD, SEED000_RULE, e.clone()),
-    };
-    let mut parts = Vec::new();
-    for (pair, v) in &p.verdict.pairs {
-        parts.push(format!(
-            "{pair}: baseline {:.2}, call-always {:.2} (+{:.2}), early-key {:.2} (x{:.2} baseline) ns per pair",
-            v.baseline_ns,
-            v.call_always_ns,
-            v.call_always_ns - v.baseline_ns,
-            v.early_key_ns,
-            v.early_over_baseline
-        ));
-    }
-    let ours = format!(
-        "batched medians, K per pair {:?}, {} keys: {}",
-        p.batch.values().collect::<Vec<_>>(),
-        p.keys.name(),
-        parts.join("; ")
-    );
-    let v = &p.verdict;
-    // The 5% bound is a few hundredths of a ns on a pair of about 1 ns; on
-    // these machines the layout of the timing loop alone moves a median by
-    // more (early-key has come out from 0.4 to 3 times baseline across
-    // runs, below it as often as above). When early-key is within 1 ns of
-    // baseline, the bound cannot be judged here: say so, with the numbers.
-    let worst_gap = v
-        .pairs
-        .values()
-        .map(|pv| (pv.early_key_ns - pv.baseline_ns).abs())
-        .fold(0.0f64, f64::max);
-    let removed = v
-        .pairs
-        .values()
-        .map(|pv| {
-            let added = pv.call_always_ns - pv.baseline_ns;
-            if added > 0.0 {
-                1.0 - (pv.early_key_ns - pv.baseline_ns).max(0.0) / added
-            } else {
-                0.0
-            }
-        })
-        .fold(1.0f64, f64::min);
-    let verdict = if v.pairs.is_empty() {
-        Verdict::NotMeasurable("no pair was measured".into())
-    } else if !v.call_always_clearly_above_early_key {
-        Verdict::NotReproduced
-    } else if v.early_key_within_5pct_of_baseline {
-        Verdict::Reproduced
-    } else if worst_gap < 1.0 {
-        Verdict::NotMeasurable(format!(
-            "call-always is clearly above early-key, and early-key removes at least {:.0}% \
-             of what call-always adds; but early-key and baseline differ by up to {worst_gap:.2} ns, \
-             and the 5% bound (about 0.05 ns) is below what the timing loop's code layout \
-             lets this machine resolve",
-            removed * 100.0
-        ))
-    } else {
-        Verdict::NotReproduced
-    };
-    Finding {
-        ours,
-        method: SEED000_METHOD.into(),
-        rule: SEED000_RULE.into(),
-        verdict,
+fn seed000(r: &Report) -> Finding {
+    let rule = pairs::seed_rule();
+    let batched = r.pairs.as_ref().and_then(|p| p.as_ref().ok());
+    let code = r.code_size.as_ref().and_then(|c| c.as_ref().ok());
+    match &r.pairs_seed {
+        Some(Ok(rounds)) => pairs::finding_rounds(rounds, batched, code),
+        Some(Err(e)) => Finding::not_measured("one pair per sample", &rule, e.clone()),
+        None => Finding::not_measured("one pair per sample", &rule, NOT_RUN),
     }
 }
 
 fn seed001(r: &Report) -> Finding {
-    const METHOD: &str = "paired rounds of the bh pair without and with the irq save/restore";
-    const RULE: &str = "reproduced when the with/without ratio's p10 over rounds is above 1";
     match &r.bh {
-        Some(BhPair { ns, reproduced }) => Finding {
-            ours: paired_text(ns, "ns per pair"),
-            method: METHOD.into(),
-            rule: RULE.into(),
-            verdict: Verdict::from_bool(*reproduced),
-        },
-        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+        Some(b) => instrumentation::bh::finding(b),
+        None => Finding::not_measured(&instrumentation::bh::method(), instrumentation::bh::RULE, NOT_RUN),
     }
 }
 
 fn seed002(r: &Report) -> Finding {
-    const METHOD: &str = "threads on every CPU incrementing per-CPU counters and one shared atomic";
-    const RULE: &str =
-        "reproduced when every round sums exactly and the shared atomic's ratio p10 is above 1";
     match &r.counters {
-        Some(c) => Finding {
-            ours: format!(
-                "{} of {} rounds summed exactly over {} threads; per-CPU vs one shared atomic: {}",
-                c.exact_rounds,
-                c.ns.rounds,
-                c.threads,
-                paired_text(&c.ns, "ns per increment")
-            ),
-            method: METHOD.into(),
-            rule: RULE.into(),
-            verdict: Verdict::from_bool(c.reproduced),
-        },
-        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+        Some(c) => instrumentation::lock_events::finding(c),
+        None => Finding::not_measured(
+            instrumentation::lock_events::METHOD,
+            instrumentation::lock_events::RULE,
+            NOT_RUN,
+        ),
     }
 }
 
 fn seed003(r: &Report) -> Finding {
-    const METHOD: &str = "paired rounds of a counter loop with and without the check";
-    const RULE: &str = "reproduced when the checked/plain ratio's p10 over rounds is above 1";
     match &r.debug_preempt {
-        Some(d) => Finding {
-            ours: format!(
-                "the check takes {:.0}% of a counter-heavy loop ({})",
-                d.share * 100.0,
-                paired_text(&d.ns, "ns per iteration")
-            ),
-            method: METHOD.into(),
-            rule: RULE.into(),
-            verdict: Verdict::from_bool(d.reproduced),
-        },
-        None => Finding::not_measured(METHOD, RULE, NOT_RUN),
+        Some(d) => instrumentation::debug_preempt::finding(d),
+        None => Finding::not_measured(
+            instrumentation::debug_preempt::METHOD,
+            instrumentation::debug_preempt::RULE,
+            NOT_RUN,
+        ),
     }
 }
 
@@ -209,7 +105,7 @@ pub fn seeds_table(r: &Report) -> Vec<SeedRow> {
             "tracing/preemptirq: Optimize disabled tracepoint overhead",
             "\"This makes the impact of disabled preemptirq IRQ and preempt tracing negligible in performance-sensitive environments.\"",
             "irq pair 28 ns base, 46 master-trace, 30 patched-trace (x86-64 averages, timer read included)",
-            seed000(r.pairs.as_ref()),
+            seed000(r),
         ),
         row(
             "001",
@@ -270,41 +166,64 @@ fn seed004_section(s: &Seed004) -> String {
 
 fn instrumentation_section(r: &Report) -> String {
     let mut md = String::new();
-    if let Some(b) = &r.bh {
-        md.push_str(&format!(
-            "## The bh pair with and without irq tracing's save/restore (seed 001)\n\n\
-             ns per local_bh_disable/enable pair, tracing off: without {:.2}, with {:.2}; \
-             ratio {}.\n\n",
-            b.ns.a.p50,
-            b.ns.b.p50,
-            ratio_text(&b.ns.ratio)
-        ));
+    for (title, present, finding) in [
+        (
+            "The bh pair with and without irq tracing's flags save/restore (seed 001)",
+            r.bh.is_some(),
+            seed001(r),
+        ),
+        (
+            "Lock events for the rtmutex slow paths, counted per CPU (seed 002)",
+            r.counters.is_some(),
+            seed002(r),
+        ),
+        (
+            "DEBUG_PREEMPT's this_cpu check (seed 003)",
+            r.debug_preempt.is_some(),
+            seed003(r),
+        ),
+    ] {
+        if present {
+            md.push_str(&format!(
+                "## {title}\n\n{}\n\nMethod: {}. Rule: {}. Verdict: {}.\n\n",
+                finding.ours,
+                finding.method,
+                finding.rule,
+                finding.verdict.text()
+            ));
+        }
     }
-    if let Some(c) = &r.counters {
-        md.push_str(&format!(
-            "## Per-CPU lock event counters (seed 002)\n\n\
-             {} threads, {} increments each per round: {} of {} rounds summed exactly. \
-             ns per increment, per-CPU {:.2}, one shared atomic {:.2}; shared/per-CPU {}.\n\n",
-            c.threads,
-            c.per_thread,
-            c.exact_rounds,
-            c.ns.rounds,
-            c.ns.a.p50,
-            c.ns.b.p50,
-            ratio_text(&c.ns.ratio)
-        ));
+    md
+}
+
+fn pairs_seed_section(r: &Report) -> String {
+    let mut md = String::new();
+    match &r.pairs_seed {
+        Some(Ok(rounds)) => {
+            if let Some(last) = rounds.last() {
+                md.push_str(&format!(
+                    "## Preemptirq pairs by the patch's method (seed 000), the last of {} rounds\n\n",
+                    rounds.len()
+                ));
+                md.push_str(&last.markdown());
+                md.push('\n');
+            }
+        }
+        Some(Err(e)) => md.push_str(&format!(
+            "## Preemptirq pairs by the patch's method (seed 000)\n\nerror: {e}\n\n"
+        )),
+        None => {}
     }
-    if let Some(d) = &r.debug_preempt {
-        md.push_str(&format!(
-            "## DEBUG_PREEMPT's this_cpu check (seed 003)\n\n\
-             ns per iteration of a counter-heavy loop: plain {:.2}, checked {:.2}; ratio {}; \
-             the check's share {:.0}% (the seed saw about {:.0}% of hackbench).\n\n",
-            d.ns.a.p50,
-            d.ns.b.p50,
-            ratio_text(&d.ns.ratio),
-            d.share * 100.0,
-            d.seed_share * 100.0
-        ));
+    match &r.code_size {
+        Some(Ok(c)) => {
+            md.push_str("## Code size and instructions per preemptirq pair (seed 000)\n\n");
+            md.push_str(&c.markdown());
+            md.push('\n');
+        }
+        Some(Err(e)) => md.push_str(&format!(
+            "## Code size and instructions per preemptirq pair (seed 000)\n\nnot counted: {e}\n\n"
+        )),
+        None => {}
     }
     md
 }
@@ -469,6 +388,7 @@ impl Report {
             }
             None => {}
         }
+        md.push_str(&pairs_seed_section(self));
         md.push_str(&instrumentation_section(self));
         if let Some(rows) = &self.clocks {
             md.push_str(&clocks_section(rows, &self.unavailable));

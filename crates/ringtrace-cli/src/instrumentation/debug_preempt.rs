@@ -111,6 +111,66 @@ pub fn raw_smp_processor_id() -> usize {
     ringtrace_ring::cpu::current_cpu()
 }
 
+/// Instructions one check executes on each exit: a probe making one
+/// checked call in that state, minus the same probe making the unchecked
+/// call (counted by single-stepping, `crate::code_size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CheckInstructions {
+    /// On the preempt-count exit.
+    pub fast_path: i64,
+    /// On the irqs-disabled exit.
+    pub irqs_disabled_path: i64,
+    /// The unchecked `raw_smp_processor_id()` call, for scale.
+    pub unchecked: u64,
+}
+
+#[inline(never)]
+fn probe_fast_checked() {
+    preempt::preempt_disable_notrace();
+    black_box(debug_smp_processor_id());
+    preempt::preempt_enable_notrace();
+}
+
+#[inline(never)]
+fn probe_fast_unchecked() {
+    preempt::preempt_disable_notrace();
+    black_box(raw_smp_processor_id());
+    preempt::preempt_enable_notrace();
+}
+
+#[inline(never)]
+fn probe_irqs_checked() {
+    let flags = soft_irq::save();
+    black_box(debug_smp_processor_id());
+    soft_irq::restore(flags);
+}
+
+#[inline(never)]
+fn probe_irqs_unchecked() {
+    let flags = soft_irq::save();
+    black_box(raw_smp_processor_id());
+    soft_irq::restore(flags);
+}
+
+#[inline(never)]
+fn probe_raw() {
+    black_box(raw_smp_processor_id());
+}
+
+/// Counts [`CheckInstructions`]; an error says why it cannot here (not
+/// x86_64 Linux, ptrace refused).
+pub fn check_instructions() -> Result<CheckInstructions, String> {
+    use crate::code_size::count_instructions;
+    let count = |f: fn()| count_instructions(f).map_err(|e| e.to_string());
+    let diff = |a: u64, b: u64| a as i64 - b as i64;
+    Ok(CheckInstructions {
+        fast_path: diff(count(probe_fast_checked)?, count(probe_fast_unchecked)?),
+        irqs_disabled_path: diff(count(probe_irqs_checked)?, count(probe_irqs_unchecked)?),
+        // Less the probe's own `ret`.
+        unchecked: count(probe_raw)?.saturating_sub(1),
+    })
+}
+
 /// The work per increment of the loop whose share is reported.
 pub const LOOP_WORK: &str = "eight dependent 64-bit multiply-adds and one this_cpu_inc per \
      iteration, preemption disabled";
@@ -128,6 +188,8 @@ pub struct DebugPreempt {
     pub tsc_ghz: Option<f64>,
     /// Violations counted during the timed runs (0: both exits taken).
     pub violations: u64,
+    /// Instructions per check on each exit, or why not counted.
+    pub instructions: Result<CheckInstructions, String>,
     /// The loop the share is for ([`LOOP_WORK`]).
     pub loop_work: String,
     /// ns per iteration of that loop: a = unchecked, b = checked.
@@ -231,6 +293,7 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
         irqs_disabled_path,
         tsc_ghz: super::tsc_ghz(),
         violations: violations() - before,
+        instructions: check_instructions(),
         loop_work: LOOP_WORK.to_owned(),
         ns,
         share,
@@ -249,13 +312,20 @@ pub fn finding(d: &DebugPreempt) -> Finding {
         });
         format!("{} ns{cycles}", super::spread_text(&p.diff, 2))
     };
+    let instructions = match &d.instructions {
+        Ok(i) => format!(
+            "; {} and {} instructions per check (unchecked read {})",
+            i.fast_path, i.irqs_disabled_path, i.unchecked
+        ),
+        Err(e) => format!("; instructions not counted: {e}"),
+    };
     let ghz = d
         .tsc_ghz
         .map_or("no TSC".to_owned(), |g| format!("TSC {g:.2} GHz"));
     Finding {
         ours: format!(
             "cost per check: preempt-count exit {}, irqs-disabled exit {} ({ghz}; unchecked \
-             read {} ns); share {:.0}% of a loop of {} (ratio {}), not comparable with the \
+             read {} ns{instructions}); share {:.0}% of a loop of {} (ratio {}), not comparable with the \
              seed's 10% of hackbench",
             cost(&d.fast_path),
             cost(&d.irqs_disabled_path),
