@@ -30,5 +30,6 @@ mod report_markdown;
 mod report_plot;
 pub mod sched;
 pub mod seed004;
+pub mod seed004_cost;
 pub mod spread;
 pub mod tick_run;

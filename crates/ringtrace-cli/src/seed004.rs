@@ -6,55 +6,27 @@
 //! with preemption disabled 179 ns (irq/preempt = 1.17), at the price of "a
 //! seldom incorrect timestamp" when the timer interrupt lands mid-read.
 //!
-//! - **Cost**: rounds of the record cost of `sched@preempt` and `sched@irq`
-//!   back to back (alternating which goes first), the ratio taken per
-//!   round, reported as p10/p50/p90 over the rounds.
+//! - **Cost**: ring_buffer_benchmark's figure, in [`crate::seed004_cost`]:
+//!   hammer runs with `sched@preempt` and `sched@irq` back to back in
+//!   rounds, producer CPU ns per entry, difference and ratio per round.
 //! - **Wrong timestamps**: from the `clocks` rows under the tick (handler
 //!   updating the clock data only): `sched@raw` and `sched@preempt` record
 //!   wrong timestamps; `sched@irq`, `sched@irq-hard` and `sched-latch` none.
 
-use crate::clocks::{record_cost_batches, small_ring, ClockRow};
-use crate::spread::{paired, Spread};
-use ringtrace_clock::ClockSpec;
+use crate::clocks::ClockRow;
+use crate::seed004_cost;
 use serde::Serialize;
 
-/// The seed's own figures.
-pub const SEED_IRQ_NS: f64 = 210.0;
-/// The seed's own figures.
-pub const SEED_PREEMPT_NS: f64 = 179.0;
+pub use crate::seed004_cost::{SEED_IRQ_NS, SEED_PREEMPT_NS};
 
-/// The cost half: irq over preempt, paired per round.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CostHalf {
-    /// Rounds measured.
-    pub rounds: usize,
-    /// ns per recorded event under `sched@preempt`.
-    pub preempt_ns: Spread,
-    /// ns per recorded event under `sched@irq`.
-    pub irq_ns: Spread,
-    /// `sched@irq` over `sched@preempt`, per round.
-    pub ratio: Spread,
-    /// Whether `irq` includes the x86 flags round trip here (else it is
-    /// the soft mask alone and costs about what `preempt` does).
-    pub irq_has_flags_round_trip: bool,
-}
+/// The cost half: ring_buffer_benchmark's figure, irq against preempt
+/// ([`seed004_cost`]).
+pub type CostHalf = seed004_cost::Seed004Cost;
 
-/// Measures the cost half: `rounds` pairs of record-cost runs.
+/// Measures the cost half: `rounds` paired rounds of hammer runs of
+/// [`seed004_cost::RUN`] per side.
 pub fn cost_half(rounds: usize) -> Result<CostHalf, Box<dyn std::error::Error>> {
-    let preempt = small_ring("sched@preempt".parse::<ClockSpec>()?.build()?)?;
-    let irq = small_ring("sched@irq".parse::<ClockSpec>()?.build()?)?;
-    let p = paired(
-        rounds,
-        || record_cost_batches(&preempt, 21),
-        || record_cost_batches(&irq, 21),
-    );
-    Ok(CostHalf {
-        rounds: p.rounds,
-        preempt_ns: p.a,
-        irq_ns: p.b,
-        ratio: p.ratio,
-        irq_has_flags_round_trip: ringtrace_clock::emulation::flags_irq::HAS_FLAGS_ROUND_TRIP,
-    })
+    Ok(seed004_cost::measure(rounds, seed004_cost::RUN)?)
 }
 
 /// Wrong timestamps recorded under the tick by one clock.
@@ -128,8 +100,8 @@ pub struct Seed004 {
     pub cost: Result<CostHalf, String>,
     /// Wrong timestamps under the tick.
     pub wrong: Vec<WrongUnderTick>,
-    /// Disabling irqs costs more per recorded event (the median ratio
-    /// over rounds above 1, and its 10th percentile too).
+    /// Disabling irqs costs more per recorded event
+    /// ([`seed004_cost::RULE`]).
     pub cost_reproduced: bool,
     /// Unprotected and preempt-protected reads record wrong timestamps
     /// and irq-masked or latched ones none.
@@ -140,9 +112,7 @@ impl Seed004 {
     /// Assembles the verdict.
     pub fn new(cost: Result<CostHalf, String>, rows: &[ClockRow]) -> Seed004 {
         let wrong = wrong_half(rows);
-        let cost_reproduced = cost
-            .as_ref()
-            .is_ok_and(|c| c.ratio.p50 > 1.0 && c.ratio.p10 > 1.0);
+        let cost_reproduced = cost.as_ref().is_ok_and(seed004_cost::cost_reproduced);
         let wrong_reproduced =
             wrong
                 .iter()
@@ -165,24 +135,7 @@ pub fn text(s: &Seed004) -> String {
     let mut out =
         String::from("trace_clock_local without irq disabling (seed 004), both halves:\n");
     match &s.cost {
-        Ok(c) => out.push_str(&format!(
-            "  cost: sched@irq {:.1} ns, sched@preempt {:.1} ns per recorded event (medians); \
-             irq/preempt paired over {} rounds: p10 {:.2} p50 {:.2} p90 {:.2} (seed: {:.0}/{:.0} = {:.2}){}\n",
-            c.irq_ns.p50,
-            c.preempt_ns.p50,
-            c.rounds,
-            c.ratio.p10,
-            c.ratio.p50,
-            c.ratio.p90,
-            SEED_IRQ_NS,
-            SEED_PREEMPT_NS,
-            SEED_IRQ_NS / SEED_PREEMPT_NS,
-            if c.irq_has_flags_round_trip {
-                ""
-            } else {
-                "; irq is the soft mask alone on this architecture"
-            }
-        )),
+        Ok(c) => out.push_str(&seed004_cost::text(c)),
         Err(e) => out.push_str(&format!("  cost: error: {e}\n")),
     }
     for w in &s.wrong {

@@ -518,9 +518,12 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         },
         &|| false,
     );
-    progress.set_message("sched: irq over preempt, paired");
-    let cost = ringtrace_cli::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
+    use ringtrace_cli::seed004_cost;
+    progress.set_message("seed 004 cost: hammer, sched@irq against sched@preempt, paired");
+    let cost =
+        seed004_cost::measure(args.rounds as usize, seed004_cost::RUN).map_err(|e| e.to_string());
     progress.finish_and_clear();
+    let cost_finding = seed004_cost::finding(&cost);
     let seed004 = ringtrace_cli::seed004::Seed004::new(cost, &rows);
     if args.json {
         let out = serde_json::json!({
@@ -529,6 +532,7 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             "rows": rows,
             "unavailable": unavailable,
             "seed004": seed004,
+            "seed004_cost_finding": cost_finding,
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
