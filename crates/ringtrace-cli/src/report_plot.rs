@@ -122,7 +122,8 @@ fn fit(label: &str, width: f64) -> String {
 
 /// A tick value in few characters, for ticks about `step` apart: the
 /// decimals the step needs and no trailing zeros (`2.5`, `40`, `0.004`),
-/// thousands as `k` when ticks are thousands apart (`12.5k`).
+/// thousands as `k` when ticks are thousands apart (`2k`, `12.5k`: every
+/// tick of an axis in the same form).
 fn tick_text(v: f64, step: f64) -> String {
     fn trim(s: String) -> String {
         if s.contains('.') {
@@ -142,7 +143,7 @@ fn tick_text(v: f64, step: f64) -> String {
     };
     if v.abs() < step.abs() * 1e-6 || v == 0.0 {
         "0".to_owned()
-    } else if v.abs() >= 10_000.0 && step >= 1000.0 {
+    } else if step >= 1000.0 {
         let d = decimals(step / 1000.0);
         format!("{}k", trim(format!("{:.d$}", v / 1000.0)))
     } else {
@@ -641,6 +642,7 @@ mod tests {
         assert_eq!(tick_text(0.004, 0.0005), "0.004");
         assert_eq!(tick_text(12_500.0, 2500.0), "12.5k");
         assert_eq!(tick_text(40_000.0, 10_000.0), "40k");
+        assert_eq!(tick_text(2000.0, 2000.0), "2k");
         assert_eq!(tick_text(12_000.0, 5.0), "12000");
         assert_eq!(tick_text(-5.0, 5.0), "-5");
     }
