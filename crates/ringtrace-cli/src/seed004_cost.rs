@@ -133,6 +133,10 @@ pub struct Seed004Cost {
     pub tsc_hz: Result<u64, String>,
     /// irq over preempt, taken per round (the seed: 1.17).
     pub ratio: Spread,
+    /// Rounds in which `sched@irq` cost more than `sched@preempt`: beside
+    /// `diff_ns`, how one-sided the rounds were (on a loaded machine a few
+    /// slow rounds pull p10 below 0 while most rounds still agree).
+    pub irq_dearer_rounds: usize,
     /// `sched@preempt`: wall ns per entry, the kernel module's figure.
     pub preempt_wall_ns: Spread,
     /// `sched@irq`: wall ns per entry.
@@ -172,6 +176,7 @@ impl Seed004Cost {
             diff_cycles,
             tsc_hz,
             ratio: Spread::of(rounds.iter().filter_map(CostRound::ratio).collect()),
+            irq_dearer_rounds: rounds.iter().filter(|r| r.diff_ns() > 0.0).count(),
             preempt_wall_ns: of(&|r| r.preempt.ns_per_entry),
             irq_wall_ns: of(&|r| r.irq.ns_per_entry),
             irq_has_flags_round_trip,
@@ -334,13 +339,15 @@ fn cycles_text(c: &Seed004Cost) -> String {
 pub fn finding_text(c: &Seed004Cost) -> String {
     format!(
         "producer CPU ns per entry, medians: sched@irq {:.1}, sched@preempt {:.1}; \
-         irq - preempt {} ns = {}; irq/preempt {} over {} rounds (seed: +{:.0} ns, {:.2})",
+         irq - preempt {} ns = {}, irq dearer in {} of {} rounds; irq/preempt {} \
+         (seed: +{:.0} ns, {:.2})",
         c.irq_ns.p50,
         c.preempt_ns.p50,
         signed_spread_text(&c.diff_ns),
         cycles_text(c),
-        spread_text(&c.ratio, 2),
+        c.irq_dearer_rounds,
         c.rounds,
+        spread_text(&c.ratio, 2),
         SEED_DIFF_NS,
         SEED_IRQ_NS / SEED_PREEMPT_NS,
     )
@@ -407,8 +414,11 @@ pub fn text(c: &Seed004Cost) -> String {
         spread_text(&c.irq_ns, 1)
     ));
     line(format!(
-        "irq - preempt  {} ns per entry, per round   (seed: +{SEED_DIFF_NS:.0} ns)",
-        signed_spread_text(&c.diff_ns)
+        "irq - preempt  {} ns per entry, per round; irq dearer in {} of {} rounds   \
+         (seed: +{SEED_DIFF_NS:.0} ns)",
+        signed_spread_text(&c.diff_ns),
+        c.irq_dearer_rounds,
+        c.rounds
     ));
     line(format!("               {}", cycles_text(c)));
     line(format!(
@@ -495,6 +505,7 @@ mod tests {
         let mut pairs = vec![(25.0, 28.0); 7];
         pairs.extend([(25.0, 24.0); 3]);
         let c = cost(&pairs);
+        assert_eq!(c.irq_dearer_rounds, 7);
         assert!(c.diff_ns.p50 > 0.0);
         assert!(c.diff_ns.p10 < 0.0);
         assert!(!cost_reproduced(&c));
