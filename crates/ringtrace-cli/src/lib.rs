@@ -32,6 +32,7 @@ mod report_markdown;
 mod report_plot;
 pub mod sched;
 pub mod seed004;
+pub mod seed004_cost;
 pub mod seed004_tear;
 pub mod spread;
 pub mod update_run;

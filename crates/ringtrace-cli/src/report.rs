@@ -215,7 +215,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let cost = if stop.load(Ordering::Relaxed) {
         Err("not run: the report was stopped first".to_owned())
     } else {
-        seed004::cost_half(if q { 15 } else { 41 }).map_err(|e| e.to_string())
+        seed004::cost_half(if q { 15 } else { 60 }).map_err(|e| e.to_string())
     };
     let tc = TearConfig::report(q, config.update_hz);
     progress(&format!(

@@ -45,7 +45,11 @@ fn seed000(r: &Report) -> Finding {
 fn seed001(r: &Report) -> Finding {
     match &r.bh {
         Some(b) => instrumentation::bh::finding(b),
-        None => Finding::not_measured(&instrumentation::bh::method(), instrumentation::bh::RULE, NOT_RUN),
+        None => Finding::not_measured(
+            &instrumentation::bh::method(),
+            instrumentation::bh::RULE,
+            NOT_RUN,
+        ),
     }
 }
 

@@ -6,9 +6,9 @@
 //! with preemption disabled 179 ns (irq/preempt = 1.17), at the price of "a
 //! seldom incorrect timestamp" when the timer interrupt lands mid-read.
 //!
-//! - **Cost**: rounds of the record cost of `sched@preempt` and `sched@irq`
-//!   back to back (alternating which goes first), the ratio taken per
-//!   round, reported as p10/p50/p90 over the rounds.
+//! - **Cost**: ring_buffer_benchmark's figure, in [`crate::seed004_cost`]:
+//!   hammer runs with `sched@preempt` and `sched@irq` back to back in
+//!   rounds, producer CPU ns per entry, difference and ratio per round.
 //! - **Wrong timestamps**: [`crate::seed004_tear`]: the faithful read
 //!   (`sched@preempt`, its data loads back to back as in 2009) under
 //!   updates at the user's rate, and the amplified one (`sched-wide`,
@@ -17,50 +17,22 @@
 //!   cannot tear (irq-masked, latched) must show no wrong reading in either
 //!   handler mode; a count there would mean the checker fools itself.
 
-use crate::clocks::{record_cost_batches, small_ring, ClockRow};
+use crate::clocks::ClockRow;
 use crate::finding::{Finding, Verdict};
+use crate::seed004_cost;
 use crate::seed004_tear::{self, TearRun};
-use crate::spread::{paired, Spread};
-use ringtrace_clock::ClockSpec;
 use serde::Serialize;
 
-/// The seed's own figures.
-pub const SEED_IRQ_NS: f64 = 210.0;
-/// The seed's own figures.
-pub const SEED_PREEMPT_NS: f64 = 179.0;
+pub use crate::seed004_cost::{SEED_IRQ_NS, SEED_PREEMPT_NS};
 
-/// The cost half: irq over preempt, paired per round.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CostHalf {
-    /// Rounds measured.
-    pub rounds: usize,
-    /// ns per recorded event under `sched@preempt`.
-    pub preempt_ns: Spread,
-    /// ns per recorded event under `sched@irq`.
-    pub irq_ns: Spread,
-    /// `sched@irq` over `sched@preempt`, per round.
-    pub ratio: Spread,
-    /// Whether `irq` includes the x86 flags round trip here (else it is
-    /// the soft mask alone and costs about what `preempt` does).
-    pub irq_has_flags_round_trip: bool,
-}
+/// The cost half: ring_buffer_benchmark's figure, irq against preempt
+/// ([`seed004_cost`]).
+pub type CostHalf = seed004_cost::Seed004Cost;
 
-/// Measures the cost half: `rounds` pairs of record-cost runs.
+/// Measures the cost half: `rounds` paired rounds of hammer runs of
+/// [`seed004_cost::RUN`] per side.
 pub fn cost_half(rounds: usize) -> Result<CostHalf, Box<dyn std::error::Error>> {
-    let preempt = small_ring("sched@preempt".parse::<ClockSpec>()?.build()?)?;
-    let irq = small_ring("sched@irq".parse::<ClockSpec>()?.build()?)?;
-    let p = paired(
-        rounds,
-        || record_cost_batches(&preempt, 21),
-        || record_cost_batches(&irq, 21),
-    );
-    Ok(CostHalf {
-        rounds: p.rounds,
-        preempt_ns: p.a,
-        irq_ns: p.b,
-        ratio: p.ratio,
-        irq_has_flags_round_trip: ringtrace_clock::emulation::flags_irq::HAS_FLAGS_ROUND_TRIP,
-    })
+    Ok(seed004_cost::measure(rounds, seed004_cost::RUN)?)
 }
 
 /// Wrong readings where none can occur: one clock that cannot tear, under
@@ -149,8 +121,8 @@ pub struct Seed004 {
     pub amplified: Result<TearRun, String>,
     /// Reads that cannot tear, under updates: each must show none.
     pub controls: Vec<Control>,
-    /// Disabling irqs costs more per recorded event (the median ratio
-    /// over rounds above 1, and its 10th percentile too).
+    /// Disabling irqs costs more per recorded event
+    /// ([`seed004_cost::RULE`]).
     pub cost_reproduced: bool,
 }
 
@@ -165,9 +137,7 @@ impl Seed004 {
         amplified: Result<TearRun, String>,
         rows: &[ClockRow],
     ) -> Seed004 {
-        let cost_reproduced = cost
-            .as_ref()
-            .is_ok_and(|c| c.ratio.p50 > 1.0 && c.ratio.p10 > 1.0);
+        let cost_reproduced = cost.as_ref().is_ok_and(seed004_cost::cost_reproduced);
         Seed004 {
             cost,
             faithful,
@@ -223,10 +193,7 @@ impl Seed004 {
 /// The seeds table's finding for seed 004, both halves.
 pub fn finding(s: &Seed004) -> Finding {
     let cost = match &s.cost {
-        Ok(c) => format!(
-            "sched@irq/sched@preempt per recorded event {:.2} (p10 {:.2}, p90 {:.2})",
-            c.ratio.p50, c.ratio.p10, c.ratio.p90
-        ),
+        Ok(c) => format!("cost: {}", seed004_cost::finding_text(c)),
         Err(e) => format!("cost: error: {e}"),
     };
     let tear = |r: &Result<TearRun, String>, label: &str| match r {
@@ -242,10 +209,15 @@ pub fn finding(s: &Seed004) -> Finding {
         Err(e) => format!("{label}: error: {e}"),
     };
     let tear_verdict = s.tear_verdict();
-    let verdict = if s.cost.is_err() {
-        Verdict::NotMeasurable("the cost half failed".into())
+    let cost_verdict = seed004_cost::finding(&s.cost).verdict;
+    let verdict = if let Verdict::NotMeasurable(why) = cost_verdict {
+        Verdict::NotMeasurable(format!("the cost half: {why}"))
     } else if !s.cost_reproduced {
-        Verdict::NotReproduced
+        match tear_verdict {
+            Verdict::Reproduced => Verdict::Seen("the tear reproduced, the cost not".into()),
+            Verdict::Seen(what) => Verdict::Seen(format!("cost not reproduced; {what}")),
+            other => other,
+        }
     } else {
         match tear_verdict {
             Verdict::Reproduced => Verdict::Reproduced,
@@ -259,12 +231,14 @@ pub fn finding(s: &Seed004) -> Finding {
             tear(&s.faithful, "faithful"),
             tear(&s.amplified, "amplified")
         ),
-        method: "paired record-cost rounds of sched@irq and sched@preempt; sched@preempt under \
-                 emulated frequency-change interrupts, every reading checked against the exact \
-                 reference"
-            .into(),
+        method: format!(
+            "{}; sched@preempt read back to back under emulated frequency-change interrupts, \
+             every reading checked against the exact reference",
+            seed004_cost::METHOD
+        ),
         rule: format!(
-            "reproduced when irq costs more than preempt (the ratio's p10 and p50 above 1) and {TEAR_RULE}"
+            "both halves: the cost is {}; {TEAR_RULE}",
+            seed004_cost::RULE
         ),
         verdict,
     }
@@ -275,24 +249,7 @@ pub fn text(s: &Seed004) -> String {
     let mut out =
         String::from("trace_clock_local without irq disabling (seed 004), both halves:\n");
     match &s.cost {
-        Ok(c) => out.push_str(&format!(
-            "  cost: sched@irq {:.1} ns, sched@preempt {:.1} ns per recorded event (medians); \
-             irq/preempt paired over {} rounds: p10 {:.2} p50 {:.2} p90 {:.2} (seed: {:.0}/{:.0} = {:.2}){}\n",
-            c.irq_ns.p50,
-            c.preempt_ns.p50,
-            c.rounds,
-            c.ratio.p10,
-            c.ratio.p50,
-            c.ratio.p90,
-            SEED_IRQ_NS,
-            SEED_PREEMPT_NS,
-            SEED_IRQ_NS / SEED_PREEMPT_NS,
-            if c.irq_has_flags_round_trip {
-                ""
-            } else {
-                "; irq is the soft mask alone on this architecture"
-            }
-        )),
+        Ok(c) => out.push_str(&seed004_cost::text(c)),
         Err(e) => out.push_str(&format!("  cost: error: {e}\n")),
     }
     for (label, run) in [("faithful", &s.faithful), ("amplified", &s.amplified)] {

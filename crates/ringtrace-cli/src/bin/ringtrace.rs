@@ -537,8 +537,11 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         },
         &|| false,
     );
-    progress.set_message("sched: irq over preempt, paired");
-    let cost = ringtrace_cli::seed004::cost_half(args.rounds as usize).map_err(|e| e.to_string());
+    use ringtrace_cli::seed004_cost;
+    progress.set_message("seed 004 cost: hammer, sched@irq against sched@preempt, paired");
+    let cost =
+        seed004_cost::measure(args.rounds as usize, seed004_cost::RUN).map_err(|e| e.to_string());
+    let cost_finding = seed004_cost::finding(&cost);
     progress.set_message("sched: torn readings, faithful and amplified");
     let tear_run = Duration::from_secs(args.tear_seconds);
     let faithful = ringtrace_cli::seed004_tear::measure("sched@preempt", args.update_hz, tear_run)
@@ -555,6 +558,7 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             "rows": rows,
             "unavailable": unavailable,
             "seed004": seed004,
+            "seed004_cost_finding": cost_finding,
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
