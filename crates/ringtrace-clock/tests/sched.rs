@@ -72,6 +72,9 @@ fn the_faithful_read_loads_its_data_back_to_back_and_the_wide_one_does_not() {
 /// raised at `plant` on every third read, and checks that the checker's
 /// verdict on each reading is what the read knows happened.
 fn checker_agrees_with_planted_truth(plant: Plant, latched: bool) -> Vec<(Protection, u64)> {
+    // One planted run at a time: they share the signal and its handler.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let signal = libc::SIGRTMIN() + 13;
     interrupt::install_irq_handler(signal, on_update).unwrap();
     let mut torn_per_protection = Vec::new();
