@@ -294,3 +294,111 @@ pub fn text(s: &Seed004) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seed004_tear::{summarise, SourceRun};
+
+    fn tear(amplified: bool, torn: u64, updates: u64) -> Result<TearRun, String> {
+        let source = SourceRun {
+            reads: 1_000_000,
+            updates,
+            ahead: torn,
+            behind: 0,
+            max_error_ns: 1_000,
+            unchecked: 0,
+            seconds: 1.0,
+            update_hz: updates as f64,
+        };
+        Ok(summarise(
+            if amplified {
+                "sched-wide@preempt"
+            } else {
+                "sched@preempt"
+            },
+            amplified,
+            1000,
+            source,
+            Err("not run".into()),
+        ))
+    }
+
+    fn control(wrong: u64) -> Control {
+        Control {
+            clock: "sched@irq".into(),
+            handler: "update",
+            wrong: Ok(wrong),
+            events: 1000,
+            updates: 100,
+        }
+    }
+
+    fn seed(faithful: Result<TearRun, String>, amplified: Result<TearRun, String>) -> Seed004 {
+        let mut s = Seed004::new(Err("not run".into()), faithful, amplified, &[]);
+        s.controls = vec![control(0), control(0)];
+        s
+    }
+
+    #[test]
+    fn a_faithful_tear_whose_interval_excludes_zero_is_reproduced() {
+        let s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        assert_eq!(s.tear_verdict(), Verdict::Reproduced);
+    }
+
+    #[test]
+    fn a_tear_only_when_amplified_says_so_with_the_faithful_bound() {
+        let s = seed(tear(false, 0, 30_000), tear(true, 1_300, 10_000));
+        let Verdict::Seen(what) = s.tear_verdict() else {
+            panic!("{:?}", s.tear_verdict());
+        };
+        assert!(
+            what.starts_with("mechanism reproduced when amplified (1300 torn in 10000 updates)")
+        );
+        // 3.84 / 30003.84 per update: 128 per million.
+        assert!(
+            what.contains("fewer than 128.0 per million updates (95%, 30000 updates)"),
+            "{what}"
+        );
+    }
+
+    #[test]
+    fn no_tear_anywhere_is_seen_as_such_not_as_reproduced() {
+        let s = seed(tear(false, 0, 30_000), tear(true, 0, 10_000));
+        assert!(
+            matches!(s.tear_verdict(), Verdict::Seen(w) if w.starts_with("no tear even when amplified"))
+        );
+    }
+
+    #[test]
+    fn a_control_counted_wrong_makes_the_tear_not_measurable() {
+        let mut s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        s.controls.push(control(1));
+        assert!(
+            matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("sched@irq (update) 1"))
+        );
+    }
+
+    #[test]
+    fn no_update_reaching_the_reader_is_not_measurable() {
+        let s = seed(tear(false, 0, 0), tear(true, 1_300, 10_000));
+        assert!(matches!(s.tear_verdict(), Verdict::NotMeasurable(_)));
+        let s = seed(Err("no timer".into()), tear(true, 1_300, 10_000));
+        assert!(matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("no timer")));
+    }
+
+    #[test]
+    fn the_seed_verdict_needs_the_cost_half_measured() {
+        let s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        assert!(
+            matches!(finding(&s).verdict, Verdict::NotMeasurable(w) if w.starts_with("the cost half"))
+        );
+    }
+
+    #[test]
+    fn controls_are_read_from_both_handler_modes_and_missing_rows_are_errors() {
+        let c = controls(&[]);
+        assert_eq!(c.len(), CONTROLS.len());
+        assert!(c.iter().all(|c| c.wrong.is_err()));
+    }
+}

@@ -341,3 +341,50 @@ pub fn line(t: &TearRun) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wilson_interval_brackets_the_estimate_and_excludes_zero_once_seen() {
+        for (k, n) in [(1, 10), (5, 100), (1300, 10_000), (1, 1_000_000)] {
+            let r = Rate::wilson(k, n);
+            assert!(
+                r.low > 0.0 && r.low < r.estimate && r.estimate < r.high,
+                "{k}/{n}: {r:?}"
+            );
+            assert!(r.excludes_zero());
+        }
+        let none = Rate::wilson(0, 30_000);
+        assert_eq!((none.low, none.estimate), (0.0, 0.0));
+        assert!(!none.excludes_zero());
+        // The 95% bound on nothing seen: z^2 / (n + z^2).
+        let z2 = 1.959_963_984_540_054_f64.powi(2);
+        assert!((none.high - z2 / (30_000.0 + z2)).abs() < 1e-12, "{none:?}");
+        assert_eq!(Rate::wilson(0, 0).high, 1.0);
+        assert_eq!(Rate::wilson(10, 10).high, 1.0);
+    }
+
+    #[test]
+    fn kernel_rates_scale_the_interval_per_hour() {
+        let source = SourceRun {
+            reads: 1,
+            updates: 10_000,
+            ahead: 100,
+            behind: 0,
+            max_error_ns: 0,
+            unchecked: 0,
+            seconds: 1.0,
+            update_hz: 10_000.0,
+        };
+        let t = summarise("sched@preempt", false, 1000, source, Err("x".into()));
+        let hz1000 = &t.at_kernel_rates[0];
+        assert_eq!(hz1000.updates_per_s, 1000.0);
+        assert!((hz1000.torn_per_hour_high - t.rate.high * 3.6e6).abs() < 1e-6);
+        let constant_tsc = t.at_kernel_rates.last().unwrap();
+        assert_eq!(constant_tsc.torn_per_hour_high, 0.0);
+        assert_eq!(t.window_instructions_between_loads, 0);
+        assert!(line(&t).contains("100 torn readings in 10000 updates"));
+    }
+}

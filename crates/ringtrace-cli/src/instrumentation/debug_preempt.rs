@@ -218,11 +218,7 @@ pub const METHOD: &str = "paired rounds of debug_smp_processor_id() against \
      the soft irq mask set";
 
 /// The verdict of [`RULE`].
-pub fn verdict(
-    fast: &Paired,
-    irqs: &Paired,
-    instructions: Option<&CheckInstructions>,
-) -> Verdict {
+pub fn verdict(fast: &Paired, irqs: &Paired, instructions: Option<&CheckInstructions>) -> Verdict {
     let measured = |p: &Paired| p.rounds > 0 && p.diff.p10.is_finite() && p.a.p50 > 0.0;
     if !measured(fast) || !measured(irqs) {
         return Verdict::NotMeasurable("no timed rounds".into());
@@ -382,7 +378,10 @@ mod tests {
         let free = rounds(&[1.0, 1.1, 1.0], &[0.9, 1.2, 1.0]);
         assert_eq!(verdict(&costs, &free, None), Verdict::NotReproduced);
         assert_eq!(verdict(&free, &costs, Some(&COUNTED)), Verdict::Reproduced);
-        assert_eq!(verdict(&free, &free, Some(&COUNTED)), Verdict::NotReproduced);
+        assert_eq!(
+            verdict(&free, &free, Some(&COUNTED)),
+            Verdict::NotReproduced
+        );
         let no_instructions = CheckInstructions {
             fast_path: 0,
             ..COUNTED
