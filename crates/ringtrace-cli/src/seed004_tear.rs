@@ -78,7 +78,11 @@ impl Rate {
             } else {
                 (centre - half).max(0.0)
             },
-            high: (centre + half).min(1.0),
+            high: if k == n {
+                1.0
+            } else {
+                (centre + half).min(1.0)
+            },
         }
     }
 
