@@ -246,7 +246,7 @@ fn write_ratio(tsc: Tsc) {
     }
 }
 
-/// The CPU's vendor and the bound issue 14 sets for it (times a bare
+/// The CPU's vendor and the bound the write path is held to (times a bare
 /// rdtsc), from /proc/cpuinfo; `None` for any other vendor.
 fn host_bound() -> Option<(&'static str, f64)> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;

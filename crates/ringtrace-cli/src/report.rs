@@ -167,7 +167,7 @@ fn machine() -> String {
 pub fn steps(config: &ReportConfig) -> u64 {
     ClockSpec::all().len() as u64
         + 8
-        + if config.quick { 3 } else { 5 }
+        + if config.quick { 3 } else { 9 }
         + 1
         + SourceName::ALL.len() as u64
         + u64::from(config.keep_trace.is_some())
@@ -259,7 +259,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     if stopped(&mut report) {
         return report;
     }
-    let seed_rounds = if q { 3 } else { 5 };
+    let seed_rounds = if q { 3 } else { 9 };
     let seed_pc = PairsConfig {
         samples: if q { 500_000 } else { 2_000_000 },
         ..pc.clone()

@@ -209,7 +209,13 @@ fn pairs_seed_section(r: &Report) -> String {
                     "## Preemptirq pairs by the patch's method (seed 000), the last of {} rounds\n\n",
                     rounds.len()
                 ));
-                md.push_str(&last.markdown());
+                // The run's own title would repeat the section's.
+                let body = last.markdown();
+                let body = body
+                    .strip_prefix("## ")
+                    .and_then(|b| b.split_once('\n'))
+                    .map_or(body.as_str(), |(_, rest)| rest);
+                md.push_str(body);
                 md.push('\n');
             }
         }
