@@ -40,7 +40,8 @@ pub(crate) const HISTORY: usize = 64;
 pub(crate) struct Base {
     pub(crate) counter: Local,
     /// The counter is the TSC, so the x86_64 reads can issue `rdtsc`
-    /// themselves and fix the window in machine code.
+    /// themselves and fix the window in machine code (read on x86_64 only).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) is_tsc: bool,
     /// ns per cycle, `SHIFT` fractional bits.
     pub(crate) mult: u64,
