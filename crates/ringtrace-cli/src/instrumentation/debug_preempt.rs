@@ -250,12 +250,10 @@ fn counter_loop<const CHECKED: bool>(counters: &EventCounters<4>, iters: u64) ->
     t.elapsed().as_nanos() as f64 / iters.max(1) as f64
 }
 
-/// Measures seed 003 over `rounds` rounds of `iters` calls (or loop
-/// iterations) a side.
-pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
-    let before = violations();
-    preempt::preempt_disable_notrace();
-    let fast_path = paired(
+/// ns per call of the checked CPU-id read against the unchecked one, in
+/// paired rounds, in whatever state the caller set.
+fn checked_against_raw(rounds: usize, iters: u64) -> Paired {
+    paired(
         rounds,
         || {
             ns_per(iters, || {
@@ -267,7 +265,15 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
                 black_box(debug_smp_processor_id());
             })
         },
-    );
+    )
+}
+
+/// Measures seed 003 over `rounds` rounds of `iters` calls (or loop
+/// iterations) a side.
+pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
+    let before = violations();
+    preempt::preempt_disable_notrace();
+    let fast_path = checked_against_raw(rounds, iters);
     let counters = EventCounters::new(["a", "b", "c", "d"]);
     let ns = paired(
         rounds,
@@ -276,19 +282,7 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
     );
     preempt::preempt_enable_notrace();
     let flags = soft_irq::save();
-    let irqs_disabled_path = paired(
-        rounds,
-        || {
-            ns_per(iters, || {
-                black_box(raw_smp_processor_id());
-            })
-        },
-        || {
-            ns_per(iters, || {
-                black_box(debug_smp_processor_id());
-            })
-        },
-    );
+    let irqs_disabled_path = checked_against_raw(rounds, iters);
     soft_irq::restore(flags);
     let share = if ns.ratio.p50 > 0.0 {
         1.0 - 1.0 / ns.ratio.p50

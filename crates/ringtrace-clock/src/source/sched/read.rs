@@ -196,72 +196,60 @@ fn info(name: &str, guarantee: Guarantee) -> ClockInfo {
     }
 }
 
-/// `sched`: 2009's unlatched `sched_clock()`, its data loads back to back
-/// as the kernel compiled them; an update between them tears the reading.
-#[derive(Debug, Clone, Copy)]
-pub struct Sched {
-    base: &'static Base,
+/// An unlatched `sched` clock type reading the live words with `$read`.
+macro_rules! unlatched_source {
+    ($(#[$doc:meta])* $ty:ident, $name:literal, $read:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $ty {
+            base: &'static Base,
+        }
+
+        impl $ty {
+            #[doc = concat!("The `", $name, "` source, on the local counter; fails where `local` has no known frequency.")]
+            pub fn new() -> Result<$ty, ClockError> {
+                Ok($ty {
+                    base: base($name)?,
+                })
+            }
+        }
+
+        impl Clock for $ty {
+            #[inline]
+            fn read(&self) -> u64 {
+                let b = self.base;
+                with_data(b, |t| {
+                    let (cycles, value) = $read(b, &t.live);
+                    t.record(cycles, value);
+                    value
+                })
+            }
+
+            fn info(&self) -> ClockInfo {
+                info($name, Guarantee::None)
+            }
+        }
+    };
 }
 
-impl Sched {
-    /// The `sched` source, on the local counter; fails where `local` has no
-    /// known frequency.
-    pub fn new() -> Result<Sched, ClockError> {
-        Ok(Sched {
-            base: base("sched")?,
-        })
-    }
-}
+unlatched_source!(
+    /// `sched`: 2009's unlatched `sched_clock()`, its data loads back to
+    /// back as the kernel compiled them; an update between them tears the
+    /// reading.
+    Sched,
+    "sched",
+    read_adjacent
+);
 
-impl Clock for Sched {
-    #[inline]
-    fn read(&self) -> u64 {
-        let b = self.base;
-        with_data(b, |t| {
-            let (cycles, value) = read_adjacent(b, &t.live);
-            t.record(cycles, value);
-            value
-        })
-    }
-
-    fn info(&self) -> ClockInfo {
-        info("sched", Guarantee::None)
-    }
-}
-
-/// `sched-wide`: the same data, the multiply between the loads of the
-/// scale and the offset. An amplified setting: its window is several
-/// cycles where the kernel's was about one, to show the mechanism in
-/// seconds; every figure it gives is labelled amplified.
-#[derive(Debug, Clone, Copy)]
-pub struct SchedWide {
-    base: &'static Base,
-}
-
-impl SchedWide {
-    /// The `sched-wide` source, on the local counter.
-    pub fn new() -> Result<SchedWide, ClockError> {
-        Ok(SchedWide {
-            base: base("sched-wide")?,
-        })
-    }
-}
-
-impl Clock for SchedWide {
-    #[inline]
-    fn read(&self) -> u64 {
-        let b = self.base;
-        with_data(b, |t| {
-            let (cycles, value) = read_wide(b, &t.live);
-            t.record(cycles, value);
-            value
-        })
-    }
-
-    fn info(&self) -> ClockInfo {
-        info("sched-wide", Guarantee::None)
-    }
-}
+unlatched_source!(
+    /// `sched-wide`: the same data, the multiply between the loads of the
+    /// scale and the offset. An amplified setting: its window is several
+    /// cycles where the kernel's was about one, to show the mechanism in
+    /// seconds; every figure it gives is labelled amplified.
+    SchedWide,
+    "sched-wide",
+    read_wide
+);
 
 /// `sched-latch`: the same data behind a seqcount latch, as
 /// `cyc2ns_read_begin()` later read it; never tears.
