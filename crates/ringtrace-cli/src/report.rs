@@ -163,6 +163,32 @@ fn machine() -> String {
     )
 }
 
+/// How long the writer of each `clocks` row runs under updates: 40 ms
+/// with `quick`, 150 ms otherwise.
+pub fn clock_row_run(quick: bool) -> Duration {
+    Duration::from_millis(if quick { 40 } else { 150 })
+}
+
+/// Whether `update_hz` brings at least one update into each `clocks` row
+/// of a report: an error naming the least rate that does.
+///
+/// ```
+/// use ringtrace_cli::report::check_update_hz;
+/// assert!(check_update_hz(1000, true).is_ok());
+/// assert!(check_update_hz(10, true).unwrap_err().contains("at least 25"));
+/// ```
+pub fn check_update_hz(update_hz: u32, quick: bool) -> Result<(), String> {
+    let row_ms = clock_row_run(quick).as_millis() as u64;
+    if u64::from(update_hz) * row_ms < 1000 {
+        return Err(format!(
+            "--update-hz {update_hz} is too slow for the report's clock rows ({row_ms} ms each): \
+             no update would reach them; give at least {}",
+            1000u64.div_ceil(row_ms)
+        ));
+    }
+    Ok(())
+}
+
 /// The steps a report takes, for a progress bar.
 pub fn steps(config: &ReportConfig) -> u64 {
     ClockSpec::all().len() as u64
@@ -200,7 +226,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     };
 
     let cc = ClocksConfig {
-        update_run: Duration::from_millis(if q { 40 } else { 150 }),
+        update_run: clock_row_run(q),
         update_hz: config.update_hz,
         ..ClocksConfig::default()
     };
@@ -227,8 +253,11 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let faithful = if stop.load(Ordering::Relaxed) {
         not_run()
     } else {
-        seed004_tear::measure("sched@preempt", tc.faithful_hz, tc.faithful_run)
-            .map_err(|e| e.to_string())
+        // Relaxed: see `stopped`.
+        seed004_tear::measure_until("sched@preempt", tc.faithful_hz, tc.faithful_run, &|| {
+            stop.load(Ordering::Relaxed)
+        })
+        .map_err(|e| e.to_string())
     };
     progress(&format!(
         "sched-wide@preempt, amplified: {} s under {} updates/s",

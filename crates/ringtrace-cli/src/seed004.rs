@@ -153,7 +153,8 @@ impl Seed004 {
             .controls
             .iter()
             .filter_map(|c| match &c.wrong {
-                Ok(0) => None,
+                Ok(0) if c.updates > 0 => None,
+                Ok(0) => Some(format!("{} ({}): no update reached it", c.clock, c.handler)),
                 Ok(n) => Some(format!("{} ({}) {n}", c.clock, c.handler)),
                 Err(e) => Some(format!("{} ({}): {e}", c.clock, c.handler)),
             })
@@ -376,6 +377,18 @@ mod tests {
         s.controls.push(control(1));
         assert!(
             matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("sched@irq (update) 1"))
+        );
+    }
+
+    #[test]
+    fn a_control_no_update_reached_proves_nothing() {
+        let mut s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        s.controls.push(Control {
+            updates: 0,
+            ..control(0)
+        });
+        assert!(
+            matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("no update reached it"))
         );
     }
 

@@ -224,6 +224,7 @@ fn source_run(
     spec: &ClockSpec,
     period: Duration,
     run: Duration,
+    stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<SourceRun, Box<dyn std::error::Error>> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -234,7 +235,23 @@ fn source_run(
         s.spawn(|| {
             let timer = ThreadTimer::start(current_thread_id(), signal, period)
                 .map_err(|e| e.to_string())?;
-            let found = sched::measure_wrong(&clock, run);
+            // In slices of at most a second, so that a stop asked for
+            // meanwhile is seen within one.
+            let until = std::time::Instant::now() + run;
+            let mut found = sched::WrongReadings::default();
+            loop {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() || stop() {
+                    break;
+                }
+                let slice = sched::measure_wrong(&clock, left.min(Duration::from_secs(1)));
+                found.reads += slice.reads;
+                found.ahead += slice.ahead;
+                found.behind += slice.behind;
+                found.unchecked += slice.unchecked;
+                found.updates += slice.updates;
+                found.max_error_ns = found.max_error_ns.max(slice.max_error_ns);
+            }
             let seconds = timer.elapsed().as_secs_f64();
             drop(timer);
             Ok::<_, String>((found, seconds))
@@ -260,10 +277,21 @@ fn source_run(
 /// source for `run`, then as recorded for a fifth of it, the handler
 /// updating the data only.
 pub fn measure(clock: &str, hz: u32, run: Duration) -> Result<TearRun, Box<dyn std::error::Error>> {
+    measure_until(clock, hz, run, &|| false)
+}
+
+/// [`measure`], ending the source run early (within a second) once `stop`
+/// says so; the figures are then those of the time it ran.
+pub fn measure_until(
+    clock: &str,
+    hz: u32,
+    run: Duration,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<TearRun, Box<dyn std::error::Error>> {
     let spec: ClockSpec = clock.parse()?;
     let amplified = spec.source.is_amplified();
     let period = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
-    let source = source_run(&spec, period, run)?;
+    let source = source_run(&spec, period, run, stop)?;
     let recorded =
         update_run::run(&spec, UpdateHandler::Update, run / 5, period).map_err(|e| e.to_string());
     Ok(summarise(clock, amplified, hz, source, recorded))

@@ -439,6 +439,10 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
         (&["clocks", "--update-hz", "20001"], "--update-hz"),
         (&["clocks", "--tear-seconds", "0"], "--tear-seconds"),
         (&["report", "--update-hz", "abc"], "--update-hz"),
+        (
+            &["report", "--quick", "--update-hz", "10"],
+            "too slow for the report's clock rows",
+        ),
     ] {
         let out = ringtrace(args);
         let err = String::from_utf8_lossy(&out.stderr);

@@ -736,6 +736,7 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         return Err(format!("--out {} {why}", args.out.display()).into());
     }
     ringtrace_cli::clocks::check_rings()?;
+    ringtrace_cli::report::check_update_hz(args.update_hz, args.quick)?;
     // Find out now, not after the run, whether the files can be written.
     let probe = args
         .out
