@@ -151,8 +151,15 @@ Each round measures both sides back to back; a **ratio** is taken per round.
 - **average / max_avg / median / percentile** (pairs): as walac/tracer-benchmark \
 combines them: the average of the per-CPU averages, the mean of the highest samples \
 over all CPUs, the median of the per-CPU medians, the largest per-CPU percentile.
-- **wrong timestamps**: recorded timestamps outside what any consistent generation of \
-the sched clock data gives for the same cycle count (the exact reference).
+- **verdict**: produced by the rule printed for its seed under the seeds table; \
+\"seen\" verdicts say what was found when it is neither reproduced nor not (a bound, a \
+mechanism shown only in an amplified setting).
+- **torn readings**: readings outside what any consistent generation of the sched clock \
+data gives for the same cycle count (the exact reference): an update landed between the \
+loads of the data. **flattened**: events whose own reading was right but whose timestamp \
+the ring's monotonic fixup raised to a torn reading ahead of it.
+- **amplified**: `sched-wide`, whose window is wider than the 2009 kernel's; its figures \
+show the mechanism, not the kernel's rate.
 - **fixups**: timestamps the ring raised so that a CPU buffer's time never goes back.
 - **skew**: the largest step back seen between two CPUs taking turns.
 - **ns/entry** (hammer): the producer's wall time per event, as the kernel's \
@@ -380,7 +387,7 @@ impl Report {
                 cell(&row.verdict.text())
             ));
         }
-        md.push_str("\nThe rule behind each verdict:\n\n");
+        md.push_str("\nLegend of the verdicts, the rule behind each:\n\n");
         for row in &rows {
             md.push_str(&format!("- **{}**: {}\n", row.seed, row.rule));
         }
