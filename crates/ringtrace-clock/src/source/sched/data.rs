@@ -309,6 +309,8 @@ pub fn last_read() -> (u64, u64) {
 #[must_use = "the record is put back when this is dropped"]
 pub struct SavedReading {
     words: [u64; 3],
+    /// The record is the saving thread's: not to be put back on another.
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl SavedReading {
@@ -316,6 +318,7 @@ impl SavedReading {
     pub fn save() -> SavedReading {
         SavedReading {
             words: DATA.with(|t| t.raw_record()),
+            _not_send: std::marker::PhantomData,
         }
     }
 }
