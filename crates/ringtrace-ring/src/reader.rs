@@ -195,7 +195,9 @@ impl CpuBuffer {
 
     /// The timestamp of the event [`read_event`](CpuBuffer::read_event)
     /// would return now, without consuming it. (A writer may overwrite that
-    /// event before it is read, in overwrite mode.)
+    /// event before it is read, in overwrite mode: the event read is then a
+    /// later one, never an earlier one. A peek that races a writer reusing
+    /// the open page returns `None`, as a read would at that moment.)
     ///
     /// ```
     /// use ringtrace_ring::{RingBuffer, RingConfig};
@@ -726,6 +728,20 @@ impl CpuBuffer {
                     let start = payload.as_ptr() as usize - st.scratch.as_ptr() as usize;
                     let range = start..start + payload.len();
                     if !consume {
+                        // A peek validates its copy as a read does: a writer
+                        // that reused the page meanwhile may have put a newer
+                        // generation's bytes in it, and its timestamp would
+                        // be later than the event a read then returns. Our
+                        // copies happen before the fence; the writer claimed
+                        // the slot, then fenced with Release before its
+                        // stores, so if we copied any of them this load sees
+                        // the claim (Relaxed after the Acquire fence, as a
+                        // seqlock reader's check).
+                        fence(Ordering::Acquire);
+                        if self.slot_of(seq).load(Ordering::Relaxed) != slot.pack() {
+                            st.in_place = None;
+                            return Found::Empty;
+                        }
                         return Found::Event(ts, range, Source::Scratch, seq, 0);
                     }
                     // The first event handed out from this page reports the
