@@ -108,8 +108,12 @@ pub struct CpuBuffer {
     pub(crate) words: PageWords,
     pub(crate) rare: ZeroedBox<CachePadded<RareCounters>>,
     pub(crate) reader: crate::sync::Mutex<crate::reader::ReaderState>,
-    /// A file ring: claims zero their page (see `prepare_page`).
+    /// A file ring: claims put a zeroed page in the slot (see
+    /// `prepare_page`).
     pub(crate) zero_on_claim: bool,
+    /// A file ring's pages zeroed ahead for its claims; empty for a memory
+    /// ring, or a file ring with too small a quarantine to lend it pages.
+    pub(crate) zero_pool: crate::zero_pool::ZeroPool,
     /// Which write path updates the per-CPU words (see [`crate::rseq`]);
     /// the CAS path until the ring chooses.
     pub(crate) path: crate::rseq::PerCpuPath,
@@ -224,6 +228,14 @@ impl CpuBuffer {
             cpu,
             Self::fast_line(cpu, &geometry, &hot, &commits, &words),
         );
+        // A file ring's pool takes the last quarantine pages, zero like
+        // every page of a new file (or of new anonymous memory).
+        let pooled = if zero_on_claim {
+            crate::zero_pool::pool_pages(geometry.quarantine_pages)
+        } else {
+            0
+        };
+        let lent = phys_pages - pooled;
         CpuBuffer {
             cpu,
             geometry,
@@ -235,9 +247,10 @@ impl CpuBuffer {
             // Lowest first off the stack: the quarantine's pages further
             // down are touched only when dead writers need them.
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(
-                (n..phys_pages).rev().collect(),
+                (n..lent).rev().collect(),
             )),
             zero_on_claim,
+            zero_pool: crate::zero_pool::ZeroPool::new(lent..phys_pages),
             path,
         }
     }
@@ -752,11 +765,24 @@ impl CpuBuffer {
             let complete = commit.tag == tag_of(slot.gen)
                 && commit.bytes == self.page_size()
                 && !commit.opening;
+            // Discard mode: a page with events not yet read is the ring's
+            // end, complete or not (a reader stops at a page a writer is
+            // still filling, so the ring fills up behind it).
+            if self.geometry.mode == Mode::Discard
+                && commit.tag == tag_of(slot.gen)
+                && commit.events > slot.consumed
+            {
+                return Err(PrepareError::Refused(ReserveError::Full));
+            }
             if !complete {
                 return Err(PrepareError::Refused(ReserveError::Busy));
             }
-            if self.geometry.mode == Mode::Discard && commit.events > slot.consumed {
-                return Err(PrepareError::Refused(ReserveError::Full));
+            if self.zero_pool.capacity() != 0 {
+                // A file ring: the claim is one swap (see `swap_claim`).
+                if let Some(phys) = self.swap_claim(slot_word, word, commit, want)? {
+                    return Ok(phys);
+                }
+                continue;
             }
             // Step 1. AcqRel, as every step; implied here (verification.md, W9).
             let opening = Commit::opening(want, commit.events, commit.header);
@@ -772,6 +798,71 @@ impl CpuBuffer {
                 self.zero_claimed(slot_word, want, opening, slot.phys);
             }
         }
+    }
+
+    /// A file ring's claim, when it has a pool of zeroed pages
+    /// ([`crate::zero_pool`]): the slot whose word was `word` (generation
+    /// `want - 1` on a complete page whose commit word was `commit`) moves
+    /// to generation `want` on a zeroed page from the pool, in one CAS:
+    ///
+    /// - Take a page `Z` from the pool (Acquire: its zeros are seen). None
+    ///   there: every pool page is held by a claimer that sleeps while it
+    ///   zeroes, and the claim is refused (Busy).
+    /// - Store `Z`'s commit word fresh for `want` (tag, no bytes, no
+    ///   events). Nobody else reads or writes it: `Z` is in no slot.
+    /// - CAS the slot from `word` to `(want, Z, 0)`, AcqRel: Release
+    ///   publishes `Z`'s zeros and commit word to every writer that
+    ///   Acquire-loads the slot and so may reserve in `Z`; Acquire orders
+    ///   our reads of the old page after whatever its last committers and
+    ///   the reader did. The old page was complete, so no reservation is
+    ///   open in it and no commit can come to it; a reader or fixup that
+    ///   takes it changes the slot word too, so one CAS wins. The winner
+    ///   counts the unread events as overrun, bracketed for readers as step
+    ///   2 of the in-place claim is (`overrun_claim`).
+    /// - Lost: `Z` goes back to the pool untouched (its commit word is
+    ///   reset by whoever takes it next), and the caller looks again.
+    /// - Won: the old page is ours, out of every slot. A Release fence,
+    ///   then its zeros (an iterator that copied it under the old slot word
+    ///   and sees a zero sees the slot moved, and drops its copy: the
+    ///   seqlock argument of `swap_in_spare`), then it goes to the pool.
+    ///   Nobody waits for this: writers enter `Z` at once.
+    ///
+    /// Returns the page now in the slot if ours won, `None` to look again.
+    fn swap_claim(
+        &self,
+        slot_word: &AtomicU64,
+        word: u64,
+        commit: Commit,
+        want: u32,
+    ) -> Result<Option<usize>, PrepareError> {
+        let Some(zeroed) = self.zero_pool.take() else {
+            return Err(PrepareError::Refused(ReserveError::Busy));
+        };
+        // Relaxed: published by the slot CAS's Release below.
+        self.commit_word(zeroed)
+            .store(Commit::fresh(want).pack(), Ordering::Relaxed);
+        let slot = Slot::unpack(word);
+        let claimed = Slot {
+            consumed: 0,
+            phys: zeroed,
+            gen: want,
+        };
+        let unread = commit.events.saturating_sub(slot.consumed);
+        let won = if unread == 0 {
+            slot_word
+                .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        } else {
+            self.overrun_claim(slot_word, word, claimed, unread)
+        };
+        if !won {
+            self.zero_pool.give(zeroed);
+            return Ok(None);
+        }
+        fence(Ordering::Release);
+        self.words.zero_page(slot.phys);
+        self.zero_pool.give(slot.phys);
+        Ok(Some(zeroed))
     }
 
     /// A file ring's claim of physical page `phys`, between its steps 1 and
@@ -884,17 +975,20 @@ impl CpuBuffer {
     ///   only one whose snapshot of `consumed` was exact.
     /// - `overrun_claims_done` is bumped either way. Release: a reader that
     ///   Acquire-loads it and finds it equal to `started` sees the overrun.
+    ///
+    /// Returns whether the CAS won.
     #[cold]
-    fn overrun_claim(&self, slot_word: &AtomicU64, word: u64, claimed: Slot, unread: u32) {
+    fn overrun_claim(&self, slot_word: &AtomicU64, word: u64, claimed: Slot, unread: u32) -> bool {
         let rare = &self.rare;
         rare.overrun_claims_started.fetch_add(1, Ordering::Relaxed);
-        if slot_word
+        let won = slot_word
             .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
+            .is_ok();
+        if won {
             RareCounters::bump(&rare.overrun, u64::from(unread));
         }
         rare.overrun_claims_done.fetch_add(1, Ordering::Release);
+        won
     }
 
     /// Pads physical page `phys` from `pos` to its end and commits the

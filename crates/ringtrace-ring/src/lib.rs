@@ -93,6 +93,7 @@ mod sync;
 mod words;
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
 mod write_whole;
+mod zero_pool;
 mod zeroed;
 
 #[cfg(test)]

@@ -44,8 +44,12 @@ impl PageWords {
         if let Some(page) = self.words.get(start..start + self.page_words) {
             for word in page {
                 // Relaxed: ordered for readers by the caller's fences and
-                // the commit word's Release.
-                word.store(0, Ordering::Relaxed);
+                // the commit word's Release. A word already zero is left
+                // alone, so that a page never written (most of a new
+                // file's) is not dirtied in the page cache for nothing.
+                if word.load(Ordering::Relaxed) != 0 {
+                    word.store(0, Ordering::Relaxed);
+                }
             }
         }
     }

@@ -427,7 +427,11 @@ fn a_consumed_count_past_a_pages_events_is_counted_not_a_panic() {
     let mut bytes = f.bytes.clone();
     let slot0 = base + l.slots;
     update_u64(&mut bytes, slot0, |w| w | 0xFFFF);
-    let commit0 = base + l.commits;
+    // The slot's physical page (bits 16..32): claims swap pages in, so it
+    // need not be page 0.
+    let at = slot0 as usize;
+    let phys = (u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) >> 16) & 0xFFFF;
+    let commit0 = base + l.commits + phys * l.commit_stride;
     // The commit word's event count (bits 24..40) raised by 16.
     update_u64(&mut bytes, commit0, |w| w + (16 << 24));
     let rec = recover_bytes(&path, &bytes).unwrap();

@@ -529,13 +529,13 @@ fn a_reader_racing_an_overrunning_writer_reports_each_loss_where_it_happened() {
     });
 }
 
-/// A second writer racing a file ring's zeroing claim never gets its event
-/// wiped: only the claimer zeroes, and step 3 (which lets writers into the
-/// page) waits for ZEROED; until then the second writer is refused (Busy)
-/// or helps only the slot move. Every event that reserved is read back as
-/// written.
+/// A second writer racing a file ring's claim is never refused and never
+/// gets its event wiped: the claim swaps a page zeroed ahead into the slot
+/// in the CAS that moves it on, so writers enter at once, and the claimer
+/// zeroes the page it took out only once it is in no slot. Every event is
+/// read back as written.
 #[test]
-fn a_writer_racing_a_zeroing_claim_is_refused_or_kept_never_wiped() {
+fn a_writer_racing_a_file_rings_claim_is_never_refused_nor_wiped() {
     loom::model(|| {
         let config = RingConfig::default()
             .cpus(1)
@@ -557,12 +557,11 @@ fn a_writer_racing_a_zeroing_claim_is_refused_or_kept_never_wiped() {
         let read = drain(&ring);
         let ids: Vec<u32> = read.iter().map(|r| r.1).collect();
         for (ts, id) in [(mine, 8u32), (theirs, 100)] {
-            if let Some(ts) = ts {
-                assert!(
-                    read.contains(&(ts, id)),
-                    "event {id} at {ts} lost: {read:?}"
-                );
-            }
+            let ts = ts.unwrap_or_else(|| panic!("event {id} refused"));
+            assert!(
+                read.contains(&(ts, id)),
+                "event {id} at {ts} lost: {read:?}"
+            );
         }
         assert!(
             !ids.contains(&0),

@@ -67,8 +67,11 @@ impl CpuBuffer {
     /// - An overrun claim cut short between its two counts: the counts are
     ///   made equal, or every reader would wait for it.
     /// - A claim whose claimer died before zeroing its page (OPENING
-    ///   without ZEROED, which would refuse every writer for good): done
-    ///   here, the claimer being gone.
+    ///   without ZEROED, which would refuse every writer for good; only a
+    ///   ring without a pool of zeroed pages claims so): done here, the
+    ///   claimer being gone.
+    /// - A pool of zeroed pages is taken afresh from the pages in no slot,
+    ///   and zeroed: a claimer that died holding one left it anywhere.
     /// - Every page of the ring window that is not complete (`repair_page`):
     ///   reservations that never committed become discard records, one
     ///   written whole whose commit never landed is counted (a hit), and
@@ -105,7 +108,20 @@ impl CpuBuffer {
         }
         let started = rare.overrun_claims_started.load(Ordering::Relaxed);
         rare.overrun_claims_done.store(started, Ordering::Relaxed);
-        let free = (0..physical).rev().filter(|&p| !in_slots[p]).collect();
+        let mut free: Vec<usize> = (0..physical).rev().filter(|&p| !in_slots[p]).collect();
+        // The pool of zeroed pages is the process's, not the file's: take
+        // it afresh from the pages in no slot (the highest, which the
+        // reader would use last), zeroing what the last run left in them.
+        let pooled = if zero_on_claim {
+            crate::zero_pool::pool_pages(geometry.quarantine_pages)
+                .min(free.len().saturating_sub(2))
+        } else {
+            0
+        };
+        let pool: Vec<usize> = free.drain(..pooled).collect();
+        for &phys in &pool {
+            words.zero_page(phys);
+        }
         let path = crate::rseq::PerCpuPath::new(
             cpu,
             CpuBuffer::fast_line(cpu, &geometry, &hot, &commits, &words),
@@ -120,6 +136,7 @@ impl CpuBuffer {
             rare,
             reader: crate::sync::Mutex::new(crate::reader::ReaderState::new(free)),
             zero_on_claim,
+            zero_pool: crate::zero_pool::ZeroPool::new(pool),
             path,
         };
         for index in 0..n {
