@@ -38,11 +38,12 @@ pub enum ReserveError {
     #[error("buffer full: the next page has not been read (discard mode)")]
     Full,
     /// The page to reuse is not free yet: it still holds a reservation that
-    /// was never committed, or, in a file ring, the writer that claimed it
-    /// is zeroing it (a few hundred ns, longer if that writer was
-    /// preempted or interrupted mid-claim: a signal handler that writes
-    /// while its own thread zeroes gets this).
-    #[error("the page to reuse is not free yet: it holds an uncommitted reservation, or (file ring) the writer claiming it is still zeroing it")]
+    /// was never committed (overwrite mode; in discard mode a page with
+    /// unread events is `Full`). In a file ring, also when every page of
+    /// the buffer's pool of zeroed pages is held by a claimer that sleeps
+    /// while it zeroes (16 at once), or, with fewer than two quarantine
+    /// pages (no pool), while the writer that claimed the page zeroes it.
+    #[error("the page to reuse is not free yet: it holds an uncommitted reservation, or (file ring) no zeroed page is ready for it")]
     Busy,
     /// The payload cannot fit in a page.
     #[error("an event of {len} bytes cannot fit in a page; the largest is {max} bytes")]
@@ -704,6 +705,10 @@ impl CpuBuffer {
     /// Makes page `seq` ready for writing: its slot at `seq`'s generation,
     /// naming a physical page whose commit word counts from zero. Helps any
     /// other writer's claim that is half done, so no writer waits on another.
+    ///
+    /// A file ring with a pool of zeroed pages claims by one swap instead
+    /// (`swap_claim`); the steps below are a memory ring's claim (and a
+    /// file ring's without a pool, which zeroes between steps 2 and 3).
     ///
     /// Claiming slot `s` for generation `g` from generation `g - 1` on
     /// physical page `P`:

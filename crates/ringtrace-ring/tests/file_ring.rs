@@ -908,3 +908,34 @@ fn a_live_ring_written_whole_and_in_pieces_is_never_recovered_as_damaged() {
     assert!(recovered > 0, "nothing recovered in {rounds} rounds");
     eprintln!("{rounds} live recoveries, {recovered} events");
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "creates and maps a file")]
+fn laps_recover_the_newest_events_whether_claims_swap_or_zero_in_place() {
+    // Without two quarantine pages a file ring has no pool of zeroed pages
+    // and its claims zero in place; with them, claims swap a zeroed page
+    // in. Either way every lap's pages must recover as written.
+    for quarantine in [0, 1, 2, 8] {
+        let scratch = Scratch::new("claim-kinds");
+        let path = scratch.path("t.ring");
+        let cfg = config(&path, Mode::Overwrite, 1, 256, 4).quarantine_pages(quarantine);
+        let ring = RingBuffer::new(cfg, Counter::new()).unwrap();
+        let all = write_events(&ring, 0, 0, 0, 400);
+        drop(ring);
+        let rec = file::recover(&path).unwrap();
+        let got = events_of(&rec, 0);
+        assert!(!got.is_empty(), "quarantine {quarantine}: none recovered");
+        assert_eq!(
+            got[..],
+            all[all.len() - got.len()..],
+            "quarantine {quarantine}: not the newest events, in order"
+        );
+        let c = &rec.cpus[0];
+        assert_eq!(
+            c.file_stats.overrun + c.counts.recovered,
+            400,
+            "quarantine {quarantine}"
+        );
+        assert_counts_agree(&rec);
+    }
+}

@@ -15,7 +15,9 @@
 //!   each made visible by a committed length stored after its bytes;
 //! - the control words (the state, the accounting counters, the slot and
 //!   commit words) in the file, so recovered counts are real;
-//! - each page zeroed when a writer claims it, and each event's header
+//! - each page zeroed before it enters a slot (a claim swaps in one zeroed
+//!   ahead, and zeroes the one it took out off every writer's path), and
+//!   each event's header
 //!   stored PENDING at reservation and again at commit
 //!   ([`format::PENDING`](crate::format::PENDING)), so a reservation that
 //!   never committed is recognised and stepped over, and nothing half
