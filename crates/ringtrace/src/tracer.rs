@@ -243,6 +243,11 @@ impl Tracer {
     /// Writes the unread events (not consuming them) to `out` in `format`:
     /// text, trace-cmd's trace.dat, Chrome's trace-event JSON (Perfetto),
     /// or CTF (babeltrace2). See `docs/export.md`.
+    ///
+    /// `out` never replaces a ring file: one that leads, through any name
+    /// or link, to this tracer's file, to the file of any other ring this
+    /// process has open, or to any ring file (by its magic) is refused with
+    /// [`ExportError::RingFile`](ringtrace_export::export::ExportError::RingFile).
     pub fn export(&self, format: Format, out: &Path) -> Result<ExportSummary, TracerError> {
         Ok(export::export(&self.snapshot()?, format, out)?)
     }

@@ -22,21 +22,11 @@ pub(crate) struct RingFile {
     pub path: PathBuf,
     map: Arc<memmap2::MmapMut>,
     status: ZeroedBox<AtomicU64>,
-    /// Device and inode, while this ring has the file (see `OPEN_HERE`).
+    /// Device and inode, while this ring has the file (see `open_here`).
     id: (u64, u64),
     /// Set once writers may be active: only then does a drop mark the file
     /// closed.
     opened: std::sync::atomic::AtomicBool,
-}
-
-/// The files rings of this process have open, by (device, inode): a second
-/// ring over one file would share its words with the first and corrupt
-/// both, and the pid check cannot tell (it is ours). A ring leaked or
-/// forgotten keeps its file here for good.
-static OPEN_HERE: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
-
-fn open_here() -> std::sync::MutexGuard<'static, Vec<(u64, u64)>> {
-    OPEN_HERE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the ring needs to build its buffers over a file.
@@ -247,22 +237,16 @@ impl RingFile {
                 })?;
             }
         }
-        let id = {
-            use std::os::unix::fs::MetadataExt;
-            let m = file
+        let id = super::open_here::id_of(
+            &file
                 .metadata()
-                .map_err(|e| FileError::io(path, "examined", e))?;
-            (m.dev(), m.ino())
-        };
-        {
-            let mut here = open_here();
-            if here.contains(&id) {
-                return Err(FileError::Mismatch {
-                    path: path.to_owned(),
-                    what: "a ring of this process has it open already (two rings over one file would corrupt each other)".into(),
-                });
-            }
-            here.push(id);
+                .map_err(|e| FileError::io(path, "examined", e))?,
+        );
+        if !super::open_here::register(id, path) {
+            return Err(FileError::Mismatch {
+                path: path.to_owned(),
+                what: "a ring of this process has it open already (two rings over one file would corrupt each other)".into(),
+            });
         }
         std::mem::forget(made);
         Ok(Opened {
@@ -405,7 +389,7 @@ impl RingFile {
 
 impl Drop for RingFile {
     fn drop(&mut self) {
-        open_here().retain(|&id| id != self.id);
+        super::open_here::unregister(self.id);
         if !self.opened.load(std::sync::atomic::Ordering::Relaxed) {
             return; // failed while being set up: the status says so
         }

@@ -36,6 +36,8 @@ mod create;
 mod error;
 mod header;
 pub mod layout;
+#[cfg(not(loom))]
+mod open_here;
 mod read;
 mod recover;
 #[cfg(not(loom))]
@@ -51,6 +53,8 @@ pub use error::FileError;
 pub const MEMORY_PATH: &str = "<memory>";
 pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 pub use layout::FileLayout;
+#[cfg(not(loom))]
+pub use open_here::open_in_this_process;
 pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};
 
 use std::path::PathBuf;
