@@ -232,9 +232,10 @@ impl Tracer {
 
     /// Every unread event, without consuming them, with the descriptions
     /// that decode them: what [`export`](Tracer::export) and
-    /// [`dump`](Tracer::dump) read. Fails when two of the program's
-    /// tracepoints share a name ([`TracerError::Tracepoints`]): their events
-    /// could not be told apart.
+    /// [`dump`](Tracer::dump) read. Its wall-clock anchor is the one taken
+    /// when the tracer was built, the same in every snapshot. Fails when two
+    /// of the program's tracepoints share a name
+    /// ([`TracerError::Tracepoints`]): their events could not be told apart.
     pub fn snapshot(&self) -> Result<Recovery, TracerError> {
         Ok(self.ring.snapshot(metadata_for_tracepoints()?.to_bytes()))
     }

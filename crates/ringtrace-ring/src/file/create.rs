@@ -37,13 +37,16 @@ pub(crate) struct Opened {
     pub annex: crate::annex::Annex,
     /// The file held a ring already (append): take it over as it is.
     pub adopt: bool,
+    /// The anchor the file's header holds: the writer's, or an appended
+    /// file's own.
+    pub anchor: super::WallAnchor,
 }
 
 /// What the header records about the writer, gathered by the ring.
 pub(crate) struct Writer<'a> {
     pub clock: &'a ClockInfo,
-    pub wall_ns: u64,
-    pub anchor_ticks: u64,
+    /// Read as the ring opens; an appended file keeps its own.
+    pub anchor: super::WallAnchor,
 }
 
 pub(crate) fn comm() -> String {
@@ -110,8 +113,8 @@ impl RingFile {
             mode: geometry.mode,
             layout,
             clock: FileClock::from_info(writer.clock),
-            wall_ns: writer.wall_ns,
-            anchor_ticks: writer.anchor_ticks,
+            wall_ns: writer.anchor.wall_ns,
+            anchor_ticks: writer.anchor.ticks,
             pid: std::process::id(),
             comm: comm(),
             metadata_checksum: fnv1a64(&target.metadata),
@@ -171,6 +174,7 @@ impl RingFile {
             .map_err(|e| FileError::io(path, "mapped", e))?;
         let encoded = header.encode();
         let meta_at = layout.metadata_offset as usize;
+        let mut anchor = writer.anchor;
         if !adopt {
             map[..encoded.len()].copy_from_slice(&encoded);
             map[meta_at..meta_at + target.metadata.len()].copy_from_slice(&target.metadata);
@@ -188,6 +192,10 @@ impl RingFile {
             .0;
             kept.wall_ns = old.wall_ns;
             kept.anchor_ticks = old.anchor_ticks;
+            anchor = super::WallAnchor {
+                wall_ns: old.wall_ns,
+                ticks: old.anchor_ticks,
+            };
             kept.metadata_checksum = old.metadata_checksum;
             let encoded = kept.encode();
             map[..encoded.len()].copy_from_slice(&encoded);
@@ -260,6 +268,7 @@ impl RingFile {
             memory,
             annex,
             adopt,
+            anchor,
         })
     }
 
