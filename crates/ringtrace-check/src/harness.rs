@@ -148,6 +148,8 @@ struct Run<'r> {
     next_id: u64,
     hit: u64,
     missed: u64,
+    /// Of `missed`, the events too large for a page.
+    too_large: u64,
     abandoned: u64,
     ts_fixups: u64,
 }
@@ -200,7 +202,11 @@ impl<'r> Run<'r> {
                 self.missed += 1;
                 return Ok(None);
             }
-            Err(ReserveError::TooLarge { .. }) if len > max => return Ok(None),
+            Err(ReserveError::TooLarge { .. }) if len > max => {
+                self.missed += 1;
+                self.too_large += 1;
+                return Ok(None);
+            }
             Err(e) => {
                 return Err(Violation::new(
                     "a reservation failed wrongly",
@@ -372,12 +378,20 @@ impl<'r> Run<'r> {
     fn check_counters(&self) -> Result<(), Violation> {
         let s = self.ring.stats();
         ensure(
-            (s.hit, s.missed, s.discarded) == (self.hit, self.missed, self.abandoned),
+            (s.hit, s.missed, s.too_large, s.discarded)
+                == (self.hit, self.missed, self.too_large, self.abandoned),
             "a counter is off",
             || {
                 format!(
-                    "hit/missed/discarded {}/{}/{}, expected {}/{}/{}",
-                    s.hit, s.missed, s.discarded, self.hit, self.missed, self.abandoned
+                    "hit/missed/too_large/discarded {}/{}/{}/{}, expected {}/{}/{}/{}",
+                    s.hit,
+                    s.missed,
+                    s.too_large,
+                    s.discarded,
+                    self.hit,
+                    self.missed,
+                    self.too_large,
+                    self.abandoned
                 )
             },
         )?;
@@ -490,6 +504,7 @@ pub fn run(
         next_id: 0,
         hit: 0,
         missed: 0,
+        too_large: 0,
         abandoned: 0,
         ts_fixups: 0,
     };

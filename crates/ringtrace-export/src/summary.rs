@@ -128,8 +128,16 @@ fn counts_words(c: &RecoveryCounts) -> String {
 
 fn stats_words(s: &Stats) -> String {
     format!(
-        "hit {}, read {}, overrun {}, lost {}, discarded {}, missed {}, ts_fixups {}",
-        s.hit, s.read, s.overrun, s.lost, s.discarded, s.missed, s.ts_fixups
+        "hit {}, read {}, overrun {}, lost {}, discarded {}, missed {} (busy {}, too large {}), ts_fixups {}",
+        s.hit,
+        s.read,
+        s.overrun,
+        s.lost,
+        s.discarded,
+        s.missed,
+        s.busy,
+        s.too_large,
+        s.ts_fixups
     )
 }
 
@@ -201,6 +209,8 @@ fn stats_json(s: &Stats) -> Value {
         "lost": s.lost,
         "discarded": s.discarded,
         "missed": s.missed,
+        "missed_busy": s.busy,
+        "missed_too_large": s.too_large,
         "ts_fixups": s.ts_fixups,
         "entries": s.entries,
         "pages_reclaimed": s.pages_reclaimed,

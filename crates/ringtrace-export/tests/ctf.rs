@@ -710,11 +710,19 @@ fn an_unwritable_output_is_an_error_naming_it_and_leaves_nothing_behind() {
     assert_eq!(dir.entries(), ["full", "t.ring"]);
     assert_eq!(std::fs::read(full.join("mine")).unwrap(), b"keep");
 
-    let a_file = dir.0.join("t.ring");
+    let a_file = dir.0.join("notes.txt");
+    std::fs::write(&a_file, b"keep").unwrap();
     let err = export(&recovery, Format::Ctf, &a_file)
         .unwrap_err()
         .to_string();
     assert!(err.contains("it exists and is not a directory"), "{err}");
+    assert_eq!(dir.entries(), ["full", "notes.txt", "t.ring"]);
+    std::fs::remove_file(&a_file).unwrap();
+    // The ring file itself: refused before anything else is looked at.
+    let err = export(&recovery, Format::Ctf, &dir.0.join("t.ring"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the ring file"), "{err}");
     assert_eq!(dir.entries(), ["full", "t.ring"]);
 
     // An empty directory is filled.

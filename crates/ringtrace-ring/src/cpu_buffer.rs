@@ -534,6 +534,7 @@ impl CpuBuffer {
     fn reserve_slow<C: Clock + Copy>(&self, clock: C, len: usize) -> Placement {
         let page_size = self.page_size();
         if len > format::max_payload(page_size) {
+            self.rare.refused(Some(&self.rare.too_large));
             return Placement::failed(FAIL_TOO_LARGE);
         }
         let shift = self.geometry.page_shift();
@@ -620,10 +621,15 @@ impl CpuBuffer {
                             expected = actual;
                             continue;
                         }
-                        RareCounters::bump(&self.rare.missed, 1);
                         return Placement::failed(match e {
-                            ReserveError::Full => FAIL_FULL,
-                            _ => FAIL_BUSY,
+                            ReserveError::Full => {
+                                self.rare.refused(None);
+                                FAIL_FULL
+                            }
+                            _ => {
+                                self.rare.refused(Some(&self.rare.busy));
+                                FAIL_BUSY
+                            }
                         });
                     }
                 }

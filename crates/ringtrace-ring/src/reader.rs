@@ -303,6 +303,8 @@ impl CpuBuffer {
         Stats {
             hit: self.hits(),
             missed: rare.missed.load(Ordering::Relaxed),
+            busy: rare.busy.load(Ordering::Relaxed),
+            too_large: rare.too_large.load(Ordering::Relaxed),
             overrun: rare.overrun.load(Ordering::Relaxed),
             read: rare.read.load(Ordering::Relaxed),
             entries: self.entries(&st),

@@ -46,6 +46,10 @@ pub struct RingBuffer<C: Clock> {
     /// The mapped file of a file ring.
     #[cfg(not(loom))]
     file: Option<crate::file::RingFile>,
+    /// The wall-clock anchor taken when the ring was opened (a file ring's
+    /// header's): every snapshot carries it.
+    #[cfg(not(loom))]
+    anchor: crate::file::WallAnchor,
 }
 
 impl<C: Clock> RingBuffer<C> {
@@ -74,6 +78,8 @@ impl<C: Clock> RingBuffer<C> {
         let buffers = (0..geometry.cpus)
             .map(|cpu| CpuBuffer::anonymous(cpu, geometry, zero_on_claim))
             .collect::<Result<_, _>>()?;
+        #[cfg(not(loom))]
+        let anchor = crate::file::wall_anchor(&clock);
         Ok(RingBuffer {
             inline_read: clock.inline_read(),
             writes_whole: false,
@@ -83,6 +89,8 @@ impl<C: Clock> RingBuffer<C> {
             annex: crate::annex::Annex::in_memory(geometry.metadata_capacity),
             #[cfg(not(loom))]
             file: None,
+            #[cfg(not(loom))]
+            anchor,
         }
         .on_path(write_path))
     }
@@ -138,15 +146,13 @@ impl<C: Clock> RingBuffer<C> {
         geometry: Geometry,
         clock: C,
     ) -> Result<Self, ConfigError> {
-        let (wall_ns, anchor_ticks) = crate::file::wall_anchor(&clock);
         let info = clock.info();
         let opened = crate::file::RingFile::open(
             target,
             &geometry,
             crate::file::Writer {
                 clock: &info,
-                wall_ns,
-                anchor_ticks,
+                anchor: crate::file::wall_anchor(&clock),
             },
         )?;
         let adopt = opened.adopt;
@@ -179,7 +185,14 @@ impl<C: Clock> RingBuffer<C> {
             geometry,
             annex: opened.annex,
             file: Some(opened.file),
+            anchor: opened.anchor,
         })
+    }
+
+    /// The wall-clock anchor taken when the ring was opened.
+    #[cfg(not(loom))]
+    pub(crate) fn anchor(&self) -> crate::file::WallAnchor {
+        self.anchor
     }
 
     /// The file of a file ring.

@@ -7,7 +7,8 @@ use crate::sync::{AtomicU64, Ordering};
 /// At any quiescent point (no reservation between reserve and its commit
 /// or drop; a reservation whose writer died never ends, and is in no
 /// count): `hit == read + overrun + lost + entries + discarded`.
-/// `missed` counts reservations that failed and so never reached `hit`.
+/// `missed` counts reservations that failed and so never reached `hit`,
+/// whatever the cause: `missed == full() + busy + too_large`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
     /// Reservations that ended: committed, or dropped and turned into a
@@ -15,15 +16,31 @@ pub struct Stats {
     /// `entries` at commit, so that a reservation whose writer died (it
     /// never ends) leaves every count as if it had never been made.
     pub hit: u64,
-    /// Failed reservations: buffer full (discard mode), or the page to reuse
-    /// still had an open reservation (`ReserveError::Full` and `Busy`), from
-    /// any writer of this ring. An event too large for a page
-    /// (`ReserveError::TooLarge`) is refused before any buffer is touched
-    /// and is not counted. Tracepoints recording into this ring count their
-    /// share of these as `ringtrace_tracepoint::Dropped::refused`; their
-    /// `dropped()` also counts events with no ring set or too large, which
-    /// are in no ring count.
+    /// Refused reservations and writes, every cause, from any writer of
+    /// this ring: the buffer full in discard mode ([`ReserveError::Full`],
+    /// [`Stats::full`]), the page to reuse not free yet
+    /// ([`ReserveError::Busy`], [`Stats::busy`]), or an event too large
+    /// for a page ([`ReserveError::TooLarge`], [`Stats::too_large`],
+    /// counted in the buffer it was asked of). Tracepoints recording into
+    /// this ring count their share of these in
+    /// `ringtrace_tracepoint::Dropped`, by the same causes; their
+    /// `dropped()` also counts events fired with no ring set, which are in
+    /// no ring count.
+    ///
+    /// [`ReserveError::Full`]: crate::ReserveError::Full
+    /// [`ReserveError::Busy`]: crate::ReserveError::Busy
+    /// [`ReserveError::TooLarge`]: crate::ReserveError::TooLarge
     pub missed: u64,
+    /// Of `missed`: refused because the page to reuse was not free yet (an
+    /// uncommitted reservation in it, or, in a file ring, its claimer
+    /// still zeroing it): [`ReserveError::Busy`](crate::ReserveError::Busy).
+    /// Zero in a file written by a build that did not count it apart
+    /// (its busy refusals are in `missed` only).
+    pub busy: u64,
+    /// Of `missed`: events larger than a page holds,
+    /// [`ReserveError::TooLarge`](crate::ReserveError::TooLarge). Zero in a
+    /// file written by a build that did not count them.
+    pub too_large: u64,
     /// Committed events overwritten before they were read (overwrite mode).
     pub overrun: u64,
     /// Events consumed by readers.
@@ -58,9 +75,35 @@ impl Stats {
         self.read + self.overrun + self.lost + self.entries + self.discarded
     }
 
+    /// Of `missed`: refused because the buffer was full in discard mode
+    /// ([`ReserveError::Full`](crate::ReserveError::Full)), what the other
+    /// causes leave of it.
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::{Mode, RingBuffer, RingConfig, ReserveError};
+    /// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024).mode(Mode::Discard);
+    /// let ring = RingBuffer::new(config, Counter::new())?;
+    /// let full = (0..100).filter(|_| ring.write(&[0; 32]) == Err(ReserveError::Full)).count();
+    /// assert!(matches!(ring.write(&[0; 300]), Err(ReserveError::TooLarge { .. })));
+    /// let s = ring.stats();
+    /// assert_eq!((s.full(), s.busy, s.too_large), (full as u64, 0, 1));
+    /// assert_eq!(s.missed, s.full() + s.busy + s.too_large);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn full(&self) -> u64 {
+        // Saturating: read while writers run, a refusal may be in its
+        // cause's count and not yet in `missed`.
+        self.missed
+            .saturating_sub(self.busy)
+            .saturating_sub(self.too_large)
+    }
+
     pub(crate) fn add(&mut self, other: &Stats) {
         self.hit += other.hit;
         self.missed += other.missed;
+        self.busy += other.busy;
+        self.too_large += other.too_large;
         self.overrun += other.overrun;
         self.read += other.read;
         self.entries += other.entries;
@@ -97,6 +140,11 @@ pub(crate) struct RareCounters {
     /// events consumed so far (in place before it was taken, and handed
     /// out since). Written by the reader, under its lock.
     pub reader_page: AtomicU64,
+    /// Of `missed`, the refusals for a busy page and for an event too
+    /// large: after `reader_page`, in what older builds left as the line's
+    /// padding (zero), so that their files read as "not counted apart".
+    pub busy: AtomicU64,
+    pub too_large: AtomicU64,
 }
 
 // SAFETY: every field is an integer atomic, valid for any bits, zero for
@@ -115,6 +163,8 @@ unsafe impl crate::zeroed::Zeroable for RareCounters {
             overrun_claims_started: AtomicU64::new(0),
             overrun_claims_done: AtomicU64::new(0),
             reader_page: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
+            too_large: AtomicU64::new(0),
         }
     }
 }
@@ -126,5 +176,18 @@ impl RareCounters {
     #[inline]
     pub(crate) fn bump(counter: &AtomicU64, by: u64) {
         counter.fetch_add(by, Ordering::Relaxed);
+    }
+
+    /// Counts a refusal: in `missed`, and in `cause` (`busy`, `too_large`;
+    /// `None` for a full buffer, which is what the others leave of
+    /// `missed`). Two Relaxed adds, as every counter here: read while
+    /// writers run, the two may differ by the refusals in flight (hence
+    /// `Stats::full` saturates); at a quiescent point they agree.
+    #[inline]
+    pub(crate) fn refused(&self, cause: Option<&AtomicU64>) {
+        if let Some(cause) = cause {
+            Self::bump(cause, 1);
+        }
+        Self::bump(&self.missed, 1);
     }
 }

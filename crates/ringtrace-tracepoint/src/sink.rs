@@ -12,12 +12,15 @@ static SINK: AtomicPtr<RingBuffer<AnyClock>> = AtomicPtr::new(std::ptr::null_mut
 /// writing thread's id, each a little-endian u32.
 pub const EVENT_HEADER_LEN: usize = 8;
 
-/// Events an enabled tracepoint could not record because no sink was set.
+/// Events an enabled tracepoint could not record because no sink was set;
+/// in no ring count.
 static DROPPED_NO_SINK: AtomicU64 = AtomicU64::new(0);
-/// ... because the ring refused the reservation (full in discard mode, or
-/// the page to reuse busy); the ring counts each in its `missed` too.
-static DROPPED_REFUSED: AtomicU64 = AtomicU64::new(0);
-/// ... because the event cannot fit in a page; in no ring count.
+/// ... because the ring was full (discard mode); the ring counts each in
+/// its `missed` too, as each of the causes below.
+static DROPPED_FULL: AtomicU64 = AtomicU64::new(0);
+/// ... because the page to reuse was busy (the ring's `busy`).
+static DROPPED_BUSY: AtomicU64 = AtomicU64::new(0);
+/// ... because the event cannot fit in a page (the ring's `too_large`).
 static DROPPED_TOO_LARGE: AtomicU64 = AtomicU64::new(0);
 
 /// Makes `ring` the ring that enabled tracepoints record into, once per
@@ -94,15 +97,16 @@ pub fn sink() -> Option<&'static RingBuffer<AnyClock>> {
 }
 
 /// Events enabled tracepoints failed to record, process-wide: the sum of
-/// [`Dropped`]'s three causes ([`dropped_by_cause`]).
+/// [`Dropped`]'s causes ([`dropped_by_cause`]).
 ///
-/// Compared with the sink ring's [`Stats::missed`](ringtrace_ring::Stats::missed):
-/// `missed` counts every reservation the ring refused (full in discard
-/// mode, or the page to reuse busy) from any writer of that ring, and
-/// [`Dropped::refused`] counts the ones a tracepoint made. So with
-/// tracepoints the only writer, `refused` equals the growth of `missed`
-/// since the sink was set; events dropped for having no sink or being too
-/// large for a page are in no ring count.
+/// Compared with the sink ring's [`Stats`](ringtrace_ring::Stats): the
+/// ring counts every refusal (full, busy, too large) from any writer of
+/// it, in `missed` and by cause, and [`Dropped`] counts, by the same
+/// causes, the ones a tracepoint met. So with tracepoints the only writer,
+/// each cause here equals its ring count's growth since the sink was set
+/// (`full` to [`Stats::full`](ringtrace_ring::Stats::full), `busy` to
+/// `busy`, `too_large` to `too_large`, [`Dropped::refused`] to `missed`);
+/// events fired with no sink are in no ring count.
 pub fn dropped() -> u64 {
     dropped_by_cause().total()
 }
@@ -112,19 +116,24 @@ pub fn dropped() -> u64 {
 pub struct Dropped {
     /// No sink was set ([`set_sink`]) when the tracepoint fired.
     pub no_sink: u64,
-    /// The sink ring refused the reservation: full in discard mode, or the
-    /// page to reuse still busy ([`ReserveError::Full`], [`ReserveError::Busy`]).
-    /// Each is also one of the ring's `missed`.
-    pub refused: u64,
-    /// The event was larger than a page holds ([`ReserveError::TooLarge`]);
-    /// the ring refuses it before touching a buffer, and counts nothing.
+    /// The sink ring was full, in discard mode ([`ReserveError::Full`]).
+    pub full: u64,
+    /// The sink ring's page to reuse was not free yet ([`ReserveError::Busy`]).
+    pub busy: u64,
+    /// The event was larger than a page holds ([`ReserveError::TooLarge`]).
     pub too_large: u64,
 }
 
 impl Dropped {
     /// All of them: what [`dropped`] returns.
     pub fn total(&self) -> u64 {
-        self.no_sink + self.refused + self.too_large
+        self.no_sink + self.refused()
+    }
+
+    /// The ones the sink ring refused, `full + busy + too_large`: each is
+    /// also one of the ring's [`missed`](ringtrace_ring::Stats::missed).
+    pub fn refused(&self) -> u64 {
+        self.full + self.busy + self.too_large
     }
 }
 
@@ -139,7 +148,8 @@ pub fn dropped_by_cause() -> Dropped {
     // point by whatever made it quiescent (joining the writers).
     Dropped {
         no_sink: DROPPED_NO_SINK.load(Ordering::Relaxed),
-        refused: DROPPED_REFUSED.load(Ordering::Relaxed),
+        full: DROPPED_FULL.load(Ordering::Relaxed),
+        busy: DROPPED_BUSY.load(Ordering::Relaxed),
         too_large: DROPPED_TOO_LARGE.load(Ordering::Relaxed),
     }
 }
@@ -216,15 +226,7 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
     };
     let mut r = match ring.reserve(EVENT_HEADER_LEN + fields_len) {
         Ok(r) => r,
-        Err(ReserveError::TooLarge { .. }) => {
-            DROPPED_TOO_LARGE.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        Err(ReserveError::Full | ReserveError::Busy) => {
-            // The ring counts it in `missed` too.
-            DROPPED_REFUSED.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
+        Err(e) => return count_refused(e),
     };
     {
         let mut stream = r.stream();
@@ -235,6 +237,21 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
         });
     }
     r.commit();
+}
+
+/// Counts an event the sink ring refused, by cause (the ring counts it
+/// too, in `missed` and by the same cause). Out of line: `record` is
+/// inlined into every tracepoint.
+#[cold]
+#[inline(never)]
+fn count_refused(e: ReserveError) {
+    let cause = match e {
+        ReserveError::Full => &DROPPED_FULL,
+        ReserveError::Busy => &DROPPED_BUSY,
+        ReserveError::TooLarge { .. } => &DROPPED_TOO_LARGE,
+    };
+    // Relaxed: a statistic, as the others.
+    cause.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg(test)]

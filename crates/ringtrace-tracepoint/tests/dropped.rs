@@ -1,14 +1,15 @@
-//! What `dropped()` counts against the sink ring's `missed`: events fired
-//! with no sink and events too large for a page are dropped and in no ring
-//! count; events a full discard-mode ring refuses are dropped as `refused`
-//! and each is one of the ring's `missed`.
+//! What `dropped_by_cause()` counts against the sink ring's counters:
+//! events fired with no sink are dropped and in no ring count; an event
+//! the ring refuses (its page to reuse busy, the ring full in discard
+//! mode, the event too large for a page) is dropped by that cause, and
+//! the ring counts it by the same cause and in its `missed`.
 //!
 //! No test harness (see Cargo.toml): the steps run in order on the main
 //! thread, since the sink is set once per process and patched keys (the
 //! `static-keys` feature) may be flipped only while it has one thread.
 
 use ringtrace_clock::ClockSpec;
-use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use ringtrace_ring::{Mode, RingBuffer, RingConfig, Stats};
 use ringtrace_tracepoint::{dropped, dropped_by_cause, registry, trace, tracepoint, Dropped};
 
 tracepoint! {
@@ -25,8 +26,24 @@ fn since(before: Dropped) -> Dropped {
     assert_eq!(now.total(), dropped(), "dropped() is the sum of the causes");
     Dropped {
         no_sink: now.no_sink - before.no_sink,
-        refused: now.refused - before.refused,
+        full: now.full - before.full,
+        busy: now.busy - before.busy,
         too_large: now.too_large - before.too_large,
+    }
+}
+
+/// The ring's refusals by the tracepoints' causes (`no_sink` 0).
+fn ring_causes(stats: Stats) -> Dropped {
+    assert_eq!(
+        stats.missed,
+        stats.full() + stats.busy + stats.too_large,
+        "missed is the sum of its causes: {stats:?}"
+    );
+    Dropped {
+        no_sink: 0,
+        full: stats.full(),
+        busy: stats.busy,
+        too_large: stats.too_large,
     }
 }
 
@@ -54,7 +71,12 @@ fn main() {
     let ring: &'static RingBuffer<_> = Box::leak(Box::new(RingBuffer::new(config, clock).unwrap()));
     ringtrace_tracepoint::set_sink(ring).unwrap();
 
-    // Fill the ring with no reader: discard mode refuses the rest.
+    let start = dropped_by_cause();
+
+    // A reservation left open on the first page: when the writers come
+    // round to that page again they find it busy (which the ring says
+    // before whether it is full).
+    let held = ring.reserve_on(0, 8).unwrap();
     let fired = 200u32;
     let before = dropped_by_cause();
     for seq in 0..fired {
@@ -62,21 +84,36 @@ fn main() {
     }
     let got = since(before);
     let stats = ring.stats();
-    assert!(stats.missed > 0, "4 pages cannot hold {fired} events");
+    assert!(
+        stats.busy > 0,
+        "4 pages cannot hold {fired} events: {stats:?}"
+    );
     assert_eq!(
         got,
-        Dropped {
-            refused: stats.missed,
-            ..Dropped::default()
-        },
-        "every refusal is one of the ring's missed, and nothing else was dropped"
+        ring_causes(stats),
+        "every busy refusal is the ring's busy and one of its missed, and nothing else was dropped"
     );
     assert_eq!(stats.hit + stats.missed, u64::from(fired));
-    println!("test a_full_discard_ring_refuses_as_many_as_it_misses ... ok");
+    println!("test a_busy_page_drops_as_busy_as_the_ring_counts_it ... ok");
 
-    // Too large for a page: dropped, and the ring counts nothing.
+    // The page complete, but unread: discard mode refuses as full.
+    held.commit();
     let before = dropped_by_cause();
     let missed = ring.stats().missed;
+    for seq in 0..fired {
+        trace!(small(seq));
+    }
+    let got = since(before);
+    let stats = ring.stats();
+    assert_eq!(got.full, stats.full(), "{stats:?}");
+    assert_eq!(got.full, stats.missed - missed, "{stats:?}");
+    assert_eq!((got.no_sink, got.busy, got.too_large), (0, 0, 0));
+    assert_eq!(got.full, u64::from(fired), "the ring was full already");
+    println!("test a_full_discard_ring_drops_as_full_as_the_ring_counts_it ... ok");
+
+    // Too large for a page: dropped as too large, and one of the ring's
+    // missed and too_large.
+    let before = dropped_by_cause();
     trace!(big(&"x".repeat(2 * PAGE)));
     assert_eq!(
         since(before),
@@ -85,6 +122,13 @@ fn main() {
             ..Dropped::default()
         }
     );
-    assert_eq!(ring.stats().missed, missed);
-    println!("test an_event_too_large_for_a_page_is_dropped_and_not_missed ... ok");
+    let stats = ring.stats();
+    assert_eq!(stats.too_large, 1, "{stats:?}");
+    println!("test an_event_too_large_for_a_page_drops_as_too_large_as_the_ring_counts_it ... ok");
+
+    // Everything the tracepoints met since the sink was set, cause by
+    // cause, is what the ring counted.
+    assert_eq!(since(start), ring_causes(ring.stats()));
+    assert_eq!(since(start).refused(), ring.stats().missed);
+    println!("test every_cause_agrees_with_the_ring ... ok");
 }

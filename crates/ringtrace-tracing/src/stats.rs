@@ -9,8 +9,8 @@ pub struct LayerStats {
     /// exits and closes.
     pub recorded: u64,
     /// Records the ring refused (full in discard mode, the page to reuse
-    /// still being written, or larger than a page; the ring counts the
-    /// first two in its `missed` too).
+    /// still being written, or larger than a page; the ring counts each
+    /// in its `missed` too, and by cause).
     pub dropped: u64,
     /// String and `Debug` values cut at the string limit.
     pub strings_cut: u64,

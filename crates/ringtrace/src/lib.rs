@@ -36,8 +36,10 @@
 //! - [`Tracer::layer`] (the `tracing` feature, on by default): a
 //!   `tracing_subscriber::Layer` recording `tracing` events and spans into
 //!   the tracer's ring, installed in one line beside other layers:
-//!   `tracing_subscriber::registry().with(tracer.layer()).init();`;
-//!   [`tracing_layer`] has it and the fastrace-style local spans.
+//!   `tracing_subscriber::registry().with(tracer.layer()).init();` (with
+//!   `tracing_subscriber`'s `SubscriberExt` and `SubscriberInitExt` in
+//!   scope, as [`Tracer::layer`] shows); [`tracing_layer`] has it and the
+//!   fastrace-style local spans.
 //!
 //! The `ringtrace` command (`hammer`, `pairs`, `clocks`, `report`, `dump`,
 //! `export`) is the `ringtrace-cli` crate; this crate links none of its
@@ -46,6 +48,13 @@
 mod builder;
 mod error;
 mod tracer;
+
+/// The README, whose Rust examples `cargo test --doc -p ringtrace`
+/// compiles and runs (those marked `no_run` only compiled), so that they
+/// work as shown.
+#[cfg(all(doctest, feature = "tracing"))]
+#[doc = include_str!("../../../README.md")]
+mod readme {}
 
 pub use builder::{ClockChoice, TracerBuilder, DEFAULT_BUFFER_SIZE, DEFAULT_CLOCK};
 pub use error::TracerError;

@@ -37,17 +37,21 @@ pub struct Tracer {
 /// What a tracer recorded and what it could not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TracerStats {
-    /// The ring's counters summed over CPUs. At a quiet moment `hit ==
-    /// read + overrun + lost + entries + discarded`; `missed` counts the
-    /// reservations the ring refused (full in discard mode, or the page
-    /// to reuse still being written), whoever asked.
+    /// The ring's counters summed over CPUs. At a quiescent moment `hit ==
+    /// read + overrun + lost + entries + discarded`; `missed` counts every
+    /// write and reservation the ring refused, whoever asked, and splits
+    /// by cause: full in discard mode ([`full()`](ringtrace_ring::Stats::full)),
+    /// the page to reuse still being written (`busy`), too large for a
+    /// page (`too_large`).
     pub ring: ringtrace_ring::Stats,
     /// Events enabled tracepoints did not record, process-wide
-    /// (`ringtrace_tracepoint::dropped()`): no sink installed yet, too large
-    /// for a page, or refused by the ring (full or busy: those are in
-    /// `ring.missed` too, when this tracer is the installed one;
-    /// `ringtrace_tracepoint::dropped_by_cause()` tells them apart).
+    /// (`ringtrace_tracepoint::dropped()`): no sink installed yet, or
+    /// refused by the ring (those are in `ring.missed` too, by the same
+    /// cause, when this tracer is the installed one).
     pub tracepoints_dropped: u64,
+    /// `tracepoints_dropped` by cause
+    /// (`ringtrace_tracepoint::dropped_by_cause()`).
+    pub tracepoints_dropped_by_cause: ringtrace_tracepoint::Dropped,
 }
 
 impl Tracer {
@@ -176,7 +180,17 @@ impl Tracer {
 
     /// Records `payload` as one event on the calling CPU's buffer and
     /// returns its timestamp. Lock-free, allocation-free,
-    /// async-signal-safe. A refusal is counted in the ring's `missed`.
+    /// async-signal-safe. A refusal is counted in the ring's `missed` and
+    /// by its cause (see [`TracerStats::ring`]):
+    ///
+    /// ```
+    /// let tracer = ringtrace::Tracer::builder().page_size(4096).build()?;
+    /// let err = tracer.write(&[0; 5000]).unwrap_err();
+    /// assert!(matches!(err, ringtrace::ReserveError::TooLarge { len: 5000, .. }));
+    /// let ring = tracer.stats().ring;
+    /// assert_eq!((ring.missed, ring.too_large), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         self.ring.write(payload)
@@ -184,7 +198,7 @@ impl Tracer {
 
     /// Reserves `len` bytes on the calling CPU's buffer to fill in place
     /// and [`commit`](Reservation::commit); dropped uncommitted, it becomes
-    /// a discarded record.
+    /// a discarded record. A refusal is counted as [`write`](Tracer::write)'s.
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'_>, ReserveError> {
         self.ring.reserve(len)
@@ -202,9 +216,11 @@ impl Tracer {
 
     /// The ring's counters and the tracepoints' drops.
     pub fn stats(&self) -> TracerStats {
+        let dropped = ringtrace_tracepoint::dropped_by_cause();
         TracerStats {
             ring: self.ring.stats(),
-            tracepoints_dropped: ringtrace_tracepoint::dropped(),
+            tracepoints_dropped: dropped.total(),
+            tracepoints_dropped_by_cause: dropped,
         }
     }
 
@@ -216,9 +232,10 @@ impl Tracer {
 
     /// Every unread event, without consuming them, with the descriptions
     /// that decode them: what [`export`](Tracer::export) and
-    /// [`dump`](Tracer::dump) read. Fails when two of the program's
-    /// tracepoints share a name ([`TracerError::Tracepoints`]): their events
-    /// could not be told apart.
+    /// [`dump`](Tracer::dump) read. Its wall-clock anchor is the one taken
+    /// when the tracer was built, the same in every snapshot. Fails when two
+    /// of the program's tracepoints share a name
+    /// ([`TracerError::Tracepoints`]): their events could not be told apart.
     pub fn snapshot(&self) -> Result<Recovery, TracerError> {
         Ok(self.ring.snapshot(metadata_for_tracepoints()?.to_bytes()))
     }
@@ -243,6 +260,11 @@ impl Tracer {
     /// Writes the unread events (not consuming them) to `out` in `format`:
     /// text, trace-cmd's trace.dat, Chrome's trace-event JSON (Perfetto),
     /// or CTF (babeltrace2). See `docs/export.md`.
+    ///
+    /// `out` never replaces a ring file: one that leads, through any name
+    /// or link, to this tracer's file, to the file of any other ring this
+    /// process has open, or to any ring file (by its magic) is refused with
+    /// [`ExportError::RingFile`](ringtrace_export::export::ExportError::RingFile).
     pub fn export(&self, format: Format, out: &Path) -> Result<ExportSummary, TracerError> {
         Ok(export::export(&self.snapshot()?, format, out)?)
     }

@@ -845,7 +845,8 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     } else {
         args.output.clone()
     };
-    refuse_to_overwrite_a_ring(&args.file, &output)?;
+    // The library refuses an output that leads to a ring file, this one
+    // (through any name or link) or another.
     let recovery = ringtrace::ring::file::recover(&args.file)?;
     let done = match export::export(&recovery, format, &output) {
         Ok(done) => done,
@@ -866,42 +867,6 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         eprintln!("ringtrace export: warning: {warning}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// An export's target must not be its ring file (through any name or
-/// link), nor any other ring file: a flight recorder's trace is not
-/// replaced by an export of it by a slip of the command line.
-fn refuse_to_overwrite_a_ring(
-    ring: &std::path::Path,
-    output: &std::path::Path,
-) -> Result<(), String> {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let Ok(target) = std::fs::metadata(output) else {
-        return Ok(()); // nothing there yet
-    };
-    if let Ok(source) = std::fs::metadata(ring) {
-        if (source.dev(), source.ino()) == (target.dev(), target.ino()) {
-            return Err(format!(
-                "-o {} is the ring file {} itself: exporting would overwrite the trace; name another file",
-                output.display(),
-                ring.display()
-            ));
-        }
-    }
-    let mut magic = [0u8; 8];
-    let is_ring = target.is_file()
-        && std::fs::File::open(output)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok()
-        && magic == ringtrace::ring::file::MAGIC;
-    if is_ring {
-        return Err(format!(
-            "-o {} is a ring file: an export does not replace one; remove it first or name another file",
-            output.display()
-        ));
-    }
-    Ok(())
 }
 
 fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {

@@ -8,10 +8,12 @@
 
 pub mod chrome;
 mod ctf;
+mod guard;
 pub mod output;
 mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
+pub use guard::RingTarget;
 use ringtrace_ring::file::Recovery;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -107,6 +109,14 @@ pub enum ExportError {
         /// closed pipe (`-o -` into `| head`) is `BrokenPipe`.
         kind: Option<std::io::ErrorKind>,
     },
+    /// The output leads to a ring file, which an export never replaces.
+    #[error("refusing to export to {}: {why}", path.display())]
+    RingFile {
+        /// The output asked for.
+        path: PathBuf,
+        /// Which ring file it leads to.
+        why: RingTarget,
+    },
     /// The trace cannot be put in this format.
     #[error("{0}")]
     Unsupported(String),
@@ -148,11 +158,36 @@ impl ExportError {
 }
 
 /// Writes `recovery` to `out` in `format`.
+///
+/// `out` is refused ([`ExportError::RingFile`]) when it leads, through any
+/// name or link, to a ring file: the one `recovery` was read from, one a
+/// ring of this process has open, or any other (it starts with
+/// [`MAGIC`](ringtrace_ring::file::MAGIC)). Remove a ring file first to
+/// replace it.
+///
+/// ```
+/// use ringtrace_export::export::{export, ExportError, Format};
+/// use ringtrace_ring::{file, RingBuffer, RingConfig};
+/// let dir = std::env::temp_dir().join(format!("ringtrace-export-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("app.ring");
+/// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).file(&path);
+/// let ring = RingBuffer::new(config, ringtrace_clock::Counter::new())?;
+/// ring.write(b"kept")?;
+/// let trace = ring.snapshot(Vec::new());
+/// let err = export(&trace, Format::Text, &path).unwrap_err();
+/// assert!(matches!(err, ExportError::RingFile { .. }), "{err}");
+/// export(&trace, Format::Text, &dir.join("app.txt"))?;
+/// assert_eq!(file::recover(&path)?.merged()[0].payload, b"kept");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn export(
     recovery: &Recovery,
     format: Format,
     out: &Path,
 ) -> Result<ExportSummary, ExportError> {
+    guard::refuse_ring_target(recovery, out)?;
     match format {
         Format::Text => text(recovery, out),
         Format::TraceCmd => trace_cmd::write(recovery, out),

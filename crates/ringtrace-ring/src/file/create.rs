@@ -22,21 +22,11 @@ pub(crate) struct RingFile {
     pub path: PathBuf,
     map: Arc<memmap2::MmapMut>,
     status: ZeroedBox<AtomicU64>,
-    /// Device and inode, while this ring has the file (see `OPEN_HERE`).
+    /// Device and inode, while this ring has the file (see `open_here`).
     id: (u64, u64),
     /// Set once writers may be active: only then does a drop mark the file
     /// closed.
     opened: std::sync::atomic::AtomicBool,
-}
-
-/// The files rings of this process have open, by (device, inode): a second
-/// ring over one file would share its words with the first and corrupt
-/// both, and the pid check cannot tell (it is ours). A ring leaked or
-/// forgotten keeps its file here for good.
-static OPEN_HERE: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
-
-fn open_here() -> std::sync::MutexGuard<'static, Vec<(u64, u64)>> {
-    OPEN_HERE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the ring needs to build its buffers over a file.
@@ -47,13 +37,16 @@ pub(crate) struct Opened {
     pub annex: crate::annex::Annex,
     /// The file held a ring already (append): take it over as it is.
     pub adopt: bool,
+    /// The anchor the file's header holds: the writer's, or an appended
+    /// file's own.
+    pub anchor: super::WallAnchor,
 }
 
 /// What the header records about the writer, gathered by the ring.
 pub(crate) struct Writer<'a> {
     pub clock: &'a ClockInfo,
-    pub wall_ns: u64,
-    pub anchor_ticks: u64,
+    /// Read as the ring opens; an appended file keeps its own.
+    pub anchor: super::WallAnchor,
 }
 
 pub(crate) fn comm() -> String {
@@ -120,8 +113,8 @@ impl RingFile {
             mode: geometry.mode,
             layout,
             clock: FileClock::from_info(writer.clock),
-            wall_ns: writer.wall_ns,
-            anchor_ticks: writer.anchor_ticks,
+            wall_ns: writer.anchor.wall_ns,
+            anchor_ticks: writer.anchor.ticks,
             pid: std::process::id(),
             comm: comm(),
             metadata_checksum: fnv1a64(&target.metadata),
@@ -181,6 +174,7 @@ impl RingFile {
             .map_err(|e| FileError::io(path, "mapped", e))?;
         let encoded = header.encode();
         let meta_at = layout.metadata_offset as usize;
+        let mut anchor = writer.anchor;
         if !adopt {
             map[..encoded.len()].copy_from_slice(&encoded);
             map[meta_at..meta_at + target.metadata.len()].copy_from_slice(&target.metadata);
@@ -198,6 +192,10 @@ impl RingFile {
             .0;
             kept.wall_ns = old.wall_ns;
             kept.anchor_ticks = old.anchor_ticks;
+            anchor = super::WallAnchor {
+                wall_ns: old.wall_ns,
+                ticks: old.anchor_ticks,
+            };
             kept.metadata_checksum = old.metadata_checksum;
             let encoded = kept.encode();
             map[..encoded.len()].copy_from_slice(&encoded);
@@ -247,22 +245,16 @@ impl RingFile {
                 })?;
             }
         }
-        let id = {
-            use std::os::unix::fs::MetadataExt;
-            let m = file
+        let id = super::open_here::id_of(
+            &file
                 .metadata()
-                .map_err(|e| FileError::io(path, "examined", e))?;
-            (m.dev(), m.ino())
-        };
-        {
-            let mut here = open_here();
-            if here.contains(&id) {
-                return Err(FileError::Mismatch {
-                    path: path.to_owned(),
-                    what: "a ring of this process has it open already (two rings over one file would corrupt each other)".into(),
-                });
-            }
-            here.push(id);
+                .map_err(|e| FileError::io(path, "examined", e))?,
+        );
+        if !super::open_here::register(id, path) {
+            return Err(FileError::Mismatch {
+                path: path.to_owned(),
+                what: "a ring of this process has it open already (two rings over one file would corrupt each other)".into(),
+            });
         }
         std::mem::forget(made);
         Ok(Opened {
@@ -276,6 +268,7 @@ impl RingFile {
             memory,
             annex,
             adopt,
+            anchor,
         })
     }
 
@@ -405,7 +398,7 @@ impl RingFile {
 
 impl Drop for RingFile {
     fn drop(&mut self) {
-        open_here().retain(|&id| id != self.id);
+        super::open_here::unregister(self.id);
         if !self.opened.load(std::sync::atomic::Ordering::Relaxed) {
             return; // failed while being set up: the status says so
         }

@@ -56,6 +56,13 @@ pub const RARE_FIXUPS_REFUSED: usize = 56;
 pub const RARE_READER_PAGE: usize = 80;
 /// Bytes of the rare line a reader needs.
 pub const RARE_LEN: usize = 88;
+/// `busy`, in files whose rare line has room for it ([`RARE_WRITTEN`]
+/// bytes before the slot words); older builds left it zero.
+pub const RARE_BUSY: usize = 88;
+/// `too_large`, as `busy`.
+pub const RARE_TOO_LARGE: usize = 96;
+/// Bytes of the rare line this build writes.
+pub const RARE_WRITTEN: usize = 104;
 /// Bytes of the hot line a reader needs.
 pub const HOT_LEN: usize = 40;
 
@@ -323,7 +330,9 @@ mod tests {
             RARE_FIXUPS_REFUSED
         );
         assert_eq!(offset_of!(RareCounters, reader_page), RARE_READER_PAGE);
-        assert_eq!(std::mem::size_of::<RareCounters>(), RARE_LEN);
+        assert_eq!(offset_of!(RareCounters, busy), RARE_BUSY);
+        assert_eq!(offset_of!(RareCounters, too_large), RARE_TOO_LARGE);
+        assert_eq!(std::mem::size_of::<RareCounters>(), RARE_WRITTEN);
     }
 
     #[test]

@@ -38,6 +38,8 @@ mod create;
 mod error;
 mod header;
 pub mod layout;
+#[cfg(not(loom))]
+mod open_here;
 mod read;
 mod recover;
 #[cfg(not(loom))]
@@ -53,6 +55,8 @@ pub use error::FileError;
 pub const MEMORY_PATH: &str = "<memory>";
 pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 pub use layout::FileLayout;
+#[cfg(not(loom))]
+pub use open_here::open_in_this_process;
 pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};
 
 use std::path::PathBuf;
@@ -109,12 +113,26 @@ pub(crate) fn process_alive(pid: u32, comm: &str) -> bool {
     }
 }
 
-/// A wall-clock anchor for `clock`: (CLOCK_REALTIME in ns since the epoch,
-/// the clock's reading), the realtime read on both sides of the clock's
-/// reading and their midpoint taken. A header records it so ticks convert
-/// to real time.
-pub(crate) fn wall_anchor<C: ringtrace_clock::Clock + ?Sized>(clock: &C) -> (u64, u64) {
+/// A wall-clock anchor: a `CLOCK_REALTIME` reading (ns since the epoch)
+/// and the ring clock's reading at the same moment, so that ticks convert
+/// to real time. Taken once, when a ring is opened: a file ring's header
+/// records it, and every snapshot of the ring carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WallAnchor {
+    /// `CLOCK_REALTIME`, in ns since the epoch.
+    pub wall_ns: u64,
+    /// The ring's clock at that moment.
+    pub ticks: u64,
+}
+
+/// A wall-clock anchor for `clock`, read now: the realtime read on both
+/// sides of the clock's reading and their midpoint taken. (Under Miri,
+/// whose isolation hides the real-time clock, the wall reads 0.)
+pub(crate) fn wall_anchor<C: ringtrace_clock::Clock + ?Sized>(clock: &C) -> WallAnchor {
     let wall = || {
+        if cfg!(miri) {
+            return 0;
+        }
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
@@ -122,5 +140,8 @@ pub(crate) fn wall_anchor<C: ringtrace_clock::Clock + ?Sized>(clock: &C) -> (u64
     let before = wall();
     let ticks = clock.read();
     let after = wall();
-    (before / 2 + after / 2, ticks)
+    WallAnchor {
+        wall_ns: before / 2 + after / 2,
+        ticks,
+    }
 }

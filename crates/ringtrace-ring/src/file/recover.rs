@@ -257,6 +257,15 @@ impl Control {
     fn rare(&self, h: &FileHeader, field: usize) -> u64 {
         u64_at(&self.bytes, h.layout.rare + field as u64)
     }
+    /// A rare-line counter past [`lay::RARE_LEN`], where the line has room
+    /// for it (zero in older files, whose line was padding there).
+    fn rare_newer(&self, h: &FileHeader, field: usize) -> u64 {
+        let room = h.layout.slots.saturating_sub(h.layout.rare);
+        if room < lay::RARE_WRITTEN as u64 {
+            return 0;
+        }
+        self.rare(h, field)
+    }
     fn slot(&self, h: &FileHeader, index: usize) -> u64 {
         u64_at(&self.bytes, h.layout.slots + 8 * index as u64)
     }
@@ -318,6 +327,8 @@ fn recover_cpu(
             .map(|phys| first.commit_hits(h, phys))
             .fold(first.hot(h, lay::HOT_HIT), u64::wrapping_add),
         missed: first.rare(h, lay::RARE_MISSED),
+        busy: first.rare_newer(h, lay::RARE_BUSY),
+        too_large: first.rare_newer(h, lay::RARE_TOO_LARGE),
         overrun: first.rare(h, lay::RARE_OVERRUN),
         read: first.rare(h, lay::RARE_READ),
         entries: 0,

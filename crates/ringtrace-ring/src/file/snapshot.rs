@@ -13,8 +13,9 @@ impl<C: Clock> RingBuffer<C> {
     /// events committed while it runs may or may not be in it. `metadata`
     /// describes the events (ringtrace's facade:
     /// `metadata_for_tracepoints()?.to_bytes()`). The header is this ring's
-    /// (a file ring's path, or `<memory>`), with a wall-clock anchor read
-    /// now; the first event of each CPU reports in `lost_before` the
+    /// (a file ring's path, or `<memory>`), with the wall-clock anchor taken
+    /// when the ring was opened (a file ring's header's: a snapshot reads
+    /// neither clock); the first event of each CPU reports in `lost_before` the
     /// events overwritten or lost before it, and the counts are the
     /// buffers' own. The metadata records appended so far
     /// ([`RingBuffer::append_metadata`]) come with it, for a memory ring as
@@ -32,7 +33,7 @@ impl<C: Clock> RingBuffer<C> {
     /// ```
     pub fn snapshot(&self, metadata: Vec<u8>) -> Recovery {
         let geometry = self.geometry();
-        let (wall_ns, anchor_ticks) = super::wall_anchor(self.clock());
+        let anchor = self.anchor();
         // The layout the ring would have in a file (it has none).
         let layout =
             FileLayout::for_geometry(&geometry, metadata.len()).unwrap_or(FileLayout::NONE);
@@ -45,8 +46,8 @@ impl<C: Clock> RingBuffer<C> {
             mode: geometry.mode,
             layout,
             clock: FileClock::from_info(&self.clock_info()),
-            wall_ns,
-            anchor_ticks,
+            wall_ns: anchor.wall_ns,
+            anchor_ticks: anchor.ticks,
             pid: std::process::id(),
             comm: super::create::comm(),
             metadata_checksum: fnv1a64(&metadata),
