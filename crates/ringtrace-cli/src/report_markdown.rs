@@ -6,6 +6,7 @@ use crate::instrumentation;
 use crate::pairs;
 use crate::report::Report;
 use crate::seed004::{self, Seed004};
+use ringtrace_export::escape;
 use serde::Serialize;
 
 /// One line of the seeds table.
@@ -227,7 +228,8 @@ fn pairs_seed_section(r: &Report) -> String {
             }
         }
         Some(Err(e)) => md.push_str(&format!(
-            "## Preemptirq pairs by the patch's method (seed 000)\n\nerror: {e}\n\n"
+            "## Preemptirq pairs by the patch's method (seed 000)\n\nerror: {}\n\n",
+            escape(e)
         )),
         None => {}
     }
@@ -238,7 +240,8 @@ fn pairs_seed_section(r: &Report) -> String {
             md.push('\n');
         }
         Some(Err(e)) => md.push_str(&format!(
-            "## Code size and instructions per preemptirq pair (seed 000)\n\nnot counted: {e}\n\n"
+            "## Code size and instructions per preemptirq pair (seed 000)\n\nnot counted: {}\n\n",
+            escape(e)
         )),
         None => {}
     }
@@ -288,13 +291,17 @@ fn clocks_section(
                     r.protection,
                     r.read_ns,
                     record,
-                    e.replace('|', "/")
+                    escape(e).replace('|', "/")
                 )),
             }
         }
     }
     for u in unavailable {
-        md.push_str(&format!("\n- `{}` unavailable: {}", u.clock, u.reason));
+        md.push_str(&format!(
+            "\n- `{}` unavailable: {}",
+            u.clock,
+            escape(&u.reason)
+        ));
     }
     md.push_str("\n\n");
     md
@@ -332,7 +339,7 @@ fn hammer_section(runs: &[crate::report::HammerRepeats]) -> String {
             if errors.is_empty() {
                 "-".to_owned()
             } else {
-                errors.join("; ").replace('|', "/")
+                cell(&errors.join("; "))
             }
         ));
     }
@@ -346,30 +353,38 @@ fn kept_trace_section(k: &crate::report::KeptTrace) -> String {
 
 ",
     );
+    // The path is the user's, and the error may quote a file or the
+    // system: neither may break a line or reach the terminal raw.
+    let path = escape(&k.path);
     match &k.events {
         Ok(n) => md.push_str(&format!(
             "One more hammer run ({} s, clock {}, no consumer; not one of the runs above, \
              since a file ring zeroes each page it claims) wrote its ring to `{}`: {n} events \
              left in it. Read it with `ringtrace dump {}` (or `ringtrace recover`).\n\n",
-            k.seconds, k.clock, k.path, k.path
+            k.seconds, k.clock, path, path
         )),
         Err(e) => md.push_str(&format!(
-            "The hammer run meant to keep its trace in `{}` failed: {e}\n\n",
-            k.path
+            "The hammer run meant to keep its trace in `{path}` failed: {}\n\n",
+            escape(e)
         )),
     }
     md
 }
 
-/// A table cell: a `|` in the text would end the cell early.
+/// A table cell: a `|` in the text would end the cell early, and a
+/// newline the table; other controls would reach the terminal.
 fn cell(text: &str) -> String {
-    text.replace('|', "/")
+    escape(text).replace('|', "/")
 }
 
 impl Report {
     /// The whole report as markdown.
     pub fn markdown(&self) -> String {
-        let mut md = format!("# ringtrace report\n\nMachine: {}\n\n", self.machine);
+        // The machine's description is read from /proc.
+        let mut md = format!(
+            "# ringtrace report\n\nMachine: {}\n\n",
+            escape(&self.machine)
+        );
         if self.interrupted {
             md.push_str("**Stopped before the end: what follows is what was measured.**\n\n");
         }
@@ -400,9 +415,10 @@ impl Report {
                 md.push_str(&p.markdown());
                 md.push('\n');
             }
-            Some(Err(e)) => {
-                md.push_str(&format!("## Preemptirq pairs (seed 000)\n\nerror: {e}\n\n"))
-            }
+            Some(Err(e)) => md.push_str(&format!(
+                "## Preemptirq pairs (seed 000)\n\nerror: {}\n\n",
+                escape(e)
+            )),
             None => {}
         }
         md.push_str(&pairs_seed_section(self));
@@ -423,5 +439,69 @@ impl Report {
     /// The seeds table, for the JSON.
     pub fn seeds(&self) -> Vec<SeedRow> {
         seeds_table(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::clocks::Unavailable;
+    use crate::report::{HammerRepeats, KeptTrace, Report};
+    use crate::spread::Spread;
+
+    /// What a terminal would obey: a C0 control but the newline, DEL, a C1
+    /// control, a bidi control.
+    fn obeyed(c: char) -> bool {
+        let n = c as u32;
+        (c != '\n' && n < 0x20)
+            || (0x7f..0xa0).contains(&n)
+            || (0x202a..=0x202e).contains(&n)
+            || (0x2066..=0x2069).contains(&n)
+    }
+
+    #[test]
+    fn strings_from_files_and_errors_neither_break_lines_nor_reach_the_terminal() {
+        let bad = "x\ny\r\x1b[2J\u{9b}\u{202e}|z";
+        let report = Report {
+            machine: format!("2 CPUs, {bad}, Linux {bad}"),
+            quick: true,
+            interrupted: false,
+            clocks: Some(Vec::new()),
+            unavailable: vec![Unavailable {
+                clock: "tsc".into(),
+                reason: bad.into(),
+            }],
+            seed004: None,
+            pairs: Some(Err(bad.into())),
+            pairs_seed: Some(Err(bad.into())),
+            code_size: Some(Err(bad.into())),
+            bh: None,
+            counters: None,
+            debug_preempt: None,
+            hammer: Some(vec![HammerRepeats {
+                clock: "mono".into(),
+                runs: vec![Err(bad.into())],
+                ns_per_entry: Spread::of(Vec::new()),
+                ns_per_entry_cpu: Spread::of(Vec::new()),
+            }]),
+            kept_trace: Some(KeptTrace {
+                path: format!("/tmp/{bad}"),
+                clock: "mono".into(),
+                seconds: 1.0,
+                events: Err(bad.into()),
+            }),
+        };
+        let md = report.markdown();
+        assert!(!md.chars().any(obeyed), "{md:?}");
+        let shown = "x\\ny\\r\\x1b[2J\\u{9b}\\u{202e}";
+        assert!(
+            md.contains(&format!("Machine: 2 CPUs, {shown}|z, Linux {shown}|z\n")),
+            "{md}"
+        );
+        // In a table row, `|` would end the cell: it is `/` there.
+        let row = md.lines().find(|l| l.starts_with("| mono |")).unwrap();
+        assert!(row.ends_with(&format!("| {shown}/z |")), "{row}");
+        // The machine's two, three errors, the unavailable clock, the kept
+        // trace's path and error, the hammer row (and the seeds table).
+        assert!(md.matches(shown).count() >= 9, "{md}");
     }
 }

@@ -4,6 +4,7 @@
 use super::metadata::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use super::tracing_format::{self, Callsite, TracingRecord};
 use ringtrace_tracepoint::{decode_field, FieldValue, EVENT_HEADER_LEN};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Decodes payloads by a file's metadata.
@@ -108,13 +109,21 @@ impl Decoded<'_> {
             .collect()
     }
 
-    /// The fields by the event's format (empty for a raw payload).
+    /// The fields by the event's format (empty for a raw payload). A
+    /// string field that is not UTF-8 shows U+FFFD for its bytes that are
+    /// not.
     pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.text_bytes()).into_owned()
+    }
+
+    /// [`text`](Decoded::text) with each string field's bytes as they
+    /// were written, for the dump to escape.
+    pub(crate) fn text_bytes(&self) -> Vec<u8> {
         match self {
-            Decoded::Tracepoint { desc, values, .. } => render(&desc.format, values),
-            Decoded::Untagged { layout, values } => render(&layout.format, values),
-            Decoded::Tracing(r) => r.text(),
-            Decoded::Raw { .. } => String::new(),
+            Decoded::Tracepoint { desc, values, .. } => render_bytes(&desc.format, values),
+            Decoded::Untagged { layout, values } => render_bytes(&layout.format, values),
+            Decoded::Tracing(r) => r.text_bytes(),
+            Decoded::Raw { .. } => Vec::new(),
         }
     }
 }
@@ -246,42 +255,48 @@ fn fill(fields: &[FieldDesc], mut bytes: &[u8]) -> Result<Vec<FieldValue>, Strin
 /// `0x`). Extra placeholders stay as they are; extra values are appended,
 /// as [`ringtrace_tracepoint::render`] does.
 pub fn render(format: &str, values: &[FieldValue]) -> String {
-    let mut out = String::with_capacity(format.len() + 8 * values.len());
+    String::from_utf8_lossy(&render_bytes(format, values)).into_owned()
+}
+
+/// [`render`], with a string value that is not UTF-8 kept as its bytes.
+fn render_bytes(format: &str, values: &[FieldValue]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(format.len() + 8 * values.len());
     let mut values = values.iter();
     let mut rest = format;
     while let Some(at) = rest.find('{') {
-        out.push_str(&rest[..at]);
+        out.extend_from_slice(&rest.as_bytes()[..at]);
         rest = &rest[at..];
         let spec = ["{}", "{:x}", "{:#x}"]
             .into_iter()
             .find(|s| rest.starts_with(s));
         let Some(spec) = spec else {
-            out.push('{');
+            out.push(b'{');
             rest = &rest[1..];
             continue;
         };
         match values.next() {
-            Some(v) => out.push_str(&shown(v, spec)),
-            None => out.push_str(spec),
+            Some(v) => out.extend_from_slice(&shown(v, spec)),
+            None => out.extend_from_slice(spec.as_bytes()),
         }
         rest = &rest[spec.len()..];
     }
-    out.push_str(rest);
+    out.extend_from_slice(rest.as_bytes());
     for v in values {
-        out.push(' ');
-        out.push_str(&v.to_string());
+        out.push(b' ');
+        out.extend_from_slice(&v.shown_bytes());
     }
     out
 }
 
-fn shown(v: &FieldValue, spec: &str) -> String {
-    match (v, spec) {
+fn shown<'v>(v: &'v FieldValue, spec: &str) -> Cow<'v, [u8]> {
+    let hex = match (v, spec) {
         (FieldValue::Unsigned(n), "{:x}") => format!("{n:x}"),
         (FieldValue::Unsigned(n), "{:#x}") => format!("{n:#x}"),
         (FieldValue::Signed(n), "{:x}") => format!("{n:x}"),
         (FieldValue::Signed(n), "{:#x}") => format!("{n:#x}"),
-        _ => v.to_string(),
-    }
+        _ => return v.shown_bytes(),
+    };
+    Cow::Owned(hex.into_bytes())
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! one JSON object each), after `#` lines saying what the file is.
 
 use super::decode::{Decoded, Decoder};
+use super::escape::{escape, escape_bytes};
 use super::summary::{clock_words, comm, metadata_decoder, writer_words};
 use super::time::{seconds, utc_time};
 use ringtrace_ring::file::{Recovery, RecoveryCounts, WriterState};
@@ -44,6 +45,13 @@ pub enum DumpError {
 /// opened) and the first event, converted by the file's clock; for a
 /// clock whose ticks are not time it is the raw tick count, and the `#`
 /// lines say so.
+///
+/// Each event is one line, and so is each `#` line: what comes from the
+/// trace (the command name, names, formats, field values, the metadata's
+/// strings, the path) is shown through [`escape`](crate::escape), so a
+/// newline in a field is `\n`, an ESC is `\x1b`, a bidi override is
+/// `\u{202e}`, and the bytes of a string field that are not UTF-8 show
+/// as `\xNN`.
 ///
 /// ```
 /// use ringtrace_ring::{file, RingBuffer, RingConfig};
@@ -233,7 +241,9 @@ impl<'r> Dump<'r> {
         out.push("#".to_owned());
         out.push("#           TASK-PID     CPU#     TIMESTAMP  FUNCTION".to_owned());
         out.push("#              | |         |         |         |".to_owned());
-        out
+        // The path, the command name, the metadata's names and the
+        // problems found can all hold what a terminal would obey.
+        out.into_iter().map(|l| escape(&l).into_owned()).collect()
     }
 
     /// The events to print, in time order (ties: by CPU).
@@ -272,31 +282,41 @@ impl<'r> Dump<'r> {
             Some(ns) => format!("{:>15}", seconds(ns)),
             None => format!("{:>15}", e.ts),
         };
-        let what = match (&d, self.options.raw) {
-            (_, true) => format!("{}: {}", d.name().unwrap_or("raw"), hex(&e.payload)),
-            (Decoded::Raw { why }, false) => format!("raw: {} ({why})", hex(&e.payload)),
-            (_, false) => format!("{}: {}", d.name().unwrap_or("raw"), d.text()),
+        // Names, formats, reasons and values all come from the trace: the
+        // event's part is built as bytes (a string field that is not UTF-8
+        // keeps its own) and escaped as a whole.
+        let name = d.name().unwrap_or("raw");
+        let mut what = match (&d, self.options.raw) {
+            (_, true) => format!("{name}: {}", hex(&e.payload)).into_bytes(),
+            (Decoded::Raw { why }, false) => {
+                format!("raw: {} ({why})", hex(&e.payload)).into_bytes()
+            }
+            (_, false) => {
+                let mut what = format!("{name}: ").into_bytes();
+                what.extend_from_slice(&d.text_bytes());
+                what
+            }
         };
+        while what.last() == Some(&b' ') {
+            what.pop();
+        }
         // A local span is written at its end with its start: say how long.
-        let what = match (&d, self.options.raw) {
-            (Decoded::Tracing(t), false) => match t.start {
-                Some(start) => {
-                    let ticks = e.ts.saturating_sub(start);
-                    match self.recovery.header.clock.ticks_to_ns(ticks) {
-                        Some(ns) => format!("{} lasted={ns}ns", what.trim_end()),
-                        None => format!("{} lasted={ticks}ticks", what.trim_end()),
-                    }
-                }
-                None => what,
-            },
-            _ => what,
-        };
+        if let (Decoded::Tracing(t), false) = (&d, self.options.raw) {
+            if let Some(start) = t.start {
+                let ticks = e.ts.saturating_sub(start);
+                let lasted = match self.recovery.header.clock.ticks_to_ns(ticks) {
+                    Some(ns) => format!(" lasted={ns}ns"),
+                    None => format!(" lasted={ticks}ticks"),
+                };
+                what.extend_from_slice(lasted.as_bytes());
+            }
+        }
         format!(
             "{:>16}-{:<7} [{:03}] {ts}: {}",
-            comm(self.recovery),
+            escape(comm(self.recovery)),
             tid,
             e.cpu,
-            what.trim_end()
+            escape_bytes(&what)
         )
     }
 
@@ -362,6 +382,8 @@ pub(crate) fn field_json(v: &FieldValue) -> Value {
         // NaN and infinities, which JSON has no number for, become null.
         FieldValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
         FieldValue::Str(s) => Value::from(s.as_str()),
+        // JSON strings are Unicode: the bytes that are not UTF-8 become U+FFFD.
+        FieldValue::Bytes(b) => Value::from(String::from_utf8_lossy(b)),
         FieldValue::Location { file, line, column } => {
             json!({ "file": file, "line": line, "column": column })
         }

@@ -2,7 +2,7 @@
 //! them: the JSON metadata a file ring carries so its events can be
 //! decoded ([`TraceMetadata`]), the decoding ([`Decoder`]), and what
 //! `ringtrace recover` and `ringtrace dump` print ([`recovery_text`],
-//! [`Dump`]).
+//! [`Dump`]), with every string from the trace escaped ([`escape`]).
 //!
 //! A program that records into a file ring hands the metadata to the
 //! ring; a reader then needs only the file:
@@ -43,6 +43,7 @@
 
 mod decode;
 mod dump;
+mod escape;
 pub mod export;
 mod metadata;
 mod summary;
@@ -52,6 +53,7 @@ pub mod tracing_format;
 
 pub use decode::{render, Decoded, Decoder};
 pub use dump::{hex, Dump, DumpError, DumpOptions};
+pub use escape::{escape, escape_bytes, escape_json};
 pub use metadata::{
     kind_name, metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata,
     TracepointDesc, METADATA_VERSION,

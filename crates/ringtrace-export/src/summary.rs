@@ -2,6 +2,7 @@
 //! words for the writer, the clock and the metadata that `dump` shares.
 
 use super::decode::Decoder;
+use super::escape::escape;
 use super::metadata::TraceMetadata;
 use super::time::utc_time;
 use ringtrace_ring::file::{FileClock, Recovery, RecoveryCounts, WriterState};
@@ -144,11 +145,14 @@ fn stats_words(s: &Stats) -> String {
 /// What `ringtrace recover` prints: the file, the writer, the clock, the
 /// geometry, the metadata (and the records appended at run time, with
 /// any damage to them, when there are), then each CPU's counts,
-/// accounting words and problems, and a total.
+/// accounting words and problems, and a total; one line each, with what
+/// comes from the file escaped ([`escape`](crate::escape)).
 pub fn recovery_text(r: &Recovery) -> String {
     let mut out = String::new();
+    // The path, the command name and the problems found can hold what a
+    // terminal would obey: each line is escaped.
     let mut line = |s: String| {
-        out.push_str(&s);
+        out.push_str(&escape(&s));
         out.push('\n');
     };
     let h = &r.header;

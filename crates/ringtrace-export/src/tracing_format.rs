@@ -39,7 +39,6 @@
 
 use ringtrace_tracepoint::FieldValue;
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 pub use ringtrace_tracepoint::RESERVED_IDS;
 
@@ -262,10 +261,13 @@ impl<'b> Cursor<'b> {
         w.copy_from_slice(self.take(8, what)?);
         Ok(u64::from_le_bytes(w))
     }
-    fn str(&mut self, what: &str) -> Result<String, String> {
+    fn bytes(&mut self, what: &str) -> Result<&'b [u8], String> {
         let b = self.take(2, what)?;
         let len = u16::from_le_bytes([b[0], b[1]]) as usize;
-        Ok(String::from_utf8_lossy(self.take(len, what)?).into_owned())
+        self.take(len, what)
+    }
+    fn str(&mut self, what: &str) -> Result<String, String> {
+        Ok(String::from_utf8_lossy(self.bytes(what)?).into_owned())
     }
 }
 
@@ -458,11 +460,14 @@ pub fn decode<'d>(
                 TAG_F64 => FieldValue::Float(f64::from_bits(c.u64(name)?)),
                 TAG_BOOL => FieldValue::Bool(c.u8(name)? != 0),
                 TAG_STR | TAG_DEBUG => {
-                    let mut s = c.str(name)?;
+                    let mut bytes = c.bytes(name)?.to_vec();
                     if cut {
-                        s.push_str(CUT_MARK);
+                        bytes.extend_from_slice(CUT_MARK.as_bytes());
                     }
-                    FieldValue::Str(s)
+                    match String::from_utf8(bytes) {
+                        Ok(s) => FieldValue::Str(s),
+                        Err(e) => FieldValue::Bytes(e.into_bytes()),
+                    }
                 }
                 t => {
                     return Err(format!(
@@ -495,20 +500,36 @@ impl TracingRecord<'_> {
     /// The record in words, as `ringtrace dump` shows it after its name:
     /// an event as `LEVEL target: message k=v ...`, a span's record as
     /// `LEVEL target: verb name#id k=v ...`, a local span's as
-    /// `span name began=TICKS` (the dump adds how long it lasted).
+    /// `span name began=TICKS` (the dump adds how long it lasted). A
+    /// string field that is not UTF-8 shows U+FFFD for its bytes that are
+    /// not.
     pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.text_bytes()).into_owned()
+    }
+
+    /// [`text`](TracingRecord::text) with each string field's bytes as
+    /// they were written, for the dump to escape.
+    pub(crate) fn text_bytes(&self) -> Vec<u8> {
         let c = self.callsite;
-        if c.kind == CallsiteKind::LocalSpan {
-            return self.body();
+        let mut out = Vec::new();
+        if c.kind != CallsiteKind::LocalSpan {
+            out.extend_from_slice(format!("{} {}: ", c.level.name(), c.target).as_bytes());
         }
-        format!("{} {}: {}", c.level.name(), c.target, self.body())
+        self.push_body(&mut out);
+        out
     }
 
     /// The text without the level and target: `message k=v ...`, `verb
     /// name#id k=v ...`.
     pub fn body(&self) -> String {
+        let mut out = Vec::new();
+        self.push_body(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    fn push_body(&self, out: &mut Vec<u8>) {
+        let start = out.len();
         let c = self.callsite;
-        let mut out = String::new();
         let verb = match self.kind {
             RecordKind::Event => "",
             RecordKind::SpanNew => "new",
@@ -519,30 +540,27 @@ impl TracingRecord<'_> {
             RecordKind::SpanClose => "close",
         };
         if !verb.is_empty() {
-            out.push_str(verb);
-            out.push(' ');
-            out.push_str(&c.name);
+            out.extend_from_slice(format!("{verb} {}", c.name).as_bytes());
             if let Some(span) = self.span {
-                let _ = write!(out, "#{span}");
+                out.extend_from_slice(format!("#{span}").as_bytes());
             }
         }
         if let Some(parent) = self.parent {
-            let _ = write!(out, " parent=#{parent}");
+            out.extend_from_slice(format!(" parent=#{parent}").as_bytes());
         }
         if let Some(start) = self.start {
-            let _ = write!(out, " began={start}");
+            out.extend_from_slice(format!(" began={start}").as_bytes());
         }
         for f in &self.fields {
-            if !out.is_empty() {
-                out.push(' ');
+            if out.len() > start {
+                out.push(b' ');
             }
             if f.name != "message" {
-                out.push_str(f.name);
-                out.push('=');
+                out.extend_from_slice(f.name.as_bytes());
+                out.push(b'=');
             }
-            let _ = write!(out, "{}", f.value);
+            out.extend_from_slice(&f.value.shown_bytes());
         }
-        out
     }
 
     /// The values of the generic tracepoint ([`text_tracepoint`]):

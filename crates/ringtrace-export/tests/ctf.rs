@@ -234,6 +234,7 @@ fn shown(v: &FieldValue, hex: bool) -> String {
         FieldValue::Bool(b) => u8::from(*b).to_string(),
         FieldValue::Float(f) => g(*f),
         FieldValue::Str(s) => quoted(s),
+        FieldValue::Bytes(b) => quoted(&String::from_utf8_lossy(b)),
         FieldValue::Location { file, line, column } => format!(
             "{{ file = {}, line = {line}, column = {column} }}",
             quoted(file)

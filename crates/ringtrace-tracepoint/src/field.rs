@@ -94,6 +94,11 @@ pub enum FieldValue {
     Bool(bool),
     Float(f64),
     Str(String),
+    /// A string field whose bytes are not UTF-8 (a damaged or forged
+    /// trace: writers record `&str`), as it holds them. `Display` shows
+    /// each byte that is not UTF-8 as U+FFFD; a text dump shows it as
+    /// `\xNN`.
+    Bytes(Vec<u8>),
     Location {
         file: String,
         line: u32,
@@ -109,21 +114,43 @@ impl fmt::Display for FieldValue {
             FieldValue::Bool(v) => write!(f, "{v}"),
             FieldValue::Float(v) => write!(f, "{v}"),
             FieldValue::Str(v) => f.write_str(v),
+            FieldValue::Bytes(v) => f.write_str(&String::from_utf8_lossy(v)),
             FieldValue::Location { file, line, column } => write!(f, "{file}:{line}:{column}"),
         }
     }
 }
 
+impl FieldValue {
+    /// The value as `Display` shows it, as bytes, except that a string
+    /// that is not UTF-8 ([`FieldValue::Bytes`]) keeps its bytes: for a
+    /// reader that escapes what it prints.
+    ///
+    /// ```
+    /// use ringtrace_tracepoint::FieldValue;
+    /// assert_eq!(&*FieldValue::Unsigned(7).shown_bytes(), b"7");
+    /// assert_eq!(&*FieldValue::Bytes(vec![b'a', 0xff]).shown_bytes(), b"a\xff");
+    /// assert_eq!(FieldValue::Bytes(vec![b'a', 0xff]).to_string(), "a\u{fffd}");
+    /// ```
+    pub fn shown_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            FieldValue::Str(s) => s.as_bytes().into(),
+            FieldValue::Bytes(b) => b.as_slice().into(),
+            other => other.to_string().into_bytes().into(),
+        }
+    }
+}
+
 /// Reads one field of `kind` from the front of `bytes`; returns the value
-/// and the bytes it took, or `None` if `bytes` is too short.
+/// and the bytes it took, or `None` if `bytes` is too short. A string whose
+/// bytes are not UTF-8 decodes as [`FieldValue::Bytes`]; a location's file
+/// name that is not UTF-8 shows U+FFFD for its bytes that are not.
 pub fn decode_field(kind: FieldKind, bytes: &[u8]) -> Option<(FieldValue, usize)> {
     fn take<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
         bytes.get(..N)?.try_into().ok()
     }
-    fn string(bytes: &[u8]) -> Option<(String, usize)> {
+    fn string(bytes: &[u8]) -> Option<(&[u8], usize)> {
         let len = u16::from_le_bytes(take(bytes)?) as usize;
-        let s = bytes.get(2..2 + len)?;
-        Some((String::from_utf8_lossy(s).into_owned(), 2 + len))
+        Some((bytes.get(2..2 + len)?, 2 + len))
     }
     Some(match kind {
         FieldKind::U8 => (FieldValue::Unsigned(u64::from(take::<1>(bytes)?[0])), 1),
@@ -153,10 +180,14 @@ pub fn decode_field(kind: FieldKind, bytes: &[u8]) -> Option<(FieldValue, usize)
         FieldKind::F64 => (FieldValue::Float(f64::from_le_bytes(take(bytes)?)), 8),
         FieldKind::Str => {
             let (s, n) = string(bytes)?;
-            (FieldValue::Str(s), n)
+            match std::str::from_utf8(s) {
+                Ok(s) => (FieldValue::Str(s.to_owned()), n),
+                Err(_) => (FieldValue::Bytes(s.to_vec()), n),
+            }
         }
         FieldKind::Location => {
             let (file, n) = string(bytes)?;
+            let file = String::from_utf8_lossy(file).into_owned();
             let line = u32::from_le_bytes(take(bytes.get(n..)?)?);
             let column = u32::from_le_bytes(take(bytes.get(n + 4..)?)?);
             (FieldValue::Location { file, line, column }, n + 8)
@@ -219,6 +250,17 @@ mod tests {
         assert_eq!(decode_field(FieldKind::U64, &[1, 2, 3]), None);
         assert_eq!(decode_field(FieldKind::Str, &[9, 0, b'a']), None);
         assert_eq!(decode_field(FieldKind::Location, &[0, 0, 1]), None);
+    }
+
+    #[test]
+    fn a_string_that_is_not_utf8_keeps_its_bytes() {
+        let (v, used) = decode_field(FieldKind::Str, &[3, 0, b'a', 0xff, 0x1b]).unwrap();
+        assert_eq!(
+            (v.clone(), used),
+            (FieldValue::Bytes(vec![b'a', 0xff, 0x1b]), 5)
+        );
+        assert_eq!(v.to_string(), "a\u{fffd}\x1b");
+        assert_eq!(&*v.shown_bytes(), b"a\xff\x1b");
     }
 
     #[test]

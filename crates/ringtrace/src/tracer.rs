@@ -241,7 +241,10 @@ impl Tracer {
     }
 
     /// The unread events as `ringtrace dump` prints them: `#` comment lines,
-    /// then one ftrace-like line per event.
+    /// then one ftrace-like line per event. Every string from the trace is
+    /// escaped ([`trace_file::escape`](crate::trace_file::escape)): a
+    /// newline or an ESC in a field cannot break a line or reach a
+    /// terminal.
     pub fn dump(&self, options: DumpOptions) -> Result<String, TracerError> {
         let snapshot = self.snapshot()?;
         let dump = Dump::new(&snapshot, options)?;

@@ -768,10 +768,8 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .write_json(&json)
         .and_then(|()| report.write_svg(&svg));
     if args.json {
-        emit(&format!(
-            "{}\n",
-            serde_json::to_string_pretty(&report.to_json())?
-        ))?;
+        let json = serde_json::to_string_pretty(&report.to_json())?;
+        emit(&format!("{}\n", ringtrace::trace_file::escape_json(&json)))?;
     } else {
         emit(&report.markdown())?;
         if written.is_ok() {
@@ -787,7 +785,10 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             ..
         }) = &report.kept_trace
         {
-            emit(&format!("The hammer's trace is in {path}.\n"))?;
+            emit(&format!(
+                "The hammer's trace is in {}.\n",
+                ringtrace::trace_file::escape(path)
+            ))?;
         }
     }
     written?;
@@ -824,7 +825,8 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
     let recovery = ringtrace::ring::file::recover(&args.file)?;
     if args.json {
         let json = ringtrace::trace_file::recovery_json(&recovery);
-        emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
+        let json = serde_json::to_string_pretty(&json)?;
+        emit(&format!("{}\n", ringtrace::trace_file::escape_json(&json)))?;
     } else {
         emit(&ringtrace::trace_file::recovery_text(&recovery))?;
     }
@@ -892,7 +894,9 @@ fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     for event in dump.events() {
         if args.json {
-            put(&serde_json::to_string(&dump.json(event))?)?;
+            put(&ringtrace::trace_file::escape_json(&serde_json::to_string(
+                &dump.json(event),
+            )?))?;
         } else {
             put(&dump.line(event))?;
         }

@@ -75,6 +75,7 @@ pub(super) fn place(
                 .find(|f| f.name == "message")
                 .and_then(|f| match &f.value {
                     FieldValue::Str(s) => Some(s.clone()),
+                    FieldValue::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
                     _ => None,
                 })
                 .unwrap_or_else(|| name.to_owned());

@@ -174,7 +174,7 @@ fn put(out: &mut Vec<u8>, kind: FieldKind, v: &FieldValue) {
         FieldValue::Signed(n) => *n as u64,
         FieldValue::Bool(b) => u64::from(*b),
         FieldValue::Float(f) => f.to_bits(),
-        FieldValue::Str(_) | FieldValue::Location { .. } => 0,
+        FieldValue::Str(_) | FieldValue::Bytes(_) | FieldValue::Location { .. } => 0,
     };
     let le = bits.to_le_bytes();
     match kind {

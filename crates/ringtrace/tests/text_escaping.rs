@@ -1,0 +1,183 @@
+//! A trace is input from whoever wrote it: `Tracer::dump` and the text
+//! export show every string in it escaped, one line per event, with no
+//! byte a terminal would obey.
+
+use ringtrace::{DumpOptions, ExportFormat, Tracer};
+#[cfg(feature = "tracing")]
+use tracing_subscriber::layer::SubscriberExt;
+
+ringtrace::tracepoint! {
+    /// Written raw by the tests, with any bytes in its string.
+    pub fn esc_bytes(s: &str) = "s={}";
+    /// A format with a newline, an ESC and a bidi override in it.
+    pub fn esc_format(n: u32) = "n={}\n\x1b[2J\u{202e}";
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringtrace-escape-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn tracer() -> Tracer {
+    Tracer::builder()
+        .clock("mono")
+        .cpus(1)
+        .buffer_size(256 << 10)
+        .build()
+        .unwrap()
+}
+
+/// How the dump shows `c`, by the documented rules (written out here, not
+/// taken from the library).
+fn shown_char(c: char) -> String {
+    let n = c as u32;
+    match c {
+        '\n' => "\\n".into(),
+        '\t' => "\\t".into(),
+        '\r' => "\\r".into(),
+        '\\' => "\\\\".into(),
+        _ if n < 0x20 || n == 0x7f => format!("\\x{n:02x}"),
+        _ if (0x80..0xa0).contains(&n) => format!("\\u{{{n:x}}}"),
+        _ => c.to_string(),
+    }
+}
+
+/// How the dump shows byte `b` alone in a string field: as a char below
+/// 0x80, as hex (not UTF-8) from 0x80.
+fn shown_byte(b: u8) -> String {
+    if b < 0x80 {
+        shown_char(char::from(b))
+    } else {
+        format!("\\x{b:02x}")
+    }
+}
+
+/// The event lines of `text` (after the `#` lines), each checked: UTF-8,
+/// no control byte but the newline that ends it, no C1 control, no bidi
+/// control.
+fn checked_event_lines(text: &[u8]) -> Vec<String> {
+    for (i, &b) in text.iter().enumerate() {
+        assert!(
+            b == b'\n' || (b >= 0x20 && b != 0x7f),
+            "byte {b:#04x} at {i} in {:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    let text = std::str::from_utf8(text).expect("the dump is UTF-8");
+    for c in text.chars() {
+        let n = c as u32;
+        assert!(
+            !(0x80..0xa0).contains(&n)
+                && !(0x202a..=0x202e).contains(&n)
+                && !(0x2066..=0x2069).contains(&n),
+            "{c:?} in {text}"
+        );
+    }
+    assert!(text.ends_with('\n'));
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+#[cfg(feature = "tracing")]
+fn a_tracing_string_field_holding_any_char_below_256_stays_on_its_line() {
+    let dir = temp_dir("tracing");
+    let tracer = tracer();
+    let subscriber = tracing_subscriber::registry().with(tracer.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for n in 0u32..256 {
+            let s = format!("a{}b", char::from_u32(n).unwrap());
+            tracing::info!(target: "esc", n, s = s.as_str());
+        }
+        let all: String = (0u32..256).filter_map(char::from_u32).collect();
+        tracing::info!(target: "esc", "{all}");
+    });
+    let dump = tracer.dump(DumpOptions::default()).unwrap();
+    let out = dir.join("text");
+    tracer.export(ExportFormat::Text, &out).unwrap();
+    let lines = checked_event_lines(dump.as_bytes());
+    assert!(checked_event_lines(&std::fs::read(&out).unwrap()) == lines);
+    assert_eq!(lines.len(), 257, "{dump}");
+    for (n, line) in (0u32..256).zip(&lines) {
+        let expected = format!(
+            "tracing:event: INFO esc: n={n} s=a{}b",
+            shown_char(char::from_u32(n).unwrap())
+        );
+        assert!(line.ends_with(&expected), "{line:?} for {n:#x}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_string_field_holding_any_byte_shows_the_bytes_that_are_not_utf8_as_hex() {
+    let dir = temp_dir("bytes");
+    let tracer = tracer();
+    let event = |s: &[u8]| {
+        let mut p = esc_bytes::TRACEPOINT.id.to_le_bytes().to_vec();
+        p.extend_from_slice(&7u32.to_le_bytes());
+        p.extend_from_slice(&(s.len() as u16).to_le_bytes());
+        p.extend_from_slice(s);
+        tracer.write(&p).unwrap();
+    };
+    for b in 0u8..=255 {
+        event(&[b'a', b, b'b']);
+    }
+    let all: Vec<u8> = (0u8..=255).collect();
+    event(&all);
+    let dump = tracer.dump(DumpOptions::default()).unwrap();
+    let out = dir.join("text");
+    tracer.export(ExportFormat::Text, &out).unwrap();
+    let lines = checked_event_lines(dump.as_bytes());
+    assert!(checked_event_lines(&std::fs::read(&out).unwrap()) == lines);
+    assert_eq!(lines.len(), 257, "{dump}");
+    for (b, line) in (0u8..=255).zip(&lines) {
+        let expected = format!("esc_bytes: s=a{}b", shown_byte(b));
+        assert!(line.ends_with(&expected), "{line:?} for {b:#x}");
+    }
+    // Every byte from 0x80 is alone, between bytes that are not its
+    // continuation: none is UTF-8.
+    let expected: String = (0u8..=255).map(shown_byte).collect();
+    assert!(
+        lines[256].ends_with(&format!("s={expected}")),
+        "{}",
+        lines[256]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[cfg(feature = "tracing")]
+fn names_targets_formats_and_spans_are_escaped_too() {
+    let tracer = tracer();
+    let subscriber = tracing_subscriber::registry().with(tracer.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!(target: "t\x1b]0;x\x07\u{202e}", "span\n\x1b[1m");
+        let _entered = span.enter();
+        tracing::warn!(target: "t\r", { "k\x1b\n" = 1 }, "msg\u{9b}2J\\");
+    });
+    let mut p = esc_format::TRACEPOINT.id.to_le_bytes().to_vec();
+    p.extend_from_slice(&7u32.to_le_bytes());
+    p.extend_from_slice(&5u32.to_le_bytes());
+    tracer.write(&p).unwrap();
+    let dump = tracer.dump(DumpOptions::default()).unwrap();
+    let lines = checked_event_lines(dump.as_bytes());
+    // span_new, span_enter, the event, span_exit, span_close, the tracepoint.
+    assert_eq!(lines.len(), 6, "{dump}");
+    assert!(
+        lines[0]
+            .ends_with("tracing:span_new: INFO t\\x1b]0;x\\x07\\u{202e}: new span\\n\\x1b[1m#1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].ends_with("tracing:event: WARN t\\r: msg\\u{9b}2J\\\\ k\\x1b\\n=1"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[5].ends_with("esc_format: n=5\\n\\x1b[2J\\u{202e}"),
+        "{lines:?}"
+    );
+}
