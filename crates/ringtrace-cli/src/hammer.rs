@@ -148,6 +148,9 @@ impl Default for HammerConfig {
 /// What a run measured: the kernel's output, as numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HammerResult {
+    /// Whether a stop (SIGINT, SIGTERM) ended the run before its duration:
+    /// the figures are those of the shorter run.
+    pub interrupted: bool,
     /// Wall time of the producers' run, in microseconds.
     pub time_us: u64,
     /// Events overwritten before they were read.
@@ -288,6 +291,16 @@ pub const MAX_WAKEUP_INTERVAL: u32 = 1_000_000;
 
 /// Runs the hammer.
 pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
+    run_until(config, &|| false)
+}
+
+/// Runs the hammer until `config.duration` is over or `stop` says so
+/// (looked at every few milliseconds); a stopped run's result is a whole
+/// result of a shorter run, marked [`HammerResult::interrupted`].
+pub fn run_until(
+    config: &HammerConfig,
+    stop: &dyn Fn() -> bool,
+) -> Result<HammerResult, HammerError> {
     if !(1..=MAX_PRODUCERS).contains(&config.producers) {
         return Err(HammerError::Invalid(format!(
             "--producers {} is invalid: it must be from 1 to {MAX_PRODUCERS}",
@@ -362,8 +375,12 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
         e => e.into(),
     })?;
     let warnings = std::sync::Mutex::new(warnings);
-    let (per_producer, consumed, elapsed) =
-        hammer_threads::run_threads(config, &ring, cpus, &warnings)?;
+    let hammer_threads::ThreadsRun {
+        per_producer,
+        consumed,
+        elapsed,
+        stopped,
+    } = hammer_threads::run_threads(config, &ring, cpus, &warnings, stop)?;
 
     let hit: u64 = per_producer.iter().map(|p| p.hit).sum();
     let missed: u64 = per_producer.iter().map(|p| p.missed).sum();
@@ -380,6 +397,7 @@ pub fn run(config: &HammerConfig) -> Result<HammerResult, HammerError> {
     let entries_per_ms = hit.checked_div(time_ms).unwrap_or(0);
     let ratio = |a: f64, b: u64| if b > 0 { a / b as f64 } else { 0.0 };
     Ok(HammerResult {
+        interrupted: stopped,
         time_us,
         overruns,
         read,
@@ -527,6 +545,12 @@ impl HammerResult {
             line(format!("Warning: {w}"));
         }
         line("End ring buffer hammer".into());
+        if self.interrupted {
+            line(format!(
+                "Interrupted: stopped by a signal before its {} s; the figures are of the shorter run",
+                config.duration.as_secs_f64()
+            ));
+        }
         line(match (&self.rseq_unavailable, self.write_path.as_str()) {
             (_, "rseq") => format!(
                 "Write path: rseq, no locked instruction on the producer's CPU ({} remote updates{})",

@@ -69,17 +69,29 @@ pub(crate) fn cpus_available() -> usize {
     }
 }
 
+/// What [`run_threads`] measured.
+pub(crate) struct ThreadsRun {
+    /// Each producer's figures.
+    pub(crate) per_producer: Vec<ProducerStats>,
+    /// The consumer's, if there was one.
+    pub(crate) consumed: Option<Consumed>,
+    /// Wall time from the start signal to the last producer's end.
+    pub(crate) elapsed: Duration,
+    /// Whether `stop` ended the run before `config.duration`.
+    pub(crate) stopped: bool,
+}
+
 /// Starts the consumer (unless disabled) and the producers, each pinned to
-/// a CPU below `cpus`, runs them for `config.duration` and stops them.
-/// Returns each producer's figures, the consumer's, and the wall time from
-/// the start signal to the last producer's end. Refused scheduling
+/// a CPU below `cpus`, runs them for `config.duration` or until `stop`
+/// says so (looked at every 5 ms), and stops them. Refused scheduling
 /// requests are pushed to `warnings`.
 pub(crate) fn run_threads(
     config: &HammerConfig,
     ring: &RingBuffer<AnyClock>,
     cpus: usize,
     warnings: &Mutex<Vec<String>>,
-) -> Result<(Vec<ProducerStats>, Option<Consumed>, Duration), HammerError> {
+    stop: &dyn Fn() -> bool,
+) -> Result<ThreadsRun, HammerError> {
     let running = AtomicBool::new(true);
     let producers_done = AtomicBool::new(false);
     // Producers wait for `go`, not a barrier, so that a thread that fails
@@ -175,7 +187,12 @@ pub(crate) fn run_threads(
         // Release: the producers' setup above happens before they run.
         go.store(true, Ordering::Release);
         let t0 = Instant::now();
+        let mut stopped = false;
         while failed.is_none() && t0.elapsed() < config.duration {
+            if stop() {
+                stopped = true;
+                break;
+            }
             std::thread::sleep(Duration::from_millis(5).min(config.duration));
         }
         running.store(false, Ordering::Relaxed);
@@ -198,7 +215,12 @@ pub(crate) fn run_threads(
         });
         match failed {
             Some(e) => Err(e),
-            None => Ok((per_producer, consumed, elapsed)),
+            None => Ok(ThreadsRun {
+                per_producer,
+                consumed,
+                elapsed,
+                stopped,
+            }),
         }
     })
 }

@@ -11,7 +11,8 @@
 //!   preemptirq instrumentation strategy;
 //! - [`clocks`]: every clock source's read cost and guarantees;
 //! - [`code_size`]: a function's bytes and the instructions it executes;
-//! - [`report`]: every seed's measurement, in one run.
+//! - [`report`]: every seed's measurement, in one run;
+//! - [`stop`]: SIGINT and SIGTERM as a graceful stop of any of them.
 //!
 //! ```no_run
 //! use ringtrace_cli::hammer::{self, HammerConfig};
@@ -35,4 +36,5 @@ pub mod seed004;
 pub mod seed004_cost;
 pub mod seed004_tear;
 pub mod spread;
+pub mod stop;
 pub mod update_run;

@@ -404,6 +404,9 @@ pub struct PairsResult {
     pub deltas: Deltas,
     /// The kernel patch's two claims, checked on the medians.
     pub verdict: Verdict,
+    /// Whether a stop (SIGINT, SIGTERM) cut the run short: the pairs not
+    /// measured are absent.
+    pub interrupted: bool,
     /// The distribution of every (pair, strategy) over all CPUs:
     /// `[upper bound in ns per pair, share of samples]` per power-of-two
     /// bucket (sixteenths of a ns upwards).
@@ -432,6 +435,19 @@ pub fn run_method(
     method: Method,
     progress: &(dyn Fn() + Sync),
 ) -> Result<PairsResult, PairsError> {
+    run_until(config, method, progress, &|| false)
+}
+
+/// [`run_method`], looking at `stop` between pairs: once it says so, the
+/// pairs not yet measured are left out of the result (and the seed
+/// method's run on CPU 0 alone), which is marked
+/// [`PairsResult::interrupted`].
+pub fn run_until(
+    config: &PairsConfig,
+    method: Method,
+    progress: &(dyn Fn() + Sync),
+    stop: &dyn Fn() -> bool,
+) -> Result<PairsResult, PairsError> {
     if !(1..=MAX_SAMPLES).contains(&config.samples) {
         return Err(PairsError::Invalid(format!(
             "--samples {} is invalid: it must be from 1 to {MAX_SAMPLES}",
@@ -450,8 +466,16 @@ pub fn run_method(
         Method::Batched => {
             let clock = Local::new()?;
             let name = format!("local ({})", clock.backing());
-            measure(&clock, name, method, keys, config, progress)
+            measure(&clock, name, method, keys, config, progress, stop)
         }
-        Method::Seed => measure(&Mono::new(), "mono".into(), method, keys, config, progress),
+        Method::Seed => measure(
+            &Mono::new(),
+            "mono".into(),
+            method,
+            keys,
+            config,
+            progress,
+            stop,
+        ),
     }
 }

@@ -284,7 +284,11 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         percentile: 99,
         irq: IrqBackend::Soft,
     };
-    report.pairs = Some(pairs::run(&pc, &|| {}).map_err(|e| e.to_string()));
+    // Relaxed: see `stopped`.
+    let stop_now = || stop.load(Ordering::Relaxed);
+    report.pairs = Some(
+        pairs::run_until(&pc, pairs::Method::Batched, &|| {}, &stop_now).map_err(|e| e.to_string()),
+    );
     if stopped(&mut report) {
         return report;
     }
@@ -300,7 +304,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
             round + 1,
             seed_pc.samples
         ));
-        match pairs::run_method(&seed_pc, pairs::Method::Seed, &|| {}) {
+        match pairs::run_until(&seed_pc, pairs::Method::Seed, &|| {}, &stop_now) {
             Ok(r) => rounds.push(r),
             Err(e) => {
                 report.pairs_seed = Some(Err(e.to_string()));

@@ -45,15 +45,34 @@ pub enum ClockError {
         /// The system's explanation (strerror).
         message: String,
     },
-    /// A signal number outside what the irq emulation can route.
-    #[error("signal {signal} cannot be routed through the irq emulation; valid signals are 1..={max} except SIGKILL (9), SIGSTOP (19) and 32..{rtmin}, which the C library keeps for itself (SIGRTMIN is {rtmin})")]
+    /// A signal number the irq emulation cannot route: not a signal at all
+    /// (0, negative, above SIGRTMAX), one no handler can catch (SIGKILL,
+    /// SIGSTOP), or one the C library keeps for itself (32 up to SIGRTMIN).
+    #[error(
+        "signal {signal} ({name}) cannot be routed through the irq emulation: {reason}; {valid}"
+    )]
     BadSignal {
         /// The signal asked for.
         signal: i32,
-        /// The largest valid signal number.
-        max: i32,
-        /// The C library's SIGRTMIN: 32 up to it are reserved.
-        rtmin: i32,
+        /// Its name, e.g. `SIGKILL`, or `not a signal`.
+        name: String,
+        /// Why it cannot be routed.
+        reason: &'static str,
+        /// What is valid instead.
+        valid: String,
+    },
+    /// A synchronous fault signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
+    /// SIGSYS) asked to be an interrupt. The kernel sends one for a fault of
+    /// the running instruction, which runs again when the handler returns:
+    /// deferred while irqs are masked, the fault would repeat forever.
+    #[error("{name} ({signal}) is a synchronous fault signal: the kernel sends it for a fault of the running instruction, which runs again when the handler returns, so deferring it as a masked interrupt would hang the process instead of crashing it; {valid}")]
+    FaultSignal {
+        /// The signal asked for.
+        signal: i32,
+        /// Its name, e.g. `SIGSEGV`.
+        name: String,
+        /// What is valid instead.
+        valid: String,
     },
     /// A signal would be sent that no handler catches: its default action
     /// would end (or stop) the process, or ignoring it would make the

@@ -31,7 +31,9 @@ pub fn writer_words(r: &Recovery) -> String {
         WriterState::Live => format!(
             "live snapshot: {who} is still writing; what follows was read while it wrote"
         ),
-        WriterState::Closed => format!("closed: {who} dropped the ring"),
+        WriterState::Closed => {
+            format!("closed: {who} dropped the ring or exited normally with it")
+        }
         WriterState::SettingUp => format!(
             "setting up: {who} stopped before the file held a ring; nothing in it is an event"
         ),

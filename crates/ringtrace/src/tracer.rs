@@ -23,13 +23,18 @@ use std::sync::Arc;
 ///
 /// Dropping a tracer, or [`finish`](Tracer::finish), closes each CPU's
 /// open page so every committed event can be read, and `finish` writes a
-/// file ring to disk. A tracer that is [installed](Tracer::install) keeps
-/// its ring for the rest of the process (tracepoints may write into it at
-/// any moment), so the ring is never torn down: a file ring then reads, in
-/// `ringtrace recover`, as the trace of a program that exited without
-/// closing it. Every committed event is kept; an event reserved but not
-/// committed when the process exits (a thread killed mid-event) is counted
-/// lost, never read torn.
+/// file ring to disk. A tracer that is [installed](Tracer::install), or
+/// whose [`layer`](Tracer::layer) a global `tracing` subscriber holds,
+/// keeps its ring for the rest of the process (events may come at any
+/// moment), so the ring is never dropped. A file ring still alive when the
+/// process exits normally (a return from `main`, `std::process::exit`) is
+/// marked closed by an exit handler, so `ringtrace recover` says `closed`
+/// as for a dropped ring; a crash, a kill or `abort()` leave it `died`.
+/// Every committed event is kept, the open pages' too; an event reserved
+/// but not committed when the process ends (a thread still writing as it
+/// exits, or killed mid-event) is counted, never read torn, and such a
+/// thread's later events are kept after the close (docs/format.md, "Status
+/// word").
 pub struct Tracer {
     ring: Arc<RingBuffer<AnyClock>>,
 }

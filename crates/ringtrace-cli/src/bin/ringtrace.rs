@@ -30,6 +30,9 @@ enum Command {
     /// for a CPU; a run with more producers and consumer than CPUs says so.
     /// With --file PATH the ring is laid out in that file (a flight
     /// recorder), which `ringtrace dump PATH` reads back.
+    ///
+    /// SIGINT or SIGTERM stops it early: the partial result is printed,
+    /// marked interrupted, and the exit code is 128 + the signal.
     Hammer(HammerArgs),
     /// "tracing: do not disable interrupts for trace_clock_local" (seed
     /// 004), both halves: every clock source under every protection, with
@@ -37,6 +40,9 @@ enum Command {
     /// timer tick (the `sched` sources tear unless irqs are masked or the
     /// data is latched), cross-CPU skew, and the irq-over-preempt cost
     /// ratio of `sched` paired per round.
+    ///
+    /// SIGINT or SIGTERM stops it early: the partial result is printed,
+    /// marked interrupted, and the exit code is 128 + the signal.
     Clocks(ClocksArgs),
     /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
     /// on every CPU under the three instrumentation strategies of the kernel
@@ -57,6 +63,9 @@ enum Command {
     /// baseline beside the patch's differences, and a verdict. Built with
     /// `--features static-keys`, early-key runs with patched keys, as in the
     /// kernel; the output says which ran.
+    ///
+    /// SIGINT or SIGTERM stops it early: the partial result is printed,
+    /// marked interrupted, and the exit code is 128 + the signal.
     Pairs(PairsArgs),
     /// Every seed's finding in one run: a seeds table (each kernel patch,
     /// its claim and figure, ours with its spread, a verdict), then
@@ -66,8 +75,12 @@ enum Command {
     /// ring_buffer_benchmark per clock, repeated. Markdown on stdout,
     /// report.json and report.svg written (atomically). With --keep-trace
     /// DIR, one more hammer run's ring is kept in DIR/hammer.ring for
-    /// `ringtrace dump`. SIGINT or SIGTERM prints what was measured so far
-    /// and exits with 130.
+    /// `ringtrace dump`. SIGINT or SIGTERM stops it gracefully: what was
+    /// measured so far is printed and written, marked interrupted, and the
+    /// exit code is 128 + the signal (130 for SIGINT). As with `hammer`,
+    /// `pairs` and `clocks`, signals within 3 s of the first are absorbed
+    /// (a double Ctrl-C, `timeout -s INT`); one after that ends the run at
+    /// once.
     Report(ReportArgs),
     /// Reads a ring file (a flight recorder: `hammer --file`, or a program's
     /// `RingConfig::file`) without its program and says what it holds.
@@ -470,13 +483,19 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     if paths.len() > 1 && config.file.is_some() {
         return Err("--write-path both makes two runs, and --file names one ring file; give one path, or no --file".into());
     }
+    ringtrace_cli::stop::install()?;
     let mut results = Vec::new();
     for &write_path in paths {
+        if ringtrace_cli::stop::requested() {
+            break;
+        }
         let config = HammerConfig {
             write_path,
             ..config.clone()
         };
-        let result = timed("hammer", config.duration, || hammer::run(&config))?;
+        let result = timed("hammer", config.duration, || {
+            hammer::run_until(&config, &ringtrace_cli::stop::requested)
+        })?;
         if !args.json {
             if paths.len() > 1 {
                 emit(&format!("== write path {write_path}\n"))?;
@@ -499,10 +518,13 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         }
     }
     let bad: u64 = results.iter().map(|r| r.bad_payloads).sum();
+    if bad > 0 && args.json {
+        eprintln!("[ERROR!] {bad} payloads did not match what was written");
+    }
+    if let Some(code) = stopped_exit("the result") {
+        return Ok(if bad > 0 { ExitCode::from(1) } else { code });
+    }
     Ok(if bad > 0 {
-        if args.json {
-            eprintln!("[ERROR!] {bad} payloads did not match what was written");
-        }
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
@@ -528,6 +550,8 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         update_hz: args.update_hz,
         ..Default::default()
     };
+    use ringtrace_cli::stop;
+    stop::install()?;
     let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
     let (rows, unavailable) = ringtrace_cli::clocks::run(
         &config,
@@ -535,21 +559,38 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             progress.inc(1);
             progress.set_message(name.to_owned());
         },
-        &|| false,
+        &stop::requested,
     );
     use ringtrace_cli::seed004_cost;
+    const NOT_RUN: &str = "not run: stopped by a signal first";
     progress.set_message("seed 004 cost: hammer, sched@irq against sched@preempt, paired");
-    let cost =
-        seed004_cost::measure(args.rounds as usize, seed004_cost::RUN).map_err(|e| e.to_string());
+    let cost = if stop::requested() {
+        Err(NOT_RUN.to_owned())
+    } else {
+        seed004_cost::measure(args.rounds as usize, seed004_cost::RUN).map_err(|e| e.to_string())
+    };
     let cost_finding = seed004_cost::finding(&cost);
     progress.set_message("sched: torn readings, faithful and amplified");
     let tear_run = Duration::from_secs(args.tear_seconds);
-    let faithful = ringtrace_cli::seed004_tear::measure("sched@preempt", args.update_hz, tear_run)
-        .map_err(|e| e.to_string());
-    let amplified =
+    let faithful = if stop::requested() {
+        Err(NOT_RUN.to_owned())
+    } else {
+        ringtrace_cli::seed004_tear::measure_until(
+            "sched@preempt",
+            args.update_hz,
+            tear_run,
+            &stop::requested,
+        )
+        .map_err(|e| e.to_string())
+    };
+    let amplified = if stop::requested() {
+        Err(NOT_RUN.to_owned())
+    } else {
         ringtrace_cli::seed004_tear::measure("sched-wide@preempt", 20_000, tear_run / 10)
-            .map_err(|e| e.to_string());
+            .map_err(|e| e.to_string())
+    };
     progress.finish_and_clear();
+    let interrupted = stop::requested();
     let seed004 = ringtrace_cli::seed004::Seed004::new(cost, faithful, amplified, &rows);
     if args.json {
         let out = serde_json::json!({
@@ -559,14 +600,18 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             "unavailable": unavailable,
             "seed004": seed004,
             "seed004_cost_finding": cost_finding,
+            "interrupted": interrupted,
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
+        if interrupted {
+            emit("Interrupted: stopped by a signal; the clocks not measured and the runs not made are left out or marked not run\n")?;
+        }
         emit(&format!("{}\n", ringtrace_cli::clocks::write_path_note()))?;
         emit(&ringtrace_cli::clocks::text(&rows, &unavailable))?;
         emit(&format!("\n{}", ringtrace_cli::seed004::text(&seed004)))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(stopped_exit("the result").unwrap_or(ExitCode::SUCCESS))
 }
 
 fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
@@ -603,7 +648,13 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         ringtrace_cli::pairs::progress_steps(cpus, args.method),
         "pairs",
     );
-    let result = ringtrace_cli::pairs::run_method(&config, args.method, &|| progress.inc(1))?;
+    ringtrace_cli::stop::install()?;
+    let result = ringtrace_cli::pairs::run_until(
+        &config,
+        args.method,
+        &|| progress.inc(1),
+        &ringtrace_cli::stop::requested,
+    )?;
     progress.finish_and_clear();
     // Counted, not timed: after the run, so it takes nothing from it. A
     // platform without it prints why instead of the table.
@@ -633,7 +684,7 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             Err(e) => emit(&format!("\nCode per call site: not measured: {e}\n"))?,
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(stopped_exit("the result").unwrap_or(ExitCode::SUCCESS))
 }
 
 /// `--method`: the names of [`ringtrace_cli::pairs::Method`], listed in the
@@ -682,35 +733,17 @@ fn timed<T>(what: &str, duration: Duration, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Set by SIGINT or SIGTERM during a report.
-static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn on_stop(_signal: libc::c_int) {
-    // Relaxed: a flag the run polls between steps; async-signal-safe.
-    STOP.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Routes SIGINT and SIGTERM to [`STOP`]. One-shot (SA_RESETHAND): a
-/// second Ctrl-C ends the process at once.
-fn catch_stop_signals() -> Result<(), String> {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction is valid (empty mask, no flags); the
-        // handler only stores to an atomic, which is async-signal-safe.
-        let rc = unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESETHAND | libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut())
-        };
-        if rc != 0 {
-            return Err(format!(
-                "cannot catch signal {signal}: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-    }
-    Ok(())
+/// After a run that SIGINT or SIGTERM stopped (see [`ringtrace_cli::stop`]):
+/// says so on stderr and gives the exit code, 128 + the signal. `None` for
+/// a run no signal stopped.
+fn stopped_exit(what: &str) -> Option<ExitCode> {
+    let code = ringtrace_cli::stop::exit_code()?;
+    let absorbed = match ringtrace_cli::stop::absorbed() {
+        0 => String::new(),
+        n => format!(" ({n} later signal(s) absorbed)"),
+    };
+    eprintln!("ringtrace: interrupted: stopped by a signal{absorbed}; {what} above is partial");
+    Some(ExitCode::from(code))
 }
 
 /// Writes `text` to stdout. A closed pipe (`| head`, `| true`) ends the
@@ -753,13 +786,13 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             .transpose()?,
         update_hz: args.update_hz,
     };
-    catch_stop_signals()?;
+    ringtrace_cli::stop::install()?;
     let progress = bar(ringtrace_cli::report::steps(&config), "report");
     let step = |s: &str| {
         progress.inc(1);
         progress.set_message(s.to_owned());
     };
-    let report = ringtrace_cli::report::run(&config, &STOP, &step);
+    let report = ringtrace_cli::report::run(&config, ringtrace_cli::stop::flag(), &step);
     progress.finish_and_clear();
     let json = args.out.join("report.json");
     let svg = args.out.join("report.svg");
@@ -793,8 +826,9 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     }
     written?;
     if report.interrupted {
-        eprintln!("ringtrace: stopped by a signal; the report above is partial");
-        return Ok(ExitCode::from(130));
+        if let Some(code) = stopped_exit("the report") {
+            return Ok(code);
+        }
     }
     let bad: u64 = report
         .hammer

@@ -121,6 +121,7 @@ pub(super) fn measure<C: Clock>(
     keys: KeyKind,
     config: &PairsConfig,
     progress: &(dyn Fn() + Sync),
+    stop: &dyn Fn() -> bool,
 ) -> Result<PairsResult, PairsError> {
     let conversion = clock
         .info()
@@ -166,14 +167,24 @@ pub(super) fn measure<C: Clock>(
 
     // Pair by pair, every CPU at once; a batched pair whose samples came
     // out shorter than the target is measured again with a larger K, its
-    // progress not counted again.
+    // progress not counted again. A stop leaves out the pairs not yet
+    // started, and keeps a pair's first measurement rather than retry.
     let mut measured: BTreeMap<Pair, (usize, Vec<CpuResults>)> = BTreeMap::new();
+    let mut interrupted = false;
     for pair in Pair::ALL {
+        if stop() {
+            interrupted = true;
+            break;
+        }
         let mut k = facts.batch.get(&pair).copied().unwrap_or(1);
         let mut per_cpu = run.on_every_cpu(cpus, pair, per(k), progress)?;
         for _ in 0..RETRIES {
             let span = cheapest_median(&per_cpu) / facts.step as f64;
-            if method == Method::Seed || k >= MAX_BATCH || span >= timing::TARGET_STEPS as f64 {
+            if method == Method::Seed
+                || k >= MAX_BATCH
+                || span >= timing::TARGET_STEPS as f64
+                || stop()
+            {
                 break;
             }
             let factor = (timing::TARGET_STEPS as f64 * 1.25 / span.max(1.0)).ceil() as usize;
@@ -184,8 +195,10 @@ pub(super) fn measure<C: Clock>(
     }
 
     // The seed's percentile: a separate run on CPU 0 alone.
+    let interrupted = interrupted || stop();
     let single_cpu: Option<BTreeMap<Pair, CpuResults>> = match method {
         Method::Batched => None,
+        Method::Seed if interrupted => None,
         Method::Seed => Some(on_cpu0(|| {
             let mut raw = Vec::new();
             raw.try_reserve_exact(samples)
@@ -254,10 +267,14 @@ pub(super) fn measure<C: Clock>(
         batch,
         batch_span_steps,
         keys,
-        percentile_from: match method {
-            Method::Batched => "the largest per-CPU percentile",
-            Method::Seed => "a separate run on CPU 0 alone",
+        percentile_from: match (method, &single_cpu) {
+            (Method::Seed, Some(_)) => "a separate run on CPU 0 alone",
+            (Method::Seed, None) => {
+                "the largest per-CPU percentile (the run on CPU 0 alone was stopped)"
+            }
+            (Method::Batched, _) => "the largest per-CPU percentile",
         },
+        interrupted,
         trim_percent: TRIM_PERCENT,
         outlier_factor: OUTLIER_FACTOR,
         distribution,

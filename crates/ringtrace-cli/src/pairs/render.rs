@@ -105,7 +105,25 @@ impl PairsResult {
             self.outlier_factor,
             RESOLUTION_STEPS,
         );
+        if self.interrupted {
+            let missing: Vec<&str> = Pair::ALL
+                .into_iter()
+                .filter(|p| !self.pairs.contains_key(p.key()))
+                .map(|p| p.key())
+                .collect();
+            out.push_str(&format!(
+                "Interrupted: stopped by a signal; not measured: {}; the verdict covers only the pairs below\n",
+                if missing.is_empty() {
+                    "none".to_owned()
+                } else {
+                    missing.join(", ")
+                }
+            ));
+        }
         for pair in Pair::ALL {
+            if !self.pairs.contains_key(pair.key()) {
+                continue;
+            }
             let resolution = self
                 .metrics(pair, StrategyKind::Baseline)
                 .map_or(0.0, |m| m.resolution_ns);

@@ -480,6 +480,7 @@ mod tests {
             percentile_from: "a separate run on CPU 0 alone",
             trim_percent: TRIM_PERCENT,
             outlier_factor: 10,
+            interrupted: false,
             distribution: BTreeMap::new(),
         }
     }

@@ -16,6 +16,7 @@
 //! assert!(!hard_irq::is_disabled());
 //! ```
 
+use super::signals::SYNCHRONOUS_FAULT_SIGNALS;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::{compiler_fence, AtomicBool, Ordering};
@@ -52,14 +53,7 @@ fn asynchronous_signals() -> &'static libc::sigset_t {
         // signal numbers, so none can fail.
         unsafe {
             libc::sigfillset(set.as_mut_ptr());
-            for sig in [
-                libc::SIGSEGV,
-                libc::SIGBUS,
-                libc::SIGILL,
-                libc::SIGFPE,
-                libc::SIGTRAP,
-                libc::SIGSYS,
-            ] {
+            for sig in SYNCHRONOUS_FAULT_SIGNALS {
                 libc::sigdelset(set.as_mut_ptr(), sig);
             }
             set.assume_init()

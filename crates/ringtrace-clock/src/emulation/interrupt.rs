@@ -30,6 +30,7 @@
 //! interrupt::uninstall_irq_handler(libc::SIGUSR2).unwrap();
 //! ```
 
+use super::signals::{check_handled, check_routable, MAX_SIGNAL};
 use super::soft_irq::SOFT_IRQ;
 use crate::ClockError;
 use std::mem::MaybeUninit;
@@ -38,9 +39,6 @@ use std::sync::Mutex;
 
 /// An interrupt handler: called with the signal number.
 pub type IrqHandler = fn(i32);
-
-/// Signals 1..=64 fit the per-thread pending mask.
-const MAX_SIGNAL: i32 = 64;
 
 /// `HANDLERS[n]` holds the handler of signal `n` as a `usize`, 0 for none.
 ///
@@ -94,67 +92,28 @@ pub fn in_irq() -> bool {
     IRQ_DEPTH.with(|d| d.load(Ordering::Relaxed) > 0)
 }
 
-/// Whether `signal` can be routed and sent: 1 to 64, not SIGKILL or
-/// SIGSTOP (which cannot be caught), and not 32 up to SIGRTMIN, which the C
-/// library uses internally (sigaction refuses them).
-pub(crate) fn check_signal(signal: i32) -> Result<(), ClockError> {
-    let rtmin = libc::SIGRTMIN();
-    let reserved = (32..rtmin).contains(&signal);
-    if (1..=MAX_SIGNAL).contains(&signal)
-        && signal != libc::SIGKILL
-        && signal != libc::SIGSTOP
-        && !reserved
-    {
-        Ok(())
-    } else {
-        Err(ClockError::BadSignal {
-            signal,
-            max: MAX_SIGNAL,
-            rtmin,
-        })
-    }
-}
-
-/// Whether `signal` is caught by a handler, so that sending it neither kills
-/// the process (the default action of most signals) nor vanishes (ignored).
-///
-/// Any handler counts: one routed by [`install_irq_handler`] or the
-/// program's own. The check is made when a sender starts; uninstalling the
-/// handler while a timer still runs is the caller's mistake.
-pub(crate) fn check_handled(signal: i32) -> Result<(), ClockError> {
-    let mut current = MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: a null new action only queries; `current` is valid to write.
-    if unsafe { libc::sigaction(signal, std::ptr::null(), current.as_mut_ptr()) } != 0 {
-        return Err(ClockError::last_os("sigaction"));
-    }
-    // SAFETY: sigaction succeeded, so it filled `current`.
-    let handler = unsafe { current.assume_init() }.sa_sigaction;
-    let (disposition, consequence) = if handler == libc::SIG_DFL {
-        // The signals whose default action is to do nothing.
-        let harmless = [libc::SIGCHLD, libc::SIGURG, libc::SIGWINCH, libc::SIGCONT];
-        if harmless.contains(&signal) {
-            ("default", "discard it, so no interrupt would ever run")
-        } else {
-            ("default", "terminate or stop the process")
-        }
-    } else if handler == libc::SIG_IGN {
-        ("ignored", "discard it, so no interrupt would ever run")
-    } else {
-        return Ok(());
-    };
-    Err(ClockError::NoHandler {
-        signal,
-        disposition,
-        consequence,
-    })
-}
-
 /// Routes `signal` through the interrupt emulation, calling `handler` for it.
+///
+/// The signal must be an asynchronous one: a synchronous fault signal
+/// (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS) is refused with
+/// [`ClockError::FaultSignal`], since a real fault deferred while irqs are
+/// masked would repeat forever; SIGKILL, SIGSTOP, the C library's own
+/// signals and numbers that are not signals with [`ClockError::BadSignal`]
+/// (see [`check_routable`](super::signals::check_routable)).
+///
+/// ```
+/// use ringtrace_clock::emulation::interrupt;
+/// use ringtrace_clock::ClockError;
+///
+/// let err = interrupt::install_irq_handler(libc::SIGSEGV, |_| {}).unwrap_err();
+/// assert!(matches!(err, ClockError::FaultSignal { .. }));
+/// assert!(err.to_string().contains("SIGSEGV"));
+/// ```
 ///
 /// The handler must be async-signal-safe. Installing again replaces the
 /// handler and keeps the action saved by the first install.
 pub fn install_irq_handler(signal: i32, handler: IrqHandler) -> Result<(), ClockError> {
-    check_signal(signal)?;
+    check_routable(signal)?;
     let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
     HANDLERS[signal as usize].store(handler as usize, Ordering::Release);
     let mut action = MaybeUninit::<libc::sigaction>::zeroed();
@@ -182,7 +141,7 @@ pub fn install_irq_handler(signal: i32, handler: IrqHandler) -> Result<(), Clock
 
 /// Gives `signal` back the action it had before [`install_irq_handler`].
 pub fn uninstall_irq_handler(signal: i32) -> Result<(), ClockError> {
-    check_signal(signal)?;
+    check_routable(signal)?;
     let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
     let Some(at) = previous.iter().position(|(s, _)| *s == signal) else {
         return Ok(());
@@ -203,7 +162,7 @@ pub fn uninstall_irq_handler(signal: i32) -> Result<(), ClockError> {
 /// program's own): one without is refused with [`ClockError::NoHandler`]
 /// rather than sent to end the process.
 pub fn raise_on_current_thread(signal: i32) -> Result<(), ClockError> {
-    check_signal(signal)?;
+    check_routable(signal)?;
     check_handled(signal)?;
     // SAFETY: getpid and gettid cannot fail; tgkill with our own ids and a
     // valid signal only fails if that signal is invalid.

@@ -17,6 +17,9 @@
 //!   costs what the kernel's does.
 //! - [`hard_irq`]: all asynchronous signals blocked with `pthread_sigmask`,
 //!   two system calls per pair: the expensive, always-correct side.
+//! - [`signals`]: which signals can be interrupts. Synchronous fault
+//!   signals (SIGSEGV and its kind) never are: the faulting instruction runs
+//!   again after the handler, so deferring one would spin forever.
 //! - [`timer`]: a periodic interrupt, a signal sent to one thread at a fixed
 //!   rate, to provoke interrupted sections.
 //!
@@ -33,6 +36,7 @@ pub mod flags_irq;
 pub mod hard_irq;
 pub mod interrupt;
 pub mod preempt;
+pub mod signals;
 pub mod soft_irq;
 pub mod timer;
 

@@ -50,12 +50,13 @@ pub struct IrqTimer {
 impl IrqTimer {
     /// Starts sending `signal` to thread `tid` of this process every `period`.
     ///
-    /// The signal must be one the irq emulation can route (not SIGKILL or
-    /// SIGSTOP, see [`ClockError::BadSignal`]) with a handler installed
-    /// (else [`ClockError::NoHandler`]: its default action would end the
+    /// The signal must be one the irq emulation can route (not a fault
+    /// signal, see [`ClockError::FaultSignal`]; not SIGKILL or SIGSTOP, see
+    /// [`ClockError::BadSignal`]) with a handler installed (else
+    /// [`ClockError::NoHandler`]: its default action would end the
     /// process), and `tid` a live thread of this process.
     pub fn start(tid: i32, signal: i32, period: Duration) -> Result<IrqTimer, ClockError> {
-        super::interrupt::check_signal(signal)?;
+        super::signals::check_routable(signal)?;
         // SAFETY: getpid cannot fail; tgkill with signal 0 only checks that
         // the thread exists in this process and sends nothing.
         let alive = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) } == 0;
@@ -68,7 +69,7 @@ impl IrqTimer {
                 ),
             });
         }
-        super::interrupt::check_handled(signal)?;
+        super::signals::check_handled(signal)?;
         let stop = Arc::new(AtomicBool::new(false));
         let sent = Arc::new(AtomicU64::new(0));
         let thread = {
@@ -169,11 +170,13 @@ unsafe impl Send for ThreadTimer {}
 
 impl ThreadTimer {
     /// Arms a timer sending `signal` to thread `tid` of this process every
-    /// `period` (at least 1 µs; at most a day). The signal must have a
-    /// handler installed, else [`ClockError::NoHandler`].
+    /// `period` (at least 1 µs; at most a day). The signal must be one the
+    /// irq emulation can route (else [`ClockError::FaultSignal`] or
+    /// [`ClockError::BadSignal`]) with a handler installed (else
+    /// [`ClockError::NoHandler`]).
     pub fn start(tid: i32, signal: i32, period: Duration) -> Result<ThreadTimer, ClockError> {
-        super::interrupt::check_signal(signal)?;
-        super::interrupt::check_handled(signal)?;
+        super::signals::check_routable(signal)?;
+        super::signals::check_handled(signal)?;
         let period = period.clamp(Duration::from_micros(1), MAX_PERIOD);
         // SAFETY: a zeroed sigevent is valid; the fields set are the ones
         // SIGEV_THREAD_ID reads (notify, signal number, target thread).

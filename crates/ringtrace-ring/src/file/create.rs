@@ -14,19 +14,18 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{STATUS_CLOSED, STATUS_OPEN, STATUS_SETTING_UP};
+use super::at_exit::StatusWord;
+use super::{STATUS_OPEN, STATUS_SETTING_UP};
 
 /// A mapped ring file, held by its ring.
 #[derive(Debug)]
 pub(crate) struct RingFile {
     pub path: PathBuf,
     map: Arc<memmap2::MmapMut>,
-    status: ZeroedBox<AtomicU64>,
+    /// Also closed at a normal process exit (see `at_exit`).
+    status: Arc<StatusWord>,
     /// Device and inode, while this ring has the file (see `open_here`).
     id: (u64, u64),
-    /// Set once writers may be active: only then does a drop mark the file
-    /// closed.
-    opened: std::sync::atomic::AtomicBool,
 }
 
 /// What the ring needs to build its buffers over a file.
@@ -206,12 +205,12 @@ impl RingFile {
             action: "mapped",
             reason: e.reason,
         };
-        let status: ZeroedBox<AtomicU64> =
+        let word: ZeroedBox<AtomicU64> =
             ZeroedBox::from_slice(ZeroedSlice::in_file(&map, STATUS_OFFSET, 1).map_err(failed)?)
                 .map_err(failed)?;
         if !adopt {
             // Relaxed: nothing is shared yet; `set_open` publishes.
-            status.store(STATUS_SETTING_UP, Ordering::Relaxed);
+            word.store(STATUS_SETTING_UP, Ordering::Relaxed);
         }
         // Checked before anything is changed, as the CPUs' words are below.
         let annex = super::annex::in_map(&map, &layout).map_err(|why| {
@@ -261,9 +260,8 @@ impl RingFile {
             file: RingFile {
                 path: path.to_owned(),
                 map,
-                status,
+                status: StatusWord::new(word),
                 id,
-                opened: std::sync::atomic::AtomicBool::new(false),
             },
             memory,
             annex,
@@ -381,13 +379,10 @@ impl RingFile {
         })
     }
 
-    /// Marks the file open for writers: from now on a crash leaves a ring.
+    /// Marks the file open for writers: from now on a crash leaves a ring,
+    /// and a normal exit of the process closes it if nothing dropped it.
     pub(crate) fn set_open(&self) {
-        // Release: the buffers' setup is in the file before the mark.
-        self.status.store(STATUS_OPEN, Ordering::Release);
-        // Relaxed: read only by this ring's drop.
-        self.opened
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.status.set_open();
     }
 
     /// Asks the system to write the file's dirty pages to disk and waits.
@@ -399,13 +394,10 @@ impl RingFile {
 impl Drop for RingFile {
     fn drop(&mut self) {
         super::open_here::unregister(self.id);
-        if !self.opened.load(std::sync::atomic::Ordering::Relaxed) {
-            return; // failed while being set up: the status says so
-        }
-        // Release: every commit made before the ring was dropped is in the
-        // file before the mark. (The ring's buffers are dropped after this,
-        // but nothing writes them any more: dropping takes `&mut`.)
-        self.status.store(STATUS_CLOSED, Ordering::Release);
+        // Nothing writes the ring any more (dropping takes `&mut`), so
+        // every commit is in the file before the mark. A ring that failed
+        // while being set up keeps `SETTING_UP`.
+        self.status.close();
         // Unmapping leaves the dirty pages to the page cache, which writes
         // them back on its own.
     }

@@ -23,6 +23,11 @@
 //!   never committed is recognised and stepped over, and nothing half
 //!   written is ever returned.
 //!
+//! The status word tells a reader whether the writer set the file up,
+//! had it open, or closed it: a ring dropped, or still alive when its
+//! process exits normally (an exit handler closes it), reads closed; one
+//! whose process crashed or was killed reads open with its process gone.
+//!
 //! The file's blocks are reserved when it is created (`posix_fallocate`):
 //! a write into a hole of a full disk would otherwise be a SIGBUS in the
 //! writer. Nor may a ring file a process has open be truncated: its
@@ -33,6 +38,8 @@
 #[cfg(not(loom))]
 mod adopt;
 mod annex;
+#[cfg(not(loom))]
+mod at_exit;
 #[cfg(not(loom))]
 mod create;
 mod error;
@@ -65,7 +72,9 @@ use std::path::PathBuf;
 pub const STATUS_SETTING_UP: u64 = 0x5345_5455_5000_0001;
 /// The status word: writers may be active.
 pub const STATUS_OPEN: u64 = 0x4F50_454E_0000_0002;
-/// The status word: the ring was dropped, no writer was active at the end.
+/// The status word: the ring was dropped, or the process that wrote it
+/// exited normally (returned from `main`, called `exit`) with the ring
+/// still alive.
 pub const STATUS_CLOSED: u64 = 0x434C_4F53_4544_0003;
 
 /// Where a file ring goes, from [`RingConfig::file`](crate::RingConfig::file),

@@ -73,7 +73,8 @@ pub enum WriterState {
     /// The ring is open and its process is alive: the recovery is a
     /// snapshot of a live ring.
     Live,
-    /// The ring was dropped by its program.
+    /// The ring was dropped by its program, or the program exited
+    /// normally (returned from `main`, called `exit`) with it alive.
     Closed,
     /// The status word holds something else (corrupt).
     Unknown(u64),

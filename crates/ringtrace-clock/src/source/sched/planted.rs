@@ -10,7 +10,7 @@
 //! tear. A planted read never raises from inside a handler.
 
 use super::data::{base, with_data, Base, Data};
-use crate::emulation::interrupt;
+use crate::emulation::{interrupt, signals};
 use crate::{Clock, ClockError, ClockInfo, Guarantee, TickConversion};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, Ordering};
 
@@ -62,13 +62,16 @@ pub struct PlantedRead {
 impl PlantedRead {
     /// A planted read raising `signal` at `plant` on reads 0, `every`,
     /// 2·`every`, ... (`every` at least 1); `latched` reads the latch's
-    /// copies as `sched-latch` does.
+    /// copies as `sched-latch` does. `signal` must be one the irq
+    /// emulation can route, else [`ClockError::FaultSignal`] or
+    /// [`ClockError::BadSignal`].
     pub fn new(
         signal: i32,
         plant: Plant,
         every: u64,
         latched: bool,
     ) -> Result<PlantedRead, ClockError> {
+        signals::check_routable(signal)?;
         Ok(PlantedRead {
             base: base("sched")?,
             signal,
