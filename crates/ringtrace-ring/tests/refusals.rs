@@ -1,5 +1,5 @@
-//! Every refusal is counted, by cause, on every write path and every way
-//! into the ring: a busy page, a full buffer (discard mode) and an event
+//! Every refusal is counted, by cause, on every write path, every way
+//! into the ring and both modes: a busy page, a full buffer (discard mode) and an event
 //! too large for a page each return their error, and the ring's `missed`
 //! and its cause's counter grow by exactly the refusals returned, in
 //! memory and in a recovered file.
@@ -7,6 +7,7 @@
 mod common;
 
 use ringtrace_clock::{Clock, ClockInfo, Counter};
+use ringtrace_ring::format::max_payload;
 use ringtrace_ring::{file, Mode, ReserveError, RingBuffer, RingConfig, Stats, WritePath};
 
 /// A clock read by a bare rdtsc: on the rseq path, one-call writes take
@@ -106,32 +107,43 @@ fn attempts<C: Clock>(
 
 const PAGE: usize = 256;
 
-fn config(path: WritePath) -> RingConfig {
+fn config(path: WritePath, mode: Mode) -> RingConfig {
     // One buffer, so that every way (the caller's CPU or buffer 0) writes
     // the same one; no fixup, so that the page left busy stays so.
     RingConfig::default()
         .cpus(1)
         .page_size(PAGE)
         .per_cpu_bytes(4 * PAGE)
-        .mode(Mode::Discard)
+        .mode(mode)
         .fixup_after(None)
         .write_path(path)
 }
 
-/// Each cause provoked through `way`, and the counts checked against
-/// what was returned.
-fn each_cause_is_counted<C: Clock>(ring: &RingBuffer<C>, way: Way) -> Stats {
-    let what = format!("{way:?} on the {} path", ring.write_path().name());
+/// Each cause the ring's mode has provoked through `way`, and the counts
+/// checked against what was returned. A reservation is left open that
+/// fills the first page; when the writer comes round to that page it is
+/// busy in either mode (nothing on it for a reader, nothing to reuse).
+/// Committed, it is reused in overwrite mode and is the ring's end in
+/// discard mode (full: unread).
+fn each_cause_is_counted<C: Clock>(ring: &RingBuffer<C>, mode: Mode, way: Way) -> Stats {
+    let what = format!("{way:?} on the {} path, {mode:?}", ring.write_path().name());
     let mut refused = Refused::default();
-    // A reservation left open on the first page: when the writer comes
-    // round to that page it is busy.
-    let held = ring.reserve_on(0, 8).unwrap();
+    let held = ring.reserve_on(0, max_payload(PAGE)).unwrap();
     let mut accepted = attempts(ring, way, 32, 60, &mut refused);
     assert!(refused.busy > 0 && refused.full == 0, "{what}: {refused:?}");
-    // Complete now, but unread: full, in discard mode.
-    drop(held);
+    let busy = refused.busy;
+    held.commit();
     accepted += attempts(ring, way, 32, 20, &mut refused);
-    assert_eq!(refused.full, 20, "{what}: {refused:?}");
+    match mode {
+        Mode::Overwrite => assert_eq!((refused.busy, refused.full), (busy, 0), "{what}"),
+        Mode::Discard => {
+            assert_eq!(
+                (refused.busy, refused.full),
+                (busy, 20),
+                "{what}: {refused:?}"
+            )
+        }
+    }
     // Larger than a page holds, however full the ring.
     accepted += attempts(ring, way, PAGE + 1, 3, &mut refused);
     accepted += attempts(ring, way, 5000, 2, &mut refused);
@@ -144,8 +156,7 @@ fn each_cause_is_counted<C: Clock>(ring: &RingBuffer<C>, way: Way) -> Stats {
         refused.full + refused.busy + refused.too_large,
         "{what}: {stats:?}"
     );
-    // Every attempt is a hit or a miss (the held reservation a discarded
-    // hit).
+    // Every attempt is a hit or a miss (the held reservation a hit).
     assert_eq!(stats.hit, accepted + 1, "{what}: {stats:?}");
     assert_eq!(
         stats.hit + stats.missed,
@@ -155,11 +166,15 @@ fn each_cause_is_counted<C: Clock>(ring: &RingBuffer<C>, way: Way) -> Stats {
     stats
 }
 
+const MODES: [Mode; 2] = [Mode::Overwrite, Mode::Discard];
+
 /// The write paths this machine runs: CAS always, rseq where it can (not
 /// under Miri, which runs no rseq).
 fn paths() -> Vec<WritePath> {
     let mut paths = vec![WritePath::Cas];
-    if !cfg!(miri) && RingBuffer::new(config(WritePath::Rseq), Counter::new()).is_ok() {
+    if !cfg!(miri)
+        && RingBuffer::new(config(WritePath::Rseq, Mode::Discard), Counter::new()).is_ok()
+    {
         paths.push(WritePath::Rseq);
     }
     paths
@@ -182,13 +197,13 @@ fn on_cpu_0(f: impl FnOnce() + Send) {
 fn every_refusal_is_counted_by_cause_on_every_path_and_way() {
     on_cpu_0(|| {
         for path in paths() {
-            for way in WAYS {
-                let ring = RingBuffer::new(config(path), Counter::new()).unwrap();
-                each_cause_is_counted(&ring, way);
+            for (way, mode) in WAYS.into_iter().flat_map(|w| MODES.map(|m| (w, m))) {
+                let ring = RingBuffer::new(config(path, mode), Counter::new()).unwrap();
+                each_cause_is_counted(&ring, mode, way);
                 #[cfg(all(target_arch = "x86_64", not(miri)))]
                 {
-                    let ring = RingBuffer::new(config(path), BareRdtsc).unwrap();
-                    each_cause_is_counted(&ring, way);
+                    let ring = RingBuffer::new(config(path, mode), BareRdtsc).unwrap();
+                    each_cause_is_counted(&ring, mode, way);
                 }
             }
         }
@@ -201,16 +216,16 @@ fn a_file_ring_keeps_its_refusals_by_cause_for_recover() {
     let dir = std::env::temp_dir().join(format!("ringtrace-refusals-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for path in paths() {
-        let file = dir.join(format!("{}.ring", path.name()));
-        let ring = RingBuffer::new(config(path).file(&file), Counter::new()).unwrap();
-        let live = each_cause_is_counted(&ring, Way::Write);
+    for (path, mode) in paths().into_iter().flat_map(|p| MODES.map(|m| (p, m))) {
+        let file = dir.join(format!("{}-{mode:?}.ring", path.name()));
+        let ring = RingBuffer::new(config(path, mode).file(&file), Counter::new()).unwrap();
+        let live = each_cause_is_counted(&ring, mode, Way::Write);
         drop(ring);
         let recovered = file::recover(&file).unwrap().file_stats();
         assert_eq!(
             (recovered.missed, recovered.busy, recovered.too_large),
             (live.missed, live.busy, live.too_large),
-            "{}: {recovered:?}",
+            "{} {mode:?}: {recovered:?}",
             path.name()
         );
     }

@@ -73,10 +73,12 @@ fn main() {
 
     let start = dropped_by_cause();
 
-    // A reservation left open on the first page: when the writers come
-    // round to that page again they find it busy (which the ring says
-    // before whether it is full).
-    let held = ring.reserve_on(0, 8).unwrap();
+    // A reservation left open that fills the first page: when the writers
+    // come round to that page again they find it busy (nothing on it a
+    // reader could have, nothing to reuse yet).
+    let held = ring
+        .reserve_on(0, ringtrace_ring::format::max_payload(PAGE))
+        .unwrap();
     let fired = 200u32;
     let before = dropped_by_cause();
     for seq in 0..fired {
