@@ -11,7 +11,9 @@
 //! alive `CLOSED` when the process exits normally: a return from `main`
 //! or `std::process::exit`. A crash, a signal's default action, `abort()`
 //! (a `panic = "abort"` panic) or `_exit` run no exit handler and leave
-//! the file `OPEN`, which recovery reads as a writer that died.
+//! the file `OPEN`, which recovery reads as a writer that died. A panic
+//! that unwinds out of `main` ends the process by `exit(101)`, the normal
+//! path, and reads as closed (the handler is not told the exit code).
 //!
 //! Closing is idempotent, and safe against a ring being dropped at the
 //! same moment on another thread: the exit handler holds a strong
