@@ -122,18 +122,9 @@ pub fn exit_code() -> Option<u8> {
     first_signal().and_then(|s| u8::try_from(128 + s).ok())
 }
 
+/// Never 0, which marks no signal yet.
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given and is
-    // async-signal-safe; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-        .max(1)
+    ringtrace_clock::monotonic_ns().max(1)
 }
 
 const STOPPING: &[u8] = b"\nringtrace: stopping; what was measured so far follows \

@@ -10,6 +10,18 @@ pub(crate) fn monotonic_raw_ns() -> u64 {
     posix_now_ns(libc::CLOCK_MONOTONIC_RAW)
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds: one vDSO read, async-signal-safe
+/// (a signal handler may call it).
+///
+/// ```
+/// let a = ringtrace_clock::monotonic_ns();
+/// assert!(ringtrace_clock::monotonic_ns() >= a);
+/// ```
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    posix_now_ns(libc::CLOCK_MONOTONIC)
+}
+
 /// `clock_gettime(id)` in nanoseconds.
 #[inline]
 pub(crate) fn posix_now_ns(id: libc::clockid_t) -> u64 {

@@ -38,7 +38,7 @@ mod protection;
 mod source;
 mod spec;
 
-pub use calibrate::calibrate_frequency;
+pub use calibrate::{calibrate_frequency, monotonic_ns};
 pub use clock::{Clock, InlineRead};
 pub use cost::{measure_read_cost, ReadCost, MAX_BATCHES, MAX_READS_PER_BATCH};
 pub use error::ClockError;

@@ -87,19 +87,6 @@ pub(crate) struct RemoteCounts {
     quiet_since: AtomicU64,
 }
 
-/// CLOCK_MONOTONIC in ns (async-signal-safe, a vDSO read).
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a live timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
-
 impl RemoteCounts {
     /// Remote updates made with a fence (system calls).
     pub(crate) fn fenced(&self) -> u64 {
@@ -137,7 +124,7 @@ impl RemoteCounts {
         // Relaxed here and for the window: a statistic and a heuristic;
         // what must be ordered (the lasting raise, the mark) is SeqCst.
         self.fenced.fetch_add(1, Ordering::Relaxed);
-        let now = monotonic_ns();
+        let now = ringtrace_clock::monotonic_ns();
         let start = self.window_start.load(Ordering::Relaxed);
         if now.wrapping_sub(start) > ENTER_WINDOW_NS {
             self.window_start.store(now, Ordering::Relaxed);
@@ -177,7 +164,7 @@ impl RemoteCounts {
             return;
         }
         let shared = self.shared.load(Ordering::Relaxed);
-        let now = monotonic_ns();
+        let now = ringtrace_clock::monotonic_ns();
         if self.seen_shared.swap(shared, Ordering::Relaxed) != shared {
             self.quiet_pages.store(0, Ordering::Relaxed);
             self.quiet_since.store(now, Ordering::Relaxed);
