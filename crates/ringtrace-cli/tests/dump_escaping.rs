@@ -248,3 +248,39 @@ fn names_and_formats_from_the_files_metadata_are_escaped() {
         "{recovered}"
     );
 }
+
+#[test]
+fn an_error_naming_a_hostile_file_name_prints_it_escaped() {
+    let dir = TempDir::new("hostile-name");
+    let name = "x\x1b[31m\u{202e}y\nz";
+    let missing = dir.0.join(name);
+    // A ring file that is not one, under the same name: its error names it.
+    let garbage = dir.0.join(format!("{name}.ring"));
+    std::fs::write(&garbage, b"not a ring").unwrap();
+    let out = dir.0.join(format!("{name}.txt"));
+    for args in [
+        vec!["recover", missing.to_str().unwrap()],
+        vec!["dump", garbage.to_str().unwrap()],
+        vec![
+            "export",
+            garbage.to_str().unwrap(),
+            "--format",
+            "text",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    ] {
+        let run = ringtrace(&args);
+        assert!(!run.status.success(), "{args:?}");
+        let stderr = String::from_utf8(run.stderr).unwrap();
+        assert!(
+            stderr.contains("x\\x1b[31m\\u{202e}y\\nz"),
+            "{args:?}: the name is shown escaped: {stderr:?}"
+        );
+        assert!(
+            !stderr.contains('\x1b') && !stderr.contains('\u{202e}'),
+            "{args:?}: {stderr:?}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+    }
+}

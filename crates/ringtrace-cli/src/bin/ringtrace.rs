@@ -391,10 +391,18 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("ringtrace: {e}");
+            say(format_args!("ringtrace: {e}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// Prints `message` on standard error as one line, escaped as a dump's
+/// strings are: a file name or a trace's string in an error reaches the
+/// terminal as text, never as a control sequence it obeys or a line break
+/// that forges another message.
+fn say(message: std::fmt::Arguments<'_>) {
+    eprintln!("{}", ringtrace::trace_file::escape(&message.to_string()));
 }
 
 /// What `Cli::parse` does with a usage error, `--help` or `--version`
@@ -843,7 +851,9 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
             events: Err(e),
             ..
         }) => {
-            eprintln!("ringtrace: the trace to keep in {path} was not written: {e}");
+            say(format_args!(
+                "ringtrace: the trace to keep in {path} was not written: {e}"
+            ));
             true
         }
         _ => false,
@@ -891,16 +901,16 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         Err(e) if e.is_closed_pipe() => std::process::exit(141),
         Err(e) => return Err(e.into()),
     };
-    eprintln!(
+    say(format_args!(
         "ringtrace export: {} events ({} marked lost) from {} to {} ({})",
         done.events,
         done.lost,
         args.file.display(),
         done.path.display(),
         format.name()
-    );
+    ));
     for warning in &done.warnings {
-        eprintln!("ringtrace export: warning: {warning}");
+        say(format_args!("ringtrace export: warning: {warning}"));
     }
     Ok(ExitCode::SUCCESS)
 }
