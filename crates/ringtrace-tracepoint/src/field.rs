@@ -61,13 +61,24 @@ impl TraceField for bool {
     }
 }
 
+/// How many bytes of `s` a string field keeps: all, or the most that fit
+/// its 16-bit length and end on a character boundary (an event that long
+/// is larger than any page, and refused whole as too large).
+fn kept_len(s: &str) -> usize {
+    let mut len = s.len().min(u16::MAX as usize);
+    while !s.is_char_boundary(len) {
+        len -= 1;
+    }
+    len
+}
+
 impl TraceField for &str {
     const KIND: FieldKind = FieldKind::Str;
     fn encoded_len(&self) -> usize {
-        2 + self.len().min(u16::MAX as usize)
+        2 + kept_len(self)
     }
     fn encode(&self, out: &mut dyn FnMut(&[u8])) {
-        let bytes = &self.as_bytes()[..self.len().min(u16::MAX as usize)];
+        let bytes = &self.as_bytes()[..kept_len(self)];
         out(&(bytes.len() as u16).to_le_bytes());
         out(bytes);
     }
@@ -243,6 +254,18 @@ mod tests {
             round_trip(here).to_string(),
             format!("{}:{}:{}", here.file(), here.line(), here.column())
         );
+    }
+
+    #[test]
+    fn a_string_longer_than_its_length_field_is_cut_on_a_character_boundary() {
+        // 'é' is two bytes: 32767 of them end one byte short of the limit,
+        // and the next would straddle it.
+        let long = "é".repeat(40_000);
+        let FieldValue::Str(kept) = round_trip(long.as_str()) else {
+            panic!("not a string");
+        };
+        assert_eq!(kept.len(), 65_534);
+        assert!(kept.chars().all(|c| c == 'é'));
     }
 
     #[test]
