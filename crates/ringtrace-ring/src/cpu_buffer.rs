@@ -476,7 +476,7 @@ impl CpuBuffer {
     /// path's fast reserve when it misses (`CpuBuffer::reserve_whole`): the
     /// record placed (its length word and PENDING header stored, as
     /// `place` does), or why not.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn reserve_placed<C: Clock + Copy>(
         &self,

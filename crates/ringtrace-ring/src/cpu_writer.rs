@@ -60,7 +60,7 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     /// [`RingBuffer::write_on`] this writer's CPU.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if self.ring.writes_whole() {
             return self.ring.write_whole(self.buffer, payload);
         }

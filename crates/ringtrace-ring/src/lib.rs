@@ -91,7 +91,7 @@ pub mod rseq;
 mod stats;
 mod sync;
 mod words;
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 mod write_whole;
 mod zero_pool;
 mod zeroed;

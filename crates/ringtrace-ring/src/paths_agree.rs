@@ -142,7 +142,7 @@ proptest! {
 
 /// The buffer of the CPU this thread is pinned to, on the rseq path; `None`
 /// where the rseq path or pinning is unavailable.
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 fn rseq_buffer_here() -> Option<CpuBuffer> {
     let crate::rseq::Resolved::Rseq(offset) =
         crate::rseq::resolve(crate::WritePath::Rseq, 1).ok()?
@@ -167,7 +167,7 @@ fn rseq_buffer_here() -> Option<CpuBuffer> {
     Some(b)
 }
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,

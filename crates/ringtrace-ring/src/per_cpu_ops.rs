@@ -28,7 +28,7 @@ impl CpuBuffer {
         expected: (u64, u64),
         new: (u64, u64),
     ) -> Result<(), (u64, u64)> {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if let Some(line) = self.path.fast() {
             return self.cas_state_on(line, expected, new);
         }
@@ -38,7 +38,7 @@ impl CpuBuffer {
     }
 
     /// `cas_state` on the rseq path, through the buffer's fast `line`.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn cas_state_on(
         &self,
@@ -63,7 +63,7 @@ impl CpuBuffer {
 
     /// `cas_state` when its section did not commit: out of line, so that
     /// the fast path stays small.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     #[inline(never)]
     fn cas_state_rare(
@@ -117,7 +117,7 @@ impl CpuBuffer {
     /// Possibly torn or stale: the CAS checks it.
     #[inline(always)]
     pub(crate) fn guess_state(&self) -> (u64, u64) {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if self.path.fast().is_some() {
             // SAFETY: the state is a live, 16-byte aligned pair.
             return unsafe { crate::rseq::section::load_halves(self.hot.state.as_ptr()) };
@@ -133,7 +133,7 @@ impl CpuBuffer {
     /// CAS path reads them.
     #[inline(always)]
     pub(crate) fn keeps_hints(&self) -> bool {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if self.path.fast().is_some() {
             return false;
         }
@@ -158,7 +158,7 @@ impl CpuBuffer {
         value: u64,
         hits: u64,
     ) -> bool {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if let Some(fast) = self.path.fast() {
             use crate::rseq::section::{add_pair_unless, Outcome};
             // SAFETY: a commit line of this buffer, live as the buffer is,
@@ -190,7 +190,7 @@ impl CpuBuffer {
     /// second if the thread has moved since); off it, both adds under one
     /// remote update, so that a commit from another CPU costs one system
     /// call, not two.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     #[inline(never)]
     pub(crate) fn add_to_line_rare(
@@ -225,7 +225,7 @@ impl CpuBuffer {
     /// (a remote update under way, or the thread off the CPU), a reclaimed
     /// page, or an abort, which is counted here): a locked add in a section
     /// on the CPU, else a remote update. Returns the word before.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     #[inline(never)]
     fn add_rare(
@@ -249,7 +249,7 @@ impl CpuBuffer {
     /// in a section on the buffer's CPU; `None` if the thread is not on it
     /// (or the buffer is on the CAS path), nothing added then. Returns the
     /// word before.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     fn locked_add_on_cpu(&self, word: &AtomicU64, value: u64) -> Option<u64> {
         let fast = self.path.fast()?;
         // SAFETY: `word` is a live word of this buffer; a locked add on
@@ -271,7 +271,7 @@ impl CpuBuffer {
     /// `membarrier` for the event, not two. `None` on the CPU (or on the
     /// CAS path), where the event makes no remote update unless the thread
     /// moves, and then makes its own.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     pub(crate) fn remote_event(&self) -> Option<crate::rseq::remote::RemoteUpdate<'_>> {
         self.path.fast()?;
         (crate::cpu::current_cpu() != self.path.cpu() as usize).then(|| self.path.remote())
@@ -282,7 +282,7 @@ impl CpuBuffer {
     /// always a remote update: the fixup runs on the reader's CPU, and a
     /// late commit's section must not overwrite the mark.
     pub(crate) fn mark_commit(&self, word: &AtomicU64, bits: u64) -> u64 {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if self.path.fast().is_some() {
             let _remote = self.path.remote();
             return word.fetch_or(bits, Ordering::AcqRel);

@@ -34,10 +34,7 @@ pub struct RingBuffer<C: Clock> {
     /// Writes take the whole-event path (`CpuBuffer::write_whole`): the
     /// clock is a bare rdtsc and the buffers are on the rseq path. Decided
     /// once, with the path.
-    #[cfg_attr(
-        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
     writes_whole: bool,
     buffers: Box<[CpuBuffer]>,
     geometry: Geometry,
@@ -100,7 +97,7 @@ impl<C: Clock> RingBuffer<C> {
         for b in self.buffers.iter_mut() {
             b.path.choose(path);
         }
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         {
             self.writes_whole = self.inline_read == InlineRead::Rdtsc
                 && matches!(path, crate::rseq::Resolved::Rseq(_));
@@ -288,7 +285,7 @@ impl<C: Clock> RingBuffer<C> {
         b: &'a CpuBuffer,
         len: usize,
     ) -> Result<Reservation<'a>, ReserveError> {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if self.writes_whole {
             use crate::write_whole::Miss;
             // The claim's parts meet here, from the fast reserve or from a
@@ -335,7 +332,7 @@ impl<C: Clock> RingBuffer<C> {
     /// the rseq path's fast reserve missed: out of line, so that its
     /// registers are not saved on every reservation (every page switch
     /// comes here).
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(never)]
     fn reserve_placed<'a>(
         &'a self,
@@ -347,7 +344,7 @@ impl<C: Clock> RingBuffer<C> {
 
     /// A claim whose fast reserve section the kernel aborted: the abort
     /// counted, then the general loop.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     #[inline(never)]
     fn reserve_placed_after_abort<'a>(
@@ -394,7 +391,7 @@ impl<C: Clock> RingBuffer<C> {
     /// costs the same.
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         if let (true, Some(b)) = (self.writes_whole, self.buffers.get(cpu)) {
             return self.write_whole(b, payload);
         }
@@ -408,7 +405,7 @@ impl<C: Clock> RingBuffer<C> {
     /// Whether writes take the whole-event path (see
     /// `CpuBuffer::write_whole`): the ring's clock is a bare rdtsc and its
     /// buffers are on the rseq path.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn writes_whole(&self) -> bool {
         self.writes_whole
@@ -418,7 +415,7 @@ impl<C: Clock> RingBuffer<C> {
     /// general way out of line, a call in tail position for each kind of
     /// miss, so that the fast path keeps no register for it beyond its own
     /// arguments.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn write_whole(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
         use crate::write_whole::Miss;
@@ -432,7 +429,7 @@ impl<C: Clock> RingBuffer<C> {
     /// A whole event whose reserve section the kernel aborted: the abort
     /// counted (an abort handler's count, see
     /// [`crate::rseq::thread_aborts`]), then the general way.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     #[inline(never)]
     fn write_after_abort(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
@@ -445,7 +442,7 @@ impl<C: Clock> RingBuffer<C> {
     /// saved on every event of the fast path too. A miss because the
     /// writer is not on the buffer's CPU holds one remote update across the
     /// event (`CpuBuffer::remote_event`).
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(never)]
     pub(crate) fn write_general(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
         let _remote = b.remote_event();
@@ -533,19 +530,19 @@ impl<C: Clock> Copy for Stamp<'_, C> {}
 
 /// The ring's clock when it said it is a bare rdtsc ([`InlineRead::Rdtsc`]):
 /// read so, with no call (and so no register saved for one) on the way.
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 struct BareRdtsc<'a, C: Clock>(&'a C);
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 impl<C: Clock> Clone for BareRdtsc<'_, C> {
     fn clone(&self) -> Self {
         *self
     }
 }
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 impl<C: Clock> Copy for BareRdtsc<'_, C> {}
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 impl<C: Clock> Clock for BareRdtsc<'_, C> {
     #[inline(always)]
     fn read(&self) -> u64 {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use ringtrace_clock::{Clock, ClockInfo, Counter};
+use ringtrace_clock::{Clock, Counter};
 use ringtrace_ring::format::max_payload;
 use ringtrace_ring::{file, Mode, ReserveError, RingBuffer, RingConfig, Stats, WritePath};
 
@@ -22,7 +22,7 @@ impl Clock for BareRdtsc {
         // `InlineRead::Rdtsc` reads the TSC itself on x86_64, never `self`.
         ringtrace_clock::InlineRead::Rdtsc.read(self)
     }
-    fn info(&self) -> ClockInfo {
+    fn info(&self) -> ringtrace_clock::ClockInfo {
         Counter::new().info()
     }
     fn inline_read(&self) -> ringtrace_clock::InlineRead {

@@ -25,10 +25,7 @@
 
 // Off the rseq path's targets only the gate, the offset and the entry's
 // stores are used.
-#![cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
-    allow(dead_code)
-)]
+#![cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 
 use crate::meta::CommitLine;
 use std::cell::UnsafeCell;
@@ -156,7 +153,7 @@ impl FastLine {
     /// can read it.
     #[inline]
     pub(crate) fn store_open(&self, first: u64, phys: usize) {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         // SAFETY: `open` is 16-aligned and live; SSE2 only (every x86_64
         // CPU); one movdqa, whose 16 bytes
         // land together on the CPUs that read the entry (see the field).
@@ -176,7 +173,7 @@ impl FastLine {
                 options(nostack, preserves_flags),
             );
         }
-        #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+        #[cfg(not(ringtrace_rseq))]
         let _ = (first, phys);
     }
 }

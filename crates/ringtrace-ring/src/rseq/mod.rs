@@ -38,9 +38,9 @@ pub(crate) use fast_line::FastLine;
 use thiserror::Error;
 
 pub(crate) mod fast_line;
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 pub(crate) mod remote;
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 pub(crate) mod section;
 mod shared_mode;
 
@@ -121,7 +121,7 @@ pub fn unavailable() -> Option<String> {
     probe().err()
 }
 
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+#[cfg(ringtrace_rseq)]
 fn probe() -> Result<std::num::NonZeroIsize, String> {
     static PROBE: std::sync::OnceLock<Result<std::num::NonZeroIsize, String>> =
         std::sync::OnceLock::new();
@@ -141,7 +141,7 @@ fn probe() -> Result<std::num::NonZeroIsize, String> {
         .clone()
 }
 
-#[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+#[cfg(not(ringtrace_rseq))]
 fn probe() -> Result<std::num::NonZeroIsize, String> {
     Err(if cfg!(miri) || cfg!(loom) {
         "not under Miri or loom, which cannot run its assembly".to_string()
@@ -154,11 +154,11 @@ fn probe() -> Result<std::num::NonZeroIsize, String> {
 /// signal in the middle of one): each abort handler adds one. Always 0 off
 /// the rseq path.
 pub fn thread_aborts() -> u64 {
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     {
         section::thread_aborts()
     }
-    #[cfg(not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))))]
+    #[cfg(not(ringtrace_rseq))]
     {
         0
     }
@@ -206,10 +206,7 @@ pub(crate) enum Resolved {
 #[derive(Debug)]
 pub(crate) struct PerCpuPath {
     line: FastLine,
-    #[cfg_attr(
-        not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
-        allow(dead_code)
-    )]
+    #[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
     cpu: u32,
     /// Remote updates done, and shared mode (see `shared_mode`).
     remote: shared_mode::RemoteCounts,
@@ -261,7 +258,7 @@ impl PerCpuPath {
     /// `shared_mode`). A no-op unless the buffer is shared.
     #[inline]
     pub(crate) fn page_opened(&self) {
-        #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+        #[cfg(ringtrace_rseq)]
         self.remote.page_opened(&self.line.gate);
     }
 
@@ -273,14 +270,14 @@ impl PerCpuPath {
 
     /// The fast line on the rseq path, `None` on the CAS path: one test of
     /// the rseq offset.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn fast(&self) -> Option<&FastLine> {
         (self.line.rseq_offset() != 0).then_some(&self.line)
     }
 
     /// The buffer's CPU, which the locked sections check `cpu_id` against.
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn cpu(&self) -> u32 {
         self.cpu
@@ -309,7 +306,7 @@ impl PerCpuPath {
     }
 
     /// Begins a remote update (see `remote`).
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri)))]
+    #[cfg(ringtrace_rseq)]
     #[cold]
     pub(crate) fn remote(&self) -> remote::RemoteUpdate<'_> {
         remote::RemoteUpdate::begin(&self.line.gate, self.cpu, &self.remote)

@@ -38,10 +38,7 @@
 //! mark loses an update.
 
 // Counts only where there is no rseq path; their readers report 0.
-#![cfg_attr(
-    not(all(target_os = "linux", target_arch = "x86_64", not(loom), not(miri))),
-    allow(dead_code)
-)]
+#![cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
