@@ -62,6 +62,12 @@ cargo clippy -p ringtrace-cli --all-targets --locked --features static-keys -- -
 step "cargo clippy (aarch64)"
 cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
 
+step "the tracing layer links no serde_json (its normal dependencies)"
+if cargo tree -p ringtrace-tracing -e normal --locked --prefix none | grep -q '^serde_json '; then
+  echo "ringtrace-tracing depends on serde_json: the recording side must not" >&2
+  exit 1
+fi
+
 step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
 cargo test --workspace --locked
 

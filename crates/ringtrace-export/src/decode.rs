@@ -2,7 +2,7 @@
 //! (never by the running program's registry).
 
 use super::metadata::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
-use super::tracing_format::{self, Callsite, TracingRecord};
+use ringtrace_tracepoint::tracing_record::{self, Callsite, TracingRecord};
 use ringtrace_tracepoint::{decode_field, FieldValue, EVENT_HEADER_LEN};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -64,7 +64,7 @@ pub enum Decoded<'d> {
         values: Vec<FieldValue>,
     },
     /// A `tracing` record (ringtrace-tracing's layer or a local span),
-    /// decoded by its callsite's record (see [`tracing_format`](crate::tracing_format)).
+    /// decoded by its callsite's record (see [`tracing_record`]).
     Tracing(TracingRecord<'d>),
     /// Not decodable.
     Raw {
@@ -161,7 +161,8 @@ impl Decoder {
     /// (even when the metadata itself is unusable); other records are kept
     /// as they are.
     pub fn with_metadata_records(mut self, records: Vec<Vec<u8>>) -> Decoder {
-        (self.callsites, self.callsite_problems) = tracing_format::callsites(&records);
+        let found = tracing_record::callsites(&records);
+        (self.callsites, self.callsite_problems) = (found.by_id, found.problems);
         self.metadata_records = records;
         self
     }
@@ -185,7 +186,7 @@ impl Decoder {
 
     /// Decodes one payload; never panics, whatever its bytes.
     pub fn decode(&self, payload: &[u8]) -> Decoded<'_> {
-        match tracing_format::decode(payload, &self.callsites) {
+        match tracing_record::decode(payload, &self.callsites) {
             Ok(Some(record)) => return Decoded::Tracing(record),
             Ok(None) => {}
             Err(why) => return Decoded::Raw { why },

@@ -49,7 +49,6 @@ mod metadata;
 mod summary;
 mod time;
 mod tracing_export;
-pub mod tracing_format;
 
 pub use decode::{render, Decoded, Decoder};
 pub use dump::{hex, Dump, DumpError, DumpOptions};

@@ -1,10 +1,10 @@
 //! How the dump's JSON and the trace-cmd and CTF exporters show `tracing`
 //! records: the JSON with the callsite's level, target and name and the
 //! span ids; the binary formats as one generic tracepoint with a text
-//! payload ([`tracing_format::text_tracepoint`]).
+//! payload (`text_tracepoint`).
 
 use crate::metadata::{TraceMetadata, TracepointDesc};
-use crate::tracing_format::{self, TracingRecord, TEXT_TRACEPOINT_ID};
+use ringtrace_tracepoint::tracing_record::{self, TracingRecord, TEXT_TRACEPOINT_ID};
 use ringtrace_tracepoint::FieldValue;
 use serde_json::{Map, Value};
 
@@ -30,11 +30,32 @@ pub(crate) fn insert_json(t: &TracingRecord<'_>, map: &mut Map<String, Value>) {
 /// its id), for the exporters that declare every event type up front.
 pub(crate) fn with_text_tracepoint(meta: &TraceMetadata, records: &[Vec<u8>]) -> TraceMetadata {
     let mut meta = meta.clone();
-    let has_callsites = !tracing_format::callsites(records).0.is_empty();
+    let has_callsites = !tracing_record::callsites(records).by_id.is_empty();
     if has_callsites && !meta.tracepoints.iter().any(|t| t.id == TEXT_TRACEPOINT_ID) {
-        meta.tracepoints.push(tracing_format::text_tracepoint());
+        meta.tracepoints.push(text_tracepoint());
     }
     meta
+}
+
+/// The generic tracepoint, id [`TEXT_TRACEPOINT_ID`], under which the
+/// trace-cmd and CTF exports show `tracing` records: their kind, level,
+/// target, callsite name and text (without level and target), as
+/// strings.
+fn text_tracepoint() -> TracepointDesc {
+    use crate::metadata::FieldDesc;
+    use ringtrace_tracepoint::FieldKind::Str;
+    TracepointDesc {
+        name: "tracing".into(),
+        id: TEXT_TRACEPOINT_ID,
+        fields: vec![
+            FieldDesc::new("record", Str),
+            FieldDesc::new("level", Str),
+            FieldDesc::new("target", Str),
+            FieldDesc::new("callsite", Str),
+            FieldDesc::new("text", Str),
+        ],
+        format: "{} {} {} {}: {}".into(),
+    }
 }
 
 /// A `tracing` record as the generic tracepoint's event: its description

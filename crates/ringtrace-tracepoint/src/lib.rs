@@ -47,6 +47,7 @@ pub mod registry;
 mod sink;
 mod static_key;
 mod tracepoint;
+pub mod tracing_record;
 
 pub use counters::EventCounters;
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};

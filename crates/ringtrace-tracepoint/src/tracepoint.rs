@@ -96,7 +96,7 @@ impl Tracepoint {
 
 /// Event ids no tracepoint may have: the first four bytes of the records a
 /// `tracing` layer and local spans write (ringtrace-tracing; the layouts
-/// are in ringtrace-export's `tracing_format`). A tracepoint whose name
+/// are in [`tracing_record`](crate::tracing_record)). A tracepoint whose name
 /// hashes into this range is refused by
 /// [`registry::check`](crate::registry::check); the odds are 1 in
 /// 16.7 million per name.

@@ -12,8 +12,8 @@
 use crate::stats::Counters;
 use parking_lot::Mutex;
 use ringtrace_clock::Clock;
-use ringtrace_export::tracing_format::{Callsite, CallsiteKind, Level};
 use ringtrace_ring::RingBuffer;
+use ringtrace_tracepoint::tracing_record::{Callsite, CallsiteKind, Level};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use tracing_core::Metadata;
 

@@ -12,10 +12,10 @@
 //! so a value that renders differently the second time cannot overrun its
 //! slot.
 
-use ringtrace_export::tracing_format::{
+use ringtrace_ring::PayloadStream;
+use ringtrace_tracepoint::tracing_record::{
     floor_char_boundary, CUT_FLAG, TAG_BOOL, TAG_DEBUG, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
 };
-use ringtrace_ring::PayloadStream;
 use std::fmt::{self, Write as _};
 use tracing_core::field::{Field, Visit};
 

@@ -5,8 +5,8 @@ use crate::callsites::{CallsiteTable, REFUSED};
 use crate::encode::{Encode, Measure};
 use crate::stats::{Counters, LayerStats};
 use ringtrace_clock::{AnyClock, Clock};
-use ringtrace_export::tracing_format::{RecordKind, RECORD_HEADER_LEN};
 use ringtrace_ring::RingBuffer;
+use ringtrace_tracepoint::tracing_record::{RecordKind, RECORD_HEADER_LEN};
 use std::sync::Arc;
 use thiserror::Error;
 use tracing_core::span::{Attributes, Id, Record};
@@ -64,7 +64,7 @@ pub enum LayerConfigError {
 /// metadata annex (in the file for a file ring, so a reader without the
 /// program decodes it): its name, target, level, file, line and field
 /// names, under an id. Records carry that id, the thread's id, and the
-/// field values; ringtrace-export's `tracing_format` module defines the
+/// field values; ringtrace-tracepoint's `tracing_record` module defines the
 /// layout. Recording allocates nothing and takes no lock once a callsite
 /// is described: fields are visited straight into the reserved slot, and
 /// strings and `Debug` renderings longer than the [string

@@ -42,7 +42,7 @@
 //! value is rendered twice (once to measure it): cheap for a message,
 //! which is usually a literal.
 //!
-//! The wire format is ringtrace-export's `tracing_format` module, shared
+//! The wire format is ringtrace-tracepoint's `tracing_record` module, shared
 //! with the readers.
 //!
 //! # Filtering
@@ -72,5 +72,5 @@ pub use local_span::{
     local_span_stats, set_local_span_ring, LocalSpan, LocalSpanRingAlreadySet, LocalSpanSite,
     LocalSpanStats,
 };
-pub use ringtrace_export::tracing_format::CUT_MARK;
+pub use ringtrace_tracepoint::tracing_record::CUT_MARK;
 pub use stats::LayerStats;

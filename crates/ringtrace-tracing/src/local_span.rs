@@ -10,10 +10,10 @@
 use crate::callsites::next_id;
 use parking_lot::Mutex;
 use ringtrace_clock::{AnyClock, Clock};
-use ringtrace_export::tracing_format::{
+use ringtrace_ring::RingBuffer;
+use ringtrace_tracepoint::tracing_record::{
     Callsite, CallsiteKind, Level, RecordKind, RECORD_HEADER_LEN,
 };
-use ringtrace_ring::RingBuffer;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use thiserror::Error;

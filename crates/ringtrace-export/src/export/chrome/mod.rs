@@ -140,7 +140,8 @@ impl Trace {
             .iter()
             .filter_map(|e| {
                 // A start after its own end is damage, not a time.
-                crate::tracing_format::local_span_start(&e.payload).filter(|&s| s <= e.ts)
+                ringtrace_tracepoint::tracing_record::local_span_start(&e.payload)
+                    .filter(|&s| s <= e.ts)
             })
             .min();
         let base = merged

@@ -10,7 +10,7 @@ use super::event::{ChromeEvent, Phase, Scope, Ts};
 use super::rules::SpanEdge;
 use super::spans::Spans;
 use crate::dump::field_json;
-use crate::tracing_format::{CallsiteKind, RecordKind, TracingRecord};
+use ringtrace_tracepoint::tracing_record::{CallsiteKind, RecordKind, TracingRecord};
 use ringtrace_tracepoint::FieldValue;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -100,7 +100,7 @@ impl Classes {
             // metadata (crate::tracing_export), raw without metadata.
             Decoded::Tracing(_) => self
                 .by_tracepoint
-                .get(&crate::tracing_format::TEXT_TRACEPOINT_ID)
+                .get(&ringtrace_tracepoint::tracing_record::TEXT_TRACEPOINT_ID)
                 .copied()
                 .unwrap_or(self.raw),
             Decoded::Raw { .. } => self.raw,

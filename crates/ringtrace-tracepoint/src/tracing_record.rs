@@ -37,10 +37,10 @@
 //! file empty when unknown), the field count (u8) and each field name (u16
 //! length and UTF-8). [`Callsite::to_record`] and [`Callsite::parse`].
 
-use ringtrace_tracepoint::FieldValue;
+use crate::FieldValue;
 use std::collections::HashMap;
 
-pub use ringtrace_tracepoint::RESERVED_IDS;
+pub use crate::RESERVED_IDS;
 
 /// Bytes before a record's kind-specific part: kind id, thread id,
 /// callsite id.
@@ -65,7 +65,7 @@ pub const CUT_MARK: &str = "…[cut]";
 pub const CALLSITE_MAGIC: [u8; 4] = *b"RTcs";
 /// The callsite record version this build writes and reads.
 pub const CALLSITE_VERSION: u8 = 1;
-/// The id of the generic tracepoint ([`text_tracepoint`]) under which
+/// The id of the generic tracepoint (ringtrace-export's) under which
 /// trace-cmd and CTF exports show `tracing` records.
 pub const TEXT_TRACEPOINT_ID: u32 = 0xFFFF_FF00;
 
@@ -181,7 +181,7 @@ impl Level {
 /// every record it writes.
 ///
 /// ```
-/// use ringtrace_export::tracing_format::{Callsite, CallsiteKind, Level};
+/// use ringtrace_tracepoint::tracing_record::{Callsite, CallsiteKind, Level};
 /// let c = Callsite {
 ///     id: 7,
 ///     kind: CallsiteKind::Event,
@@ -355,21 +355,31 @@ pub fn local_span_start(payload: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(start.try_into().ok()?))
 }
 
-/// The callsites among a trace's metadata records, by id, and what was
-/// wrong with the records that are not readable callsites.
-pub fn callsites(records: &[Vec<u8>]) -> (HashMap<u32, Callsite>, Vec<String>) {
-    let mut by_id = HashMap::new();
-    let mut problems = Vec::new();
+/// The callsites among a trace's metadata records, and what was wrong
+/// with the records that are not readable callsites.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct Callsites {
+    /// The readable callsites, by id.
+    pub by_id: HashMap<u32, Callsite>,
+    /// One line for each record that claims to be a callsite and is not
+    /// readable, naming it by its index.
+    pub problems: Vec<String>,
+}
+
+/// The callsites among a trace's metadata records (see [`Callsites`]).
+pub fn callsites(records: &[Vec<u8>]) -> Callsites {
+    let mut found = Callsites::default();
     for (i, r) in records.iter().enumerate() {
         match Callsite::parse(r) {
             Ok(Some(c)) => {
-                by_id.insert(c.id, c);
+                found.by_id.insert(c.id, c);
             }
             Ok(None) => {}
-            Err(why) => problems.push(format!("metadata record {i}: {why}")),
+            Err(why) => found.problems.push(format!("metadata record {i}: {why}")),
         }
     }
-    (by_id, problems)
+    found
 }
 
 /// One field of a decoded record.
@@ -509,7 +519,7 @@ impl TracingRecord<'_> {
 
     /// [`text`](TracingRecord::text) with each string field's bytes as
     /// they were written, for the dump to escape.
-    pub(crate) fn text_bytes(&self) -> Vec<u8> {
+    pub fn text_bytes(&self) -> Vec<u8> {
         let c = self.callsite;
         let mut out = Vec::new();
         if c.kind != CallsiteKind::LocalSpan {
@@ -563,7 +573,7 @@ impl TracingRecord<'_> {
         }
     }
 
-    /// The values of the generic tracepoint ([`text_tracepoint`]):
+    /// The values of the generic tracepoint (see [`TEXT_TRACEPOINT_ID`]):
     /// record kind, level, target, callsite name, the text without level
     /// and target ([`body`](TracingRecord::body)).
     pub fn generic_values(&self) -> Vec<FieldValue> {
@@ -575,27 +585,6 @@ impl TracingRecord<'_> {
             FieldValue::Str(c.name.clone()),
             FieldValue::Str(self.body()),
         ]
-    }
-}
-
-/// The generic tracepoint, id [`TEXT_TRACEPOINT_ID`], under which the
-/// trace-cmd and CTF exports show `tracing` records: their kind, level,
-/// target, callsite name and text (without level and target), as
-/// strings.
-pub fn text_tracepoint() -> crate::TracepointDesc {
-    use crate::FieldDesc;
-    use ringtrace_tracepoint::FieldKind::Str;
-    crate::TracepointDesc {
-        name: "tracing".into(),
-        id: TEXT_TRACEPOINT_ID,
-        fields: vec![
-            FieldDesc::new("record", Str),
-            FieldDesc::new("level", Str),
-            FieldDesc::new("target", Str),
-            FieldDesc::new("callsite", Str),
-            FieldDesc::new("text", Str),
-        ],
-        format: "{} {} {} {}: {}".into(),
     }
 }
 
@@ -709,7 +698,7 @@ mod tests {
         let mut newer = good.clone();
         newer[4] = 9;
         assert!(Callsite::parse(&newer).unwrap_err().contains("version 9"));
-        let (by_id, problems) = callsites(&[good, b"other".to_vec(), newer]);
+        let Callsites { by_id, problems } = callsites(&[good, b"other".to_vec(), newer]);
         assert_eq!(by_id.len(), 1);
         assert_eq!(problems.len(), 1);
         assert!(problems[0].starts_with("metadata record 2"), "{problems:?}");
@@ -732,7 +721,7 @@ mod tests {
                     *at = *b;
                 }
             }
-            let (sites, _) = callsites(&[record]);
+            let sites = callsites(&[record]).by_id;
             let mut p = RecordKind::ALL[kind].id().to_le_bytes().to_vec();
             p.extend_from_slice(&7u32.to_le_bytes());
             p.extend_from_slice(&1u32.to_le_bytes());
