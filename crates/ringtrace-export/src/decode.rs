@@ -189,7 +189,11 @@ impl Decoder {
         match tracing_record::decode(payload, &self.callsites) {
             Ok(Some(record)) => return Decoded::Tracing(record),
             Ok(None) => {}
-            Err(why) => return Decoded::Raw { why },
+            Err(why) => {
+                return Decoded::Raw {
+                    why: why.to_string(),
+                }
+            }
         }
         if let Some(why) = &self.unusable {
             return Decoded::Raw { why: why.clone() };

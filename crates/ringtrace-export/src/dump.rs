@@ -77,7 +77,7 @@ pub enum DumpError {
 pub struct Dump<'r> {
     recovery: &'r Recovery,
     decoder: Decoder,
-    metadata: Result<String, String>,
+    metadata: Result<String, crate::UnusableMetadata>,
     /// Timestamps count from here.
     base_ticks: u64,
     options: DumpOptions,
@@ -98,7 +98,10 @@ impl<'r> Dump<'r> {
                 last: cpus.saturating_sub(1),
             });
         }
-        let (decoder, metadata) = metadata_decoder(recovery);
+        let crate::MetadataDecoder {
+            decoder,
+            summary: metadata,
+        } = metadata_decoder(recovery);
         let first = recovery
             .cpus
             .iter()

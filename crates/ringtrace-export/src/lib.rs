@@ -59,5 +59,6 @@ pub use metadata::{
 };
 pub use summary::{
     clock_words, comm, metadata_decoder, recovery_json, recovery_text, writer_name, writer_words,
+    MetadataDecoder, UnusableMetadata,
 };
 pub use time::{seconds, utc_time};

@@ -3,7 +3,7 @@
 
 use super::decode::Decoder;
 use super::escape::escape;
-use super::metadata::TraceMetadata;
+use super::metadata::{MetadataError, TraceMetadata};
 use super::time::utc_time;
 use ringtrace_ring::file::{FileClock, Recovery, RecoveryCounts, WriterState};
 use ringtrace_ring::Stats;
@@ -64,23 +64,47 @@ pub fn clock_words(c: &FileClock) -> String {
     format!("{}, ordered {}: {ticks}", c.name, c.guarantee)
 }
 
-/// A decoder for the file's metadata, carrying its metadata records
-/// ([`Decoder::metadata_records`]), and the metadata in words (or why it
-/// cannot be used).
-pub fn metadata_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
-    let (decoder, words) = base_decoder(r);
-    (
-        decoder.with_metadata_records(r.metadata_records().to_vec()),
-        words,
-    )
+/// Why a trace's metadata cannot decode its events.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnusableMetadata {
+    /// The file's metadata region could not be read (recovery says why).
+    #[error("the file's metadata cannot be read: {0}")]
+    Unreadable(String),
+    /// It was read and is not valid metadata.
+    #[error(transparent)]
+    Invalid(#[from] MetadataError),
 }
 
-fn base_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
+/// A trace's decoder, and its metadata in words.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct MetadataDecoder {
+    /// Decodes the trace's events by its metadata and its metadata records
+    /// ([`Decoder::metadata_records`]); with unusable metadata, it shows
+    /// each tracepoint event raw, saying why.
+    pub decoder: Decoder,
+    /// The metadata in words (`6 tracepoints`, ...), or why it cannot be
+    /// used.
+    pub summary: Result<String, UnusableMetadata>,
+}
+
+/// A decoder for the file's metadata, carrying its metadata records, and
+/// the metadata in words (or why it cannot be used).
+pub fn metadata_decoder(r: &Recovery) -> MetadataDecoder {
+    let (decoder, summary) = base_decoder(r);
+    MetadataDecoder {
+        decoder: decoder.with_metadata_records(r.metadata_records().to_vec()),
+        summary,
+    }
+}
+
+fn base_decoder(r: &Recovery) -> (Decoder, Result<String, UnusableMetadata>) {
     let parsed = r
         .metadata
         .as_ref()
-        .map_err(|e| format!("the file's metadata cannot be read: {e}"))
-        .and_then(|bytes| TraceMetadata::parse(bytes).map_err(|e| e.to_string()));
+        .map_err(|e| UnusableMetadata::Unreadable(e.clone()))
+        .and_then(|bytes| TraceMetadata::parse(bytes).map_err(UnusableMetadata::from));
     match parsed {
         Ok(meta) => {
             let mut words = format!(
@@ -93,7 +117,7 @@ fn base_decoder(r: &Recovery) -> (Decoder, Result<String, String>) {
             }
             (Decoder::new(&meta), Ok(words))
         }
-        Err(why) => (Decoder::unusable(why.clone()), Err(why)),
+        Err(why) => (Decoder::unusable(why.to_string()), Err(why)),
     }
 }
 
@@ -167,7 +191,7 @@ pub fn recovery_text(r: &Recovery) -> String {
         h.anchor_ticks
     ));
     line(format!("geometry:  {}", geometry_words(r)));
-    match metadata_decoder(r).1 {
+    match metadata_decoder(r).summary {
         Ok(words) => line(format!("metadata:  {words}")),
         Err(why) => line(format!("metadata:  none usable: {why}")),
     }
@@ -229,9 +253,9 @@ fn stats_json(s: &Stats) -> Value {
 pub fn recovery_json(r: &Recovery) -> Value {
     let h = &r.header;
     let c = &h.clock;
-    let metadata = match metadata_decoder(r).1 {
+    let metadata = match metadata_decoder(r).summary {
         Ok(words) => json!({ "usable": true, "summary": words }),
-        Err(why) => json!({ "usable": false, "error": why }),
+        Err(why) => json!({ "usable": false, "error": why.to_string() }),
     };
     let status_word = match r.writer {
         WriterState::Unknown(w) => Some(w),

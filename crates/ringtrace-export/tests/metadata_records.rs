@@ -34,7 +34,7 @@ fn a_files_records_reach_the_decoder_the_dump_and_the_recover_summary() {
     let path = dir.file("t.ring");
     file_with_records(&path);
     let rec = file::recover(&path).unwrap();
-    assert_eq!(metadata_decoder(&rec).0.metadata_records(), records());
+    assert_eq!(metadata_decoder(&rec).decoder.metadata_records(), records());
     let dump = Dump::new(&rec, DumpOptions::default()).unwrap();
     assert_eq!(dump.metadata_records(), records());
     let comments = dump.comments().join("\n");
@@ -108,5 +108,8 @@ fn a_snapshot_of_a_memory_ring_gives_the_decoder_its_records() {
         ring.append_metadata(&r).unwrap();
     }
     let snapshot = ring.snapshot(Vec::new());
-    assert_eq!(metadata_decoder(&snapshot).0.metadata_records(), records());
+    assert_eq!(
+        metadata_decoder(&snapshot).decoder.metadata_records(),
+        records()
+    );
 }

@@ -28,7 +28,7 @@ pub(crate) const COMMITTED_WORD: usize = 8;
 
 /// Why a metadata record was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetadataError {
+pub enum AppendMetadataError {
     /// The record does not fit in what is left of the annex (a ring
     /// without one, `capacity` 0, has room for none).
     Full {
@@ -43,10 +43,10 @@ pub enum MetadataError {
     Empty,
 }
 
-impl std::fmt::Display for MetadataError {
+impl std::fmt::Display for AppendMetadataError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
-            MetadataError::Full {
+            AppendMetadataError::Full {
                 needed,
                 capacity: 0,
                 ..
@@ -54,7 +54,7 @@ impl std::fmt::Display for MetadataError {
                 f,
                 "the ring has no metadata annex (RingConfig::metadata_capacity is 0), so a record of {needed} bytes cannot be kept; give it a capacity (256 KiB by default)"
             ),
-            MetadataError::Full {
+            AppendMetadataError::Full {
                 needed,
                 free,
                 capacity,
@@ -62,14 +62,14 @@ impl std::fmt::Display for MetadataError {
                 f,
                 "the metadata annex is full: the record needs {needed} bytes (its length plus 4) and {free} of {capacity} are free; raise RingConfig::metadata_capacity"
             ),
-            MetadataError::Empty => f.write_str(
+            AppendMetadataError::Empty => f.write_str(
                 "an empty metadata record is refused: a record holds at least one byte",
             ),
         }
     }
 }
 
-impl std::error::Error for MetadataError {}
+impl std::error::Error for AppendMetadataError {}
 
 /// The records framed in `framed`, and why the walk stopped before its
 /// end if it did (the records before that point are returned). Never
@@ -187,9 +187,9 @@ impl Annex {
     }
 
     /// Appends `record`, or says why not.
-    fn append(&self, record: &[u8]) -> Result<(), MetadataError> {
+    fn append(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
         if record.is_empty() {
-            return Err(MetadataError::Empty);
+            return Err(AppendMetadataError::Empty);
         }
         let needed = record.len().saturating_add(RECORD_HEADER);
         let mut store = self.store.lock();
@@ -203,7 +203,7 @@ impl Annex {
         // fits in the u32.
         let len = u32::try_from(record.len()).ok().filter(|_| needed <= free);
         let Some(len) = len else {
-            return Err(MetadataError::Full {
+            return Err(AppendMetadataError::Full {
                 needed,
                 free,
                 capacity: self.capacity,
@@ -256,23 +256,23 @@ impl<C: Clock> RingBuffer<C> {
     ///
     /// A record that does not fit in what is left of
     /// [`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity)
-    /// is refused ([`MetadataError::Full`]) and the earlier ones are kept;
+    /// is refused ([`AppendMetadataError::Full`]) and the earlier ones are kept;
     /// so is an empty one. Appends are serialised by a lock: not for the
     /// hot path, and not async-signal-safe (never from a signal handler).
     ///
     /// ```
     /// use ringtrace_clock::Counter;
-    /// use ringtrace_ring::{MetadataError, RingBuffer, RingConfig};
+    /// use ringtrace_ring::{AppendMetadataError, RingBuffer, RingConfig};
     /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).metadata_capacity(16);
     /// let ring = RingBuffer::new(config, Counter::new())?;
     /// ring.append_metadata(b"callsite 1")?; // 4 + 10 bytes of 16
     /// let err = ring.append_metadata(b"callsite 2").unwrap_err();
-    /// assert_eq!(err, MetadataError::Full { needed: 14, free: 2, capacity: 16 });
+    /// assert_eq!(err, AppendMetadataError::Full { needed: 14, free: 2, capacity: 16 });
     /// assert!(err.to_string().contains("raise RingConfig::metadata_capacity"));
     /// assert_eq!(ring.metadata_records(), vec![b"callsite 1".to_vec()]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn append_metadata(&self, record: &[u8]) -> Result<(), MetadataError> {
+    pub fn append_metadata(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
         self.annex.append(record)
     }
 
@@ -329,13 +329,13 @@ mod tests {
         annex.append(b"12345").unwrap();
         assert_eq!(
             annex.append(b"x"),
-            Err(MetadataError::Full {
+            Err(AppendMetadataError::Full {
                 needed: 5,
                 free: 1,
                 capacity: 10
             })
         );
-        assert_eq!(annex.append(b""), Err(MetadataError::Empty));
+        assert_eq!(annex.append(b""), Err(AppendMetadataError::Empty));
         assert_eq!(annex.records(), vec![b"12345".to_vec()]);
         let none = Annex::in_memory(0);
         let err = none.append(b"x").unwrap_err().to_string();

@@ -99,7 +99,7 @@ mod zeroed;
 #[cfg(test)]
 mod paths_agree;
 
-pub use annex::MetadataError;
+pub use annex::AppendMetadataError;
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
 pub use cpu_buffer::{CpuBuffer, ReserveError};
 pub use cpu_writer::CpuWriter;

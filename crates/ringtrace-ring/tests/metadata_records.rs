@@ -11,7 +11,7 @@ mod file_support;
 use file_support::{config, file_error, Scratch, ANNEX};
 use ringtrace_clock::Counter;
 use ringtrace_ring::file::{self, FileError, Recovery};
-use ringtrace_ring::{ConfigError, MetadataError, Mode, RingBuffer, RingConfig};
+use ringtrace_ring::{AppendMetadataError, ConfigError, Mode, RingBuffer, RingConfig};
 use std::path::Path;
 
 /// Writer id of the records' checksummed payloads.
@@ -204,7 +204,7 @@ fn a_full_annex_refuses_the_record_with_its_sizes_and_keeps_the_earlier_ones() {
         let (err, r) = refused;
         assert_eq!(
             err,
-            MetadataError::Full {
+            AppendMetadataError::Full {
                 needed: 4 + r.len(),
                 free: ANNEX - used,
                 capacity: ANNEX
@@ -241,11 +241,11 @@ fn an_empty_record_is_refused_and_a_ring_without_an_annex_refuses_every_record()
         Counter::new(),
     )
     .unwrap();
-    assert_eq!(ring.append_metadata(b""), Err(MetadataError::Empty));
+    assert_eq!(ring.append_metadata(b""), Err(AppendMetadataError::Empty));
     let err = ring.append_metadata(b"callsite").unwrap_err();
     assert_eq!(
         err,
-        MetadataError::Full {
+        AppendMetadataError::Full {
             needed: 12,
             free: 0,
             capacity: 0

@@ -234,39 +234,105 @@ pub fn floor_char_boundary(s: &str, limit: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// What is wrong with a callsite record or a `tracing` record that cannot
+/// be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// The bytes end before a part of the record does.
+    #[error("{what} is cut off ({needed} bytes needed, {left} left)")]
+    CutOff {
+        /// The part, in words (`the name`, `field name 2`, a field's name).
+        what: String,
+        /// The bytes it needs.
+        needed: usize,
+        /// The bytes that were left.
+        left: usize,
+    },
+    /// A callsite record of another version.
+    #[error("callsite record version {found}; this build reads version {CALLSITE_VERSION}")]
+    Version {
+        /// The record's version.
+        found: u8,
+    },
+    /// A callsite kind that is none of the three.
+    #[error("callsite kind {found} is not 0 (event), 1 (span) or 2 (local span)")]
+    CallsiteKind {
+        /// The kind byte found.
+        found: u8,
+    },
+    /// A record naming a callsite the trace does not describe.
+    #[error("{kind}: callsite {callsite} is not among the trace's {known} callsite records")]
+    UnknownCallsite {
+        /// The record's kind, by name.
+        kind: &'static str,
+        /// The callsite id it names.
+        callsite: u32,
+        /// How many callsites the trace describes.
+        known: usize,
+    },
+    /// A field index beyond the callsite's field names.
+    #[error("field index {index}, and callsite `{callsite}` has {fields} fields")]
+    FieldIndex {
+        /// The index found.
+        index: u8,
+        /// The callsite's name.
+        callsite: String,
+        /// How many field names it has.
+        fields: usize,
+    },
+    /// A field tag that is no field type.
+    #[error("field `{field}` has tag {tag}, which is no field type")]
+    FieldTag {
+        /// The field's name.
+        field: String,
+        /// The tag found.
+        tag: u8,
+    },
+    /// Bytes after the record's last part.
+    #[error("{kind}: {left} bytes are left after the record")]
+    TrailingBytes {
+        /// The record's kind, by name.
+        kind: &'static str,
+        /// How many bytes are left.
+        left: usize,
+    },
+}
+
 /// Reads the front of a byte slice, never panicking.
 struct Cursor<'b>(&'b [u8]);
 
 impl<'b> Cursor<'b> {
-    fn take(&mut self, n: usize, what: &str) -> Result<&'b [u8], String> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'b [u8], RecordError> {
         if self.0.len() < n {
-            return Err(format!(
-                "{what} is cut off ({n} bytes needed, {} left)",
-                self.0.len()
-            ));
+            return Err(RecordError::CutOff {
+                what: what.to_owned(),
+                needed: n,
+                left: self.0.len(),
+            });
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
     }
-    fn u8(&mut self, what: &str) -> Result<u8, String> {
+    fn u8(&mut self, what: &str) -> Result<u8, RecordError> {
         Ok(self.take(1, what)?[0])
     }
-    fn u32(&mut self, what: &str) -> Result<u32, String> {
+    fn u32(&mut self, what: &str) -> Result<u32, RecordError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn u64(&mut self, what: &str) -> Result<u64, String> {
+    fn u64(&mut self, what: &str) -> Result<u64, RecordError> {
         let mut w = [0u8; 8];
         w.copy_from_slice(self.take(8, what)?);
         Ok(u64::from_le_bytes(w))
     }
-    fn bytes(&mut self, what: &str) -> Result<&'b [u8], String> {
+    fn bytes(&mut self, what: &str) -> Result<&'b [u8], RecordError> {
         let b = self.take(2, what)?;
         let len = u16::from_le_bytes([b[0], b[1]]) as usize;
         self.take(len, what)
     }
-    fn str(&mut self, what: &str) -> Result<String, String> {
+    fn str(&mut self, what: &str) -> Result<String, RecordError> {
         Ok(String::from_utf8_lossy(self.bytes(what)?).into_owned())
     }
 }
@@ -299,26 +365,20 @@ impl Callsite {
     /// Reads a metadata record: `Ok(None)` when it is not a callsite
     /// record (another magic), an error saying what is wrong when it is a
     /// damaged or newer one. Never panics.
-    pub fn parse(record: &[u8]) -> Result<Option<Callsite>, String> {
+    pub fn parse(record: &[u8]) -> Result<Option<Callsite>, RecordError> {
         if !record.starts_with(&CALLSITE_MAGIC) {
             return Ok(None);
         }
         let mut c = Cursor(&record[4..]);
         let version = c.u8("the version")?;
         if version != CALLSITE_VERSION {
-            return Err(format!(
-                "callsite record version {version}; this build reads version {CALLSITE_VERSION}"
-            ));
+            return Err(RecordError::Version { found: version });
         }
         let kind = match c.u8("the kind")? {
             0 => CallsiteKind::Event,
             1 => CallsiteKind::Span,
             2 => CallsiteKind::LocalSpan,
-            k => {
-                return Err(format!(
-                    "callsite kind {k} is not 0 (event), 1 (span) or 2 (local span)"
-                ))
-            }
+            k => return Err(RecordError::CallsiteKind { found: k }),
         };
         let level = Level(c.u8("the level")?);
         let id = c.u32("the id")?;
@@ -420,7 +480,7 @@ pub struct TracingRecord<'d> {
 pub fn decode<'d>(
     payload: &[u8],
     callsites: &'d HashMap<u32, Callsite>,
-) -> Result<Option<TracingRecord<'d>>, String> {
+) -> Result<Option<TracingRecord<'d>>, RecordError> {
     let mut c = Cursor(payload);
     let Ok(id) = c.u32("the id") else {
         return Ok(None);
@@ -430,13 +490,13 @@ pub fn decode<'d>(
     };
     let tid = c.u32("the thread id")?;
     let callsite_id = c.u32("the callsite id")?;
-    let callsite = callsites.get(&callsite_id).ok_or_else(|| {
-        format!(
-            "{}: callsite {callsite_id} is not among the trace's {} callsite records",
-            kind.name(),
-            callsites.len()
-        )
-    })?;
+    let callsite = callsites
+        .get(&callsite_id)
+        .ok_or_else(|| RecordError::UnknownCallsite {
+            kind: kind.name(),
+            callsite: callsite_id,
+            known: callsites.len(),
+        })?;
     let span = kind.has_span().then(|| c.u64("the span id")).transpose()?;
     let parent = match kind {
         RecordKind::SpanNew => Some(c.u64("the parent span id")?).filter(|&p| p != 0),
@@ -456,12 +516,10 @@ pub fn decode<'d>(
                 .fields
                 .get(index as usize)
                 .map(String::as_str)
-                .ok_or_else(|| {
-                    format!(
-                        "field index {index}, and callsite `{}` has {} fields",
-                        callsite.name,
-                        callsite.fields.len()
-                    )
+                .ok_or_else(|| RecordError::FieldIndex {
+                    index,
+                    callsite: callsite.name.clone(),
+                    fields: callsite.fields.len(),
                 })?;
             let cut = tag & CUT_FLAG != 0;
             let value = match tag & !CUT_FLAG {
@@ -480,20 +538,20 @@ pub fn decode<'d>(
                     }
                 }
                 t => {
-                    return Err(format!(
-                        "field `{name}` has tag {t}, which is no field type"
-                    ))
+                    return Err(RecordError::FieldTag {
+                        field: name.to_owned(),
+                        tag: t,
+                    })
                 }
             };
             fields.push(TracingField { name, value, cut });
         }
     }
     if !c.0.is_empty() {
-        return Err(format!(
-            "{}: {} bytes are left after the record",
-            kind.name(),
-            c.0.len()
-        ));
+        return Err(RecordError::TrailingBytes {
+            kind: kind.name(),
+            left: c.0.len(),
+        });
     }
     Ok(Some(TracingRecord {
         kind,
@@ -662,9 +720,13 @@ mod tests {
         );
         let mut long = enter.clone();
         long.push(0);
-        assert!(decode(&long, &sites)
-            .unwrap_err()
-            .contains("1 bytes are left"));
+        assert_eq!(
+            decode(&long, &sites),
+            Err(RecordError::TrailingBytes {
+                kind: "tracing:span_enter",
+                left: 1
+            })
+        );
     }
 
     #[test]
@@ -673,7 +735,18 @@ mod tests {
         assert_eq!(decode(&[1, 2, 3, 4, 0, 0, 0, 0], &sites), Ok(None));
         assert_eq!(decode(&[1, 2], &sites), Ok(None));
         let err = decode(&record(RecordKind::LocalSpan, 2, &[]), &sites).unwrap_err();
-        assert!(err.contains("callsite 2 is not among"), "{err}");
+        assert!(
+            matches!(
+                err,
+                RecordError::UnknownCallsite {
+                    callsite: 2,
+                    known: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("callsite 2 is not among"), "{err}");
         let local = record(RecordKind::LocalSpan, 1, &77u64.to_le_bytes());
         let decoded = decode(&local, &sites).unwrap().unwrap();
         assert_eq!(
@@ -681,12 +754,31 @@ mod tests {
             ("span work began=77".into(), Some(77))
         );
         let err = decode(&record(RecordKind::LocalSpan, 1, &[1, 2]), &sites).unwrap_err();
-        assert!(err.contains("start"), "{err}");
+        assert!(
+            matches!(&err, RecordError::CutOff { what, needed: 8, left: 2 } if what.contains("start")),
+            "{err}"
+        );
         let sites = HashMap::from([(1, site(1, CallsiteKind::Event, &["a"]))]);
         let err = decode(&record(RecordKind::Event, 1, &[1, 0, 77]), &sites).unwrap_err();
-        assert!(err.contains("tag 77"), "{err}");
+        assert_eq!(
+            err,
+            RecordError::FieldTag {
+                field: "a".into(),
+                tag: 77
+            }
+        );
         let err = decode(&record(RecordKind::Event, 1, &[1, 3, TAG_BOOL, 1]), &sites).unwrap_err();
-        assert!(err.contains("field index 3"), "{err}");
+        assert!(
+            matches!(
+                err,
+                RecordError::FieldIndex {
+                    index: 3,
+                    fields: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -697,7 +789,10 @@ mod tests {
         }
         let mut newer = good.clone();
         newer[4] = 9;
-        assert!(Callsite::parse(&newer).unwrap_err().contains("version 9"));
+        assert_eq!(
+            Callsite::parse(&newer),
+            Err(RecordError::Version { found: 9 })
+        );
         let Callsites { by_id, problems } = callsites(&[good, b"other".to_vec(), newer]);
         assert_eq!(by_id.len(), 1);
         assert_eq!(problems.len(), 1);

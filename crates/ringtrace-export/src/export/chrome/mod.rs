@@ -130,7 +130,10 @@ fn lost_args(cpu: usize, count: u64) -> Map<String, Value> {
 
 impl Trace {
     fn build(r: &Recovery) -> Trace {
-        let (decoder, metadata) = metadata_decoder(r);
+        let crate::MetadataDecoder {
+            decoder,
+            summary: metadata,
+        } = metadata_decoder(r);
         let h = &r.header;
         let pid = h.pid;
         let merged = r.merged();

@@ -26,7 +26,7 @@ pub(super) fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, Ex
         .ok()
         .and_then(|bytes| TraceMetadata::parse(bytes).ok())
         .map(|m| crate::tracing_export::with_text_tracepoint(&m, recovery.metadata_records()));
-    let (decoder, _) = metadata_decoder(recovery);
+    let decoder = metadata_decoder(recovery).decoder;
     let classes = Classes::new(meta.as_ref());
     let uuid = Uuid::of(h, "trace");
     let env = tsdl::Env {
