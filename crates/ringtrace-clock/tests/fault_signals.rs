@@ -7,7 +7,6 @@ use ringtrace_clock::emulation::timer::{current_thread_id, IrqTimer, ThreadTimer
 use ringtrace_clock::emulation::{interrupt, signals, soft_irq};
 use ringtrace_clock::sched::{Plant, PlantedRead};
 use ringtrace_clock::ClockError;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FAULTS: [(i32, &str); 6] = [
@@ -170,7 +169,7 @@ fn a_real_fault_while_soft_masked_still_crashes_the_process() {
     if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
         return;
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut child = ringtrace_testkit::self_command()
         .args([
             "a_real_fault_while_soft_masked_still_crashes_the_process",
             "--exact",

@@ -20,7 +20,7 @@ use ringtrace_ring::{Mode, ReserveError, RingBuffer};
 use std::io::{BufRead, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -380,44 +380,8 @@ struct Running {
     stderr: std::thread::JoinHandle<String>,
 }
 
-/// How to start this test binary again as a child: directly, or, when
-/// it is cross-built and run under qemu-user (where exec of the binary
-/// itself fails), through the same runner as `.cargo/config.toml`'s
-/// (`RINGTRACE_CHILD_RUNNER` overrides it).
-fn child_command() -> Command {
-    static RUNNER: std::sync::OnceLock<Option<Vec<String>>> = std::sync::OnceLock::new();
-    let exe = std::env::current_exe().unwrap();
-    let runner = RUNNER.get_or_init(|| {
-        if let Ok(r) = std::env::var("RINGTRACE_CHILD_RUNNER") {
-            return Some(r.split_whitespace().map(str::to_owned).collect());
-        }
-        let direct = Command::new(&exe)
-            .arg("--list")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        if direct.is_ok_and(|s| s.success()) || !cfg!(target_arch = "aarch64") {
-            None
-        } else {
-            Some(
-                ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"]
-                    .map(str::to_owned)
-                    .to_vec(),
-            )
-        }
-    });
-    match runner.as_deref() {
-        Some([program, args @ ..]) => {
-            let mut c = Command::new(program);
-            c.args(args).arg(exe);
-            c
-        }
-        _ => Command::new(exe),
-    }
-}
-
 fn spawn(scenario: &str, path: &Path, mode: Mode) -> Running {
-    let mut child = child_command()
+    let mut child = ringtrace_testkit::self_command()
         .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
         .env(SCENARIO, scenario)
         .env(PATH, path)

@@ -10,7 +10,6 @@ use ringtrace_clock::{AnyClock, Counter};
 use ringtrace_ring::file::{self, WriterState};
 use ringtrace_ring::{Mode, RingBuffer};
 use std::path::Path;
-use std::process::Command;
 
 /// Set in the child: the ring file it leaks and exits with.
 const LEAKED: &str = "RINGTRACE_FILE_EXIT_LEAKED";
@@ -55,7 +54,7 @@ fn a_ring_alive_at_exit_is_closed_while_other_rings_come_and_go() {
     }
     let scratch = Scratch::new("file-exit");
     let leaked = scratch.path("leaked.ring");
-    let status = Command::new(std::env::current_exe().unwrap())
+    let status = ringtrace_testkit::self_command()
         .args([
             "a_ring_alive_at_exit_is_closed_while_other_rings_come_and_go",
             "--exact",

@@ -43,44 +43,5 @@ pub fn short_hammer(seconds: &'static str) -> Vec<&'static str> {
     ]
 }
 
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-pub struct TempDir(pub std::path::PathBuf);
-
-impl TempDir {
-    /// A fresh, empty directory named after `what`, this process and a
-    /// counter.
-    pub fn new(what: &str) -> TempDir {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static N: AtomicU64 = AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "ringtrace-test-{what}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    /// The path of `name` in it, as a string (for command lines).
-    pub fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-
-    /// The names of the entries in it, sorted.
-    pub fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[allow(unused_imports)] // not every test binary that includes this uses it
+pub use ringtrace_testkit::TempDir;
