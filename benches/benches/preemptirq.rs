@@ -1,4 +1,5 @@
-//! Seed 000 in one run: an irq disable/enable pair, an irq save/restore
+//! "tracing/preemptirq: Optimize disabled tracepoint overhead" in one run:
+//! an irq disable/enable pair, an irq save/restore
 //! pair, a preempt disable/enable pair and a bh disable/enable pair, each
 //! under the three instrumentation strategies with every tracepoint off.
 //!

@@ -1,4 +1,4 @@
-//! Seed 000's comparison as ratios of paired samples taken in one run: per
+//! The preemptirq patch's comparison as ratios of paired samples taken in one run: per
 //! irq, irq save/restore, preempt and bh pair with the soft backend and
 //! every tracepoint off, `early-key` and `call-always` against `baseline`.
 //!

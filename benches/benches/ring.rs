@@ -53,7 +53,7 @@ fn producers(c: &mut Criterion) {
 }
 
 /// One recorded event (reserve, stamp, 16-byte write, commit) under every
-/// clock and protection: seed 004's per-event cost.
+/// clock and protection: the trace_clock_local patch's per-event cost.
 fn record_per_clock(c: &mut Criterion) {
     let mut group = c.benchmark_group("record");
     for spec in ringtrace_clock::ClockSpec::all() {

@@ -9,7 +9,7 @@
 //! nanoseconds live in [`ClockInfo`], off that path, as the kernel converts
 //! on the read side.
 //!
-//! [`Protection`] is seed 004's trace_clock_local trade-off in userspace: a
+//! [`Protection`] is the trace_clock_local patch's trade-off in userspace: a
 //! read can run bare, inside an emulated `preempt_disable_notrace()`, or
 //! inside an emulated `local_irq_save()`, soft (lazy masking) or hard
 //! (`pthread_sigmask`). The emulation itself is in [`emulation`], the one

@@ -1,9 +1,9 @@
 //! Protections: what a clock read is wrapped in, the trace_clock_local
-//! trade-off of seed 004 ("tracing: do not disable interrupts for
+//! trade-off of the trace_clock_local patch ("tracing: do not disable interrupts for
 //! trace_clock_local").
 //!
 //! The kernel's `trace_clock_local()` once read `sched_clock()` with irqs
-//! disabled; Steven Rostedt's patch (seed 004) changed that to preemption
+//! disabled; Steven Rostedt's patch changed that to preemption
 //! disabled, 210 ns to 179 ns per recorded event, accepting "a seldom
 //! incorrect timestamp" when an interrupt lands mid-read. Each protection
 //! here is one side of that trade: `irq` is the kernel's
@@ -26,7 +26,7 @@ pub enum Protection {
     IrqSoft,
     /// Inside `local_irq_save()` / `restore()` at the kernel's cost: the
     /// soft mask with x86's `pushfq`/`popfq` around it (the soft mask
-    /// alone elsewhere). The kernel's side of seed 004's trade.
+    /// alone elsewhere). The kernel's side of the trace_clock_local patch's trade.
     Irq,
     /// Inside a hard (`pthread_sigmask`) `local_irq_save()` / `restore()`:
     /// two system calls. The upper bound.

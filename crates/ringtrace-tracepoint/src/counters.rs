@@ -1,5 +1,7 @@
-//! Per-CPU event counters, as the kernel's lock_events (seed 002), and the
-//! preemption check DEBUG_PREEMPT adds to `this_cpu` operations (seed 003).
+//! Per-CPU event counters, as the kernel's lock_events ("locking/lock_events: Add locking events
+//! for rtmutex slow paths"), and the preemption check DEBUG_PREEMPT adds to
+//! `this_cpu` operations ("lib/Kconfig.debug: do not enable DEBUG_PREEMPT by
+//! default").
 
 use crossbeam_utils::CachePadded;
 use ringtrace_clock::emulation::preempt;

@@ -1,7 +1,7 @@
 //! The kernel's preemptirq tracepoints on the userspace irq/preempt
 //! emulation of `ringtrace_clock::emulation`, under three instrumentation
-//! strategies, so that one run compares what seed 000 compared across three
-//! kernel builds.
+//! strategies, so that one run compares what "tracing/preemptirq: Optimize
+//! disabled tracepoint overhead" compared across three kernel builds.
 //!
 //! | strategy | kernel build | what a disable/enable pair runs |
 //! |---|---|---|
@@ -136,7 +136,8 @@ pub trait Strategy {
     /// `preempt_enable()`.
     fn preempt_on(ip: &'static SourceLocation, parent: &'static Location<'static>);
     /// Whether softirq transitions are instrumented (and so pay the irq
-    /// save/restore that TRACE_IRQFLAGS added to `local_bh_*`, seed 001).
+    /// save/restore that TRACE_IRQFLAGS added to `local_bh_*`, "Reducing
+    /// local_bh_enable/disable overhead in irqtrace").
     fn bh_traced() -> bool;
 }
 
@@ -394,7 +395,7 @@ pub fn preempt_enable_at<S: Strategy>(
 
 /// `local_bh_disable()`: softirqs off. Instrumented, it runs under an irq
 /// save/restore (mask `M`) as the kernel's did once TRACE_IRQFLAGS existed
-/// (seed 001), and fires `softirqs_disable` on the outermost disable.
+/// (the local_bh irqtrace patch), and fires `softirqs_disable` on the outermost disable.
 #[inline(always)]
 pub fn local_bh_disable_at<S: Strategy, M: IrqMask>(
     ip: &'static SourceLocation,
@@ -622,7 +623,7 @@ pub enum StrategyKind {
 }
 
 impl StrategyKind {
-    /// All three, in seed 000's table order.
+    /// All three, in the preemptirq patch's table order.
     pub const ALL: [StrategyKind; 3] = [
         StrategyKind::Baseline,
         StrategyKind::CallAlways,

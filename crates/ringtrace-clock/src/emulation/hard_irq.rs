@@ -1,7 +1,7 @@
 //! Hard irq masking: every asynchronous signal blocked with
 //! `pthread_sigmask`.
 //!
-//! This is the always-correct side of seed 004's trade-off: nothing can
+//! This is the always-correct side of the trace_clock_local patch's trade-off: nothing can
 //! interrupt the masked section, at the price of two system calls per
 //! save/restore pair. Synchronous fault signals (SIGSEGV, SIGBUS, SIGILL,
 //! SIGFPE, SIGTRAP, SIGSYS) are left unblocked, as a fault with its signal

@@ -2,7 +2,7 @@
 //! its latched copies, the history the checker reads, the update that
 //! rewrites it, and the record of the thread's last reading.
 //!
-//! The model follows x86 `sched_clock()` as seed 004's patch found it
+//! The model follows x86 `sched_clock()` as the trace_clock_local patch found it
 //! (v2.6.32, November 2009):
 //!
 //! - arch/x86/include/asm/timer.h, `__cycles_2_ns()`:

@@ -7,7 +7,7 @@
 //! with plain stores on a frequency change. Read with interrupts enabled,
 //! an update landing between the reader's two loads gave a value mixing
 //! two generations: "if a timer interrupt comes in, sched_clock may report
-//! a wrong time" (Peter Zijlstra, quoted in seed 004's patch). The kernel
+//! a wrong time" (Peter Zijlstra, quoted in the trace_clock_local patch). The kernel
 //! later put the data behind a seqcount latch (`cyc2ns_read_begin()`),
 //! whose readers retry.
 //!
