@@ -366,8 +366,9 @@ impl CpuBuffer {
     ///   two sections on the CPU). On the fast path the record's words and
     ///   commit word were resolved before D, because the locked CAS is a
     ///   full barrier on x86_64: a load after it waits for it, and it waits
-    ///   for the clock read. That ordering took the CAS path from 1.9 to 1.4
-    ///   times a bare rdtsc on AMD (docs/results.md).
+    ///   for the clock read. Resolving them first keeps those loads out of
+    ///   the barrier's shadow (docs/design.md, "Performance, and what is
+    ///   left").
     ///
     /// Between D and commit, a signal handler on this thread may reserve and
     /// commit (its CAS sees our new state), and another thread may too: the

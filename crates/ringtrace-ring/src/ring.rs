@@ -396,9 +396,8 @@ impl<C: Clock> RingBuffer<C> {
             return self.write_whole(b, payload);
         }
         // Inline, as the reserve, write and commit it is: out of line (as
-        // the whole-event path's misses go), the CAS path's event cost 2.1
-        // to 2.5 times a bare rdtsc on the AMD host of docs/results.md
-        // against 1.4 to 1.9 for the three calls.
+        // the whole-event path's misses go), the CAS path pays a call and
+        // its spills on every event, which the three calls inlined do not.
         self.write_reserved(self.buffer_for(cpu), payload)
     }
 

@@ -7,8 +7,7 @@
 //! lines through it, so that the fast path needs few registers: with the
 //! fallback's own arguments live beside them, a fast path that needs more
 //! than the caller-saved registers pushes callee-saved ones on every event,
-//! and on the Intel host of docs/results.md five pushes and pops cost 0.1
-//! of a bare rdtsc.
+//! a cost the size of the ring's own bookkeeping.
 //!
 //! | offset | field       | written                                          |
 //! |--------|-------------|--------------------------------------------------|
