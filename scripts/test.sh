@@ -5,9 +5,14 @@
 # Miri, and each fuzz target for a bounded time under AddressSanitizer.
 # Prints how long each part took at the end.
 #
-#   bash scripts/test.sh           # everything, as CI runs it
-#   bash scripts/test.sh --quick   # everything, briefly (local use)
+#   bash scripts/test.sh                 # everything, as CI runs it
+#   bash scripts/test.sh --quick         # everything, briefly (local use)
+#   bash scripts/test.sh --only loom,miri  # some parts alone
+#   bash scripts/test.sh --list          # the parts, in the order they run
 #
+# The parts, cheapest first: lint (fmt, clippy, the layer's dependencies),
+# test (cargo test natively, each write path, the examples), aarch64 (the
+# clock and ring under qemu-user), static-keys, loom, miri, fuzz.
 # --quick fuzzes 10 s a target instead of 60, bounds loom at one preemption
 # instead of two, and runs under Miri only the unit tests and the shared
 # properties (the ring's integration tests are the slow part).
@@ -16,14 +21,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+parts="lint test aarch64 static-keys loom miri fuzz"
 quick=0
-for arg in "$@"; do
-  case "$arg" in
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=1 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "scripts/test.sh: unknown argument '$arg' (valid: --quick, --help)" >&2; exit 2 ;;
+    --list) printf '%s\n' $parts; exit 0 ;;
+    --only)
+      [ $# -ge 2 ] || { echo "scripts/test.sh: --only needs a list of parts (valid: ${parts// /, })" >&2; exit 2; }
+      only="$2"; shift
+      [ -n "${only//,/}" ] || { echo "scripts/test.sh: --only needs at least one part (valid: ${parts// /, })" >&2; exit 2; }
+      for p in ${only//,/ }; do
+        [[ " $parts " == *" $p "* ]] || { echo "scripts/test.sh: unknown part '$p' (valid: ${parts// /, })" >&2; exit 2; }
+      done ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/test.sh: unknown argument '$1' (valid: --quick, --only PARTS, --list, --help)" >&2; exit 2 ;;
   esac
+  shift
 done
+# Whether part $1 runs: every part, or those --only names.
+part() {
+  [ -z "$only" ] || [[ ",$only," == *",$1,"* ]]
+}
 if [ "$quick" = 1 ]; then
   fuzz_seconds=10; loom_preemptions=1
 else
@@ -46,73 +66,91 @@ finish_step() {
   current=""
 }
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
-(cd fuzz && cargo fmt -- --check)
+if part lint; then
+  step "cargo fmt --check"
+  cargo fmt --all -- --check
+  (cd fuzz && cargo fmt -- --check)
 
-step "cargo clippy (x86_64)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+  step "cargo clippy (x86_64)"
+  cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo clippy (tracepoint features: static-keys, debug-preempt)"
-cargo clippy -p ringtrace-tracepoint --all-targets --locked --features static-keys,debug-preempt -- -D warnings
+  step "cargo clippy (tracepoint features: static-keys, debug-preempt)"
+  cargo clippy -p ringtrace-tracepoint --all-targets --locked --features static-keys,debug-preempt -- -D warnings
 
-step "cargo clippy (the command with patched keys: --features static-keys, as the README runs it)"
-cargo clippy -p ringtrace-cli --all-targets --locked --features static-keys -- -D warnings
+  step "cargo clippy (the command with patched keys: --features static-keys, as the README runs it)"
+  cargo clippy -p ringtrace-cli --all-targets --locked --features static-keys -- -D warnings
 
-step "cargo clippy (aarch64)"
-cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
+  step "cargo clippy (aarch64)"
+  cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
 
-step "the tracing layer links no serde_json (its normal dependencies)"
-if cargo tree -p ringtrace-tracing -e normal --locked --prefix none | grep -q '^serde_json '; then
-  echo "ringtrace-tracing depends on serde_json: the recording side must not" >&2
-  exit 1
+  step "the tracing layer links no serde_json (its normal dependencies)"
+  if cargo tree -p ringtrace-tracing -e normal --locked --prefix none | grep -q '^serde_json '; then
+    echo "ringtrace-tracing depends on serde_json: the recording side must not" >&2
+    exit 1
+  fi
 fi
 
-step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
-cargo test --workspace --locked
+if part test; then
+  step "cargo test (x86_64; includes the fuzz properties under proptest and every committed fuzz input)"
+  cargo test --workspace --locked
 
-step "the ring's tests on each write path: rseq (asked for: rings with fewer buffers than CPUs mix sections and remote updates) and cas"
-RINGTRACE_WRITE_PATH=rseq cargo test -p ringtrace-ring -p ringtrace-check --locked
-RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace-ring -p ringtrace-check --locked
+  step "the ring's tests on each write path: rseq (asked for: rings with fewer buffers than CPUs mix sections and remote updates) and cas"
+  RINGTRACE_WRITE_PATH=rseq cargo test -p ringtrace-ring -p ringtrace-check --locked
+  RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace-ring -p ringtrace-check --locked
 
-step "the write path falls back to cas where glibc registers no rseq area (GLIBC_TUNABLES=glibc.pthread.rseq=0)"
-GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
+  step "the write path falls back to cas where glibc registers no rseq area (GLIBC_TUNABLES=glibc.pthread.rseq=0)"
+  GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
 
-step "examples, as the README runs them (built by cargo test above)"
-for example in producer_thread custom_clock tracing_backend; do
-  cargo run -q --locked --example "$example"
-done
-
-step "cargo test ringtrace-clock (aarch64 under qemu-user)"
-cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
-
-step "cargo test ringtrace-ring (aarch64 under qemu-user: its atomics, 128-bit CAS included, as aarch64 code)"
-cargo test -p ringtrace-ring --locked --target aarch64-unknown-linux-gnu
-
-step "pairs with patched keys (the README's report build)"
-cargo test -p ringtrace-cli --locked --features static-keys --test pairs_batched
-
-step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
-cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys
-cargo test -p ringtrace-tracepoint --locked --features debug-preempt --test counters
-
-step "loom models of the ring (reserve, commit, read; LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-$loom_preemptions})"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" \
-  cargo test -p ringtrace-ring --locked --release --test loom --test loom_rseq_protocol
-
-if [ "$quick" = 1 ]; then
-  step "miri (quick): the clock's and ring's unit tests, and the fuzz properties"
-  cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock --locked --lib
-  cargo +nightly miri test -p ringtrace-check --locked --test properties
-else
-  step "miri: the ring's, the clock's and the fuzz properties' tests that make no system calls"
-  cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock -p ringtrace-check --locked --lib --tests
+  step "examples, as the README runs them (built by cargo test above)"
+  for example in producer_thread custom_clock tracing_backend; do
+    cargo run -q --locked --example "$example"
+  done
 fi
 
-step "fuzz: ring_ops, clock_monotonic, decode, recover, ${fuzz_seconds} s each under AddressSanitizer"
-bash scripts/fuzz.sh "$fuzz_seconds"
+if part aarch64; then
+  step "cargo test ringtrace-clock (aarch64 under qemu-user)"
+  cargo test -p ringtrace-clock --locked --target aarch64-unknown-linux-gnu
+
+  step "cargo test ringtrace-ring (aarch64 under qemu-user: its atomics, 128-bit CAS included, as aarch64 code)"
+  cargo test -p ringtrace-ring --locked --target aarch64-unknown-linux-gnu
+fi
+
+if part static-keys; then
+  step "pairs with patched keys (the README's report build)"
+  cargo test -p ringtrace-cli --locked --features static-keys --test pairs_batched
+
+  step "tracepoints with patched keys (static-keys) and DEBUG_PREEMPT counters"
+  cargo run -q -p ringtrace-tracepoint --locked --features static-keys --example patched_keys
+  cargo test -p ringtrace-tracepoint --locked --features debug-preempt --test counters
+fi
+
+if part loom; then
+  step "loom models of the ring (reserve, commit, read; LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-$loom_preemptions})"
+  RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" \
+    cargo test -p ringtrace-ring --locked --release --test loom --test loom_rseq_protocol
+fi
+
+if part miri; then
+  if [ "$quick" = 1 ]; then
+    step "miri (quick): the clock's and ring's unit tests, and the fuzz properties"
+    cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock --locked --lib
+    cargo +nightly miri test -p ringtrace-check --locked --test properties
+  else
+    step "miri: the ring's, the clock's and the fuzz properties' tests that make no system calls"
+    cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock -p ringtrace-check --locked --lib --tests
+  fi
+fi
+
+if part fuzz; then
+  step "fuzz: ring_ops, clock_monotonic, decode, recover, ${fuzz_seconds} s each under AddressSanitizer"
+  bash scripts/fuzz.sh "$fuzz_seconds"
+fi
 
 finish_step
-printf '\n== all checks passed; time per part:\n'
+if [ -z "$only" ]; then
+  printf '\n== all checks passed; time per part:\n'
+else
+  printf '\n== the parts asked for (%s) passed; time per part:\n' "$only"
+fi
 printf '%s\n' "${timings[@]}"
 printf '%4d s  total\n' "$SECONDS"
