@@ -86,3 +86,16 @@ pub fn header_len(h: &FileHeader) -> usize {
 pub fn len_for(writer: u32, seq: u64) -> usize {
     16 + ((seq * 7 + u64::from(writer) * 13) % 200) as usize
 }
+
+/// The counter clock going on from a later reading: the child's clock, as
+/// a later run of the same program would have it.
+pub struct CounterFrom(pub std::sync::atomic::AtomicU64);
+
+impl ringtrace_clock::Clock for CounterFrom {
+    fn read(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
+    fn info(&self) -> ringtrace_clock::ClockInfo {
+        ringtrace_clock::Clock::info(&ringtrace_clock::Counter::new())
+    }
+}
