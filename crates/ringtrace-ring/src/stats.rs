@@ -10,6 +10,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// `missed` counts reservations that failed and so never reached `hit`,
 /// whatever the cause: `missed == full() + busy + too_large`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Stats {
     /// Reservations that ended: committed, or dropped and turned into a
     /// discard record. Counted when they end, as the kernel counts

@@ -41,6 +41,7 @@ pub struct Tracer {
 
 /// What a tracer recorded and what it could not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TracerStats {
     /// The ring's counters summed over CPUs. At a quiescent moment `hit ==
     /// read + overrun + lost + entries + discarded`; `missed` counts every
