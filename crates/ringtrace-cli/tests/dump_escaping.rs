@@ -13,6 +13,7 @@ use ringtrace::ring::{RingBuffer, RingConfig};
 use ringtrace::trace_file::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace::tracepoint::FieldKind;
 use ringtrace::Tracer;
+use ringtrace_testkit::{inert_text, shown_byte, shown_char};
 use std::path::Path;
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -29,32 +30,6 @@ fn hostile_comm() {
     ONCE.call_once(|| std::fs::write("/proc/self/comm", COMM).unwrap());
 }
 
-/// How the dump shows `c`, by the documented rules (written out here, not
-/// taken from the library).
-fn shown_char(c: char) -> String {
-    let n = c as u32;
-    match c {
-        '\n' => "\\n".into(),
-        '\t' => "\\t".into(),
-        '\r' => "\\r".into(),
-        '\\' => "\\\\".into(),
-        _ if n < 0x20 || n == 0x7f => format!("\\x{n:02x}"),
-        _ if (0x80..0xa0).contains(&n) || (0x202a..=0x202e).contains(&n) => {
-            format!("\\u{{{n:x}}}")
-        }
-        _ => c.to_string(),
-    }
-}
-
-/// How the dump shows byte `b` alone in a string field.
-fn shown_byte(b: u8) -> String {
-    if b < 0x80 {
-        shown_char(char::from(b))
-    } else {
-        format!("\\x{b:02x}")
-    }
-}
-
 /// `ringtrace ARGS`' standard output, which it must succeed in writing.
 fn stdout_of(args: &[&str]) -> Vec<u8> {
     let out = ringtrace(args);
@@ -64,33 +39,6 @@ fn stdout_of(args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
-}
-
-/// `text` checked line by line: UTF-8, no control byte but the newline
-/// that ends each line, no C1 control, no bidi control. Its lines that
-/// are not `#` lines.
-fn checked_event_lines(text: &[u8]) -> Vec<String> {
-    for (i, &b) in text.iter().enumerate() {
-        assert!(
-            b == b'\n' || (b >= 0x20 && b != 0x7f),
-            "byte {b:#04x} at {i} in {:?}",
-            String::from_utf8_lossy(text)
-        );
-    }
-    let text = std::str::from_utf8(text).expect("the output is UTF-8");
-    for c in text.chars() {
-        let n = c as u32;
-        assert!(
-            !(0x80..0xa0).contains(&n)
-                && !(0x202a..=0x202e).contains(&n)
-                && !(0x2066..=0x2069).contains(&n),
-            "{c:?} in {text}"
-        );
-    }
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// A closed ring file at `path` holding, from this program: a `tracing`
@@ -120,6 +68,16 @@ fn hostile_ring(path: &Path) {
         tracer.write(&p).unwrap();
     }
     tracer.finish().unwrap();
+}
+
+/// The lines of `text` that are not `#` lines, the whole text checked
+/// inert first (see `ringtrace_testkit::inert_text`).
+fn checked_event_lines(text: &[u8]) -> Vec<String> {
+    let text = inert_text(text);
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[test]

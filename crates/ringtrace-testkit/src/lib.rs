@@ -6,6 +6,9 @@
 //!   tests that must crash, exit or be killed), directly or, when it was
 //!   cross-built and runs under qemu-user, through the same runner as
 //!   `.cargo/config.toml`'s.
+//! - [`inert_text`], [`shown_char`], [`shown_byte`]: text output checked
+//!   for what a terminal would obey, and the escapes the text output
+//!   documents, written out here rather than taken from the library.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -109,6 +112,69 @@ pub fn self_command() -> Command {
     }
 }
 
+/// `text` checked as a terminal would get it: UTF-8, no control byte but
+/// the newline, no C1 control, no bidi control or separator (U+061C,
+/// U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069, U+2028, U+2029). Panics naming the first offending byte or character;
+/// returns the text.
+///
+/// ```
+/// assert_eq!(ringtrace_testkit::inert_text(b"a\\x1b\n"), "a\\x1b\n");
+/// ```
+pub fn inert_text(text: &[u8]) -> &str {
+    for (i, &b) in text.iter().enumerate() {
+        assert!(
+            b == b'\n' || (b >= 0x20 && b != 0x7f),
+            "byte {b:#04x} at {i} in {:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    let text = std::str::from_utf8(text).expect("the text is UTF-8");
+    for c in text.chars() {
+        let n = c as u32;
+        assert!(
+            !(0x80..0xa0).contains(&n)
+                && !matches!(n, 0x061c | 0x200e | 0x200f | 0x2028 | 0x2029)
+                && !(0x202a..=0x202e).contains(&n)
+                && !(0x2066..=0x2069).contains(&n),
+            "{c:?} in {text}"
+        );
+    }
+    text
+}
+
+/// How text output shows `c` in a string, by the documented rules
+/// (docs/export.md): `\n`, `\t`, `\r`, `\\`; other C0 controls and DEL as
+/// `\xNN`; C1 controls, bidi controls and the line and paragraph
+/// separators as `\u{N}`; anything else as it is.
+pub fn shown_char(c: char) -> String {
+    let n = c as u32;
+    match c {
+        '\n' => "\\n".into(),
+        '\t' => "\\t".into(),
+        '\r' => "\\r".into(),
+        '\\' => "\\\\".into(),
+        _ if n < 0x20 || n == 0x7f => format!("\\x{n:02x}"),
+        _ if (0x80..0xa0).contains(&n)
+            || matches!(n, 0x061c | 0x200e | 0x200f | 0x2028 | 0x2029)
+            || (0x202a..=0x202e).contains(&n)
+            || (0x2066..=0x2069).contains(&n) =>
+        {
+            format!("\\u{{{n:x}}}")
+        }
+        _ => c.to_string(),
+    }
+}
+
+/// How text output shows byte `b` alone in a string field: as a char
+/// below 0x80, as `\xNN` from 0x80 (alone, it is not UTF-8).
+pub fn shown_byte(b: u8) -> String {
+    if b < 0x80 {
+        shown_char(char::from(b))
+    } else {
+        format!("\\x{b:02x}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +188,22 @@ mod tests {
             listed.contains("a_child_started_by_self_command_runs_this_binary"),
             "{listed}"
         );
+    }
+
+    #[test]
+    fn the_documented_escapes_are_as_written() {
+        assert_eq!(shown_char('\n'), "\\n");
+        assert_eq!(shown_char('\x1b'), "\\x1b");
+        assert_eq!(shown_char('\u{85}'), "\\u{85}");
+        assert_eq!(shown_char('\u{2067}'), "\\u{2067}");
+        assert_eq!(shown_char('é'), "é");
+        assert_eq!(shown_byte(0xff), "\\xff");
+        assert_eq!(shown_byte(b'\\'), "\\\\");
+    }
+
+    #[test]
+    #[should_panic(expected = "byte 0x1b")]
+    fn an_escape_byte_is_not_inert() {
+        inert_text(b"a\x1bb");
     }
 }

@@ -3,6 +3,7 @@
 //! byte a terminal would obey.
 
 use ringtrace::{DumpOptions, ExportFormat, Tracer};
+use ringtrace_testkit::{inert_text, shown_byte, shown_char};
 #[cfg(feature = "tracing")]
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -29,52 +30,10 @@ fn tracer() -> Tracer {
         .unwrap()
 }
 
-/// How the dump shows `c`, by the documented rules (written out here, not
-/// taken from the library).
-fn shown_char(c: char) -> String {
-    let n = c as u32;
-    match c {
-        '\n' => "\\n".into(),
-        '\t' => "\\t".into(),
-        '\r' => "\\r".into(),
-        '\\' => "\\\\".into(),
-        _ if n < 0x20 || n == 0x7f => format!("\\x{n:02x}"),
-        _ if (0x80..0xa0).contains(&n) => format!("\\u{{{n:x}}}"),
-        _ => c.to_string(),
-    }
-}
-
-/// How the dump shows byte `b` alone in a string field: as a char below
-/// 0x80, as hex (not UTF-8) from 0x80.
-fn shown_byte(b: u8) -> String {
-    if b < 0x80 {
-        shown_char(char::from(b))
-    } else {
-        format!("\\x{b:02x}")
-    }
-}
-
-/// The event lines of `text` (after the `#` lines), each checked: UTF-8,
-/// no control byte but the newline that ends it, no C1 control, no bidi
-/// control.
+/// The lines of `text` that are not `#` lines, the whole text checked
+/// inert first (see `ringtrace_testkit::inert_text`).
 fn checked_event_lines(text: &[u8]) -> Vec<String> {
-    for (i, &b) in text.iter().enumerate() {
-        assert!(
-            b == b'\n' || (b >= 0x20 && b != 0x7f),
-            "byte {b:#04x} at {i} in {:?}",
-            String::from_utf8_lossy(text)
-        );
-    }
-    let text = std::str::from_utf8(text).expect("the dump is UTF-8");
-    for c in text.chars() {
-        let n = c as u32;
-        assert!(
-            !(0x80..0xa0).contains(&n)
-                && !(0x202a..=0x202e).contains(&n)
-                && !(0x2066..=0x2069).contains(&n),
-            "{c:?} in {text}"
-        );
-    }
+    let text = inert_text(text);
     assert!(text.ends_with('\n'));
     text.lines()
         .filter(|l| !l.starts_with('#'))
