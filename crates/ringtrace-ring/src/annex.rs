@@ -15,11 +15,9 @@
 //! Appends are serialised by a lock: they are rare (once per callsite),
 //! not the hot path, and not async-signal-safe.
 
-use crate::ring::RingBuffer;
 use crate::sync::Mutex;
 #[cfg(not(loom))]
 use crate::sync::Ordering;
-use ringtrace_clock::Clock;
 
 /// Bytes of a record's length word.
 pub(crate) const RECORD_HEADER: usize = 4;
@@ -113,8 +111,8 @@ enum Store {
 #[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct FileStore {
-    committed: crate::zeroed::ZeroedBox<crate::sync::AtomicU64>,
-    bytes: crate::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
+    committed: crate::page::zeroed::ZeroedBox<crate::sync::AtomicU64>,
+    bytes: crate::page::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
     /// What `committed` holds: read from the file once, when checked.
     used: usize,
 }
@@ -127,8 +125,8 @@ impl FileStore {
     /// caller). A committed length past the capacity, or records that do
     /// not fill it exactly, are what is wrong, in words.
     pub(crate) fn adopt(
-        committed: crate::zeroed::ZeroedBox<crate::sync::AtomicU64>,
-        bytes: crate::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
+        committed: crate::page::zeroed::ZeroedBox<crate::sync::AtomicU64>,
+        bytes: crate::page::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
     ) -> Result<FileStore, String> {
         // Relaxed: nothing else touches the words (see above).
         let word = committed.load(Ordering::Relaxed);
@@ -187,7 +185,7 @@ impl Annex {
     }
 
     /// Appends `record`, or says why not.
-    fn append(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
+    pub(crate) fn append(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
         if record.is_empty() {
             return Err(AppendMetadataError::Empty);
         }
@@ -236,50 +234,13 @@ impl Annex {
     }
 
     /// The records so far, in order.
-    fn records(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn records(&self) -> Vec<Vec<u8>> {
         let store = self.store.lock();
         match &*store {
             Store::Memory(framed) => parse(framed).0,
             #[cfg(not(loom))]
             Store::File(f) => parse(&f.framed()).0,
         }
-    }
-}
-
-impl<C: Clock> RingBuffer<C> {
-    /// Appends `record` to the ring's metadata annex: bytes that describe
-    /// events (a `tracing` layer's description of a callsite, learnt at
-    /// run time), opaque to the ring. A file ring keeps them in its file,
-    /// where [`file::recover`](crate::file::recover) finds them after a
-    /// crash; a memory ring keeps them for [`RingBuffer::snapshot`].
-    /// Records come back in the order they were appended.
-    ///
-    /// A record that does not fit in what is left of
-    /// [`RingConfig::metadata_capacity`](crate::RingConfig::metadata_capacity)
-    /// is refused ([`AppendMetadataError::Full`]) and the earlier ones are kept;
-    /// so is an empty one. Appends are serialised by a lock: not for the
-    /// hot path, and not async-signal-safe (never from a signal handler).
-    ///
-    /// ```
-    /// use ringtrace_clock::Counter;
-    /// use ringtrace_ring::{AppendMetadataError, RingBuffer, RingConfig};
-    /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).metadata_capacity(16);
-    /// let ring = RingBuffer::new(config, Counter::new())?;
-    /// ring.append_metadata(b"callsite 1")?; // 4 + 10 bytes of 16
-    /// let err = ring.append_metadata(b"callsite 2").unwrap_err();
-    /// assert_eq!(err, AppendMetadataError::Full { needed: 14, free: 2, capacity: 16 });
-    /// assert!(err.to_string().contains("raise RingConfig::metadata_capacity"));
-    /// assert_eq!(ring.metadata_records(), vec![b"callsite 1".to_vec()]);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn append_metadata(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
-        self.annex.append(record)
-    }
-
-    /// The records appended so far (by this run, and for a file ring
-    /// appended to, by the earlier runs first), in order.
-    pub fn metadata_records(&self) -> Vec<Vec<u8>> {
-        self.annex.records()
     }
 }
 

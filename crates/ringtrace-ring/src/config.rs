@@ -1,6 +1,10 @@
 //! Ring configuration and its validation.
 
-use thiserror::Error;
+pub use crate::config_error::ConfigError;
+
+/// How long a closed page may wait for its last commit before the reader
+/// takes it out of the ring (a writer vanished between reserve and commit).
+pub const DEFAULT_FIXUP_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// What happens when a writer finds the buffer full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -42,96 +46,6 @@ impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
-}
-
-/// Bad configuration, named with what is valid.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum ConfigError {
-    /// The page size is not a power of two in range.
-    #[error("page size {given} is invalid: it must be a power of two from {min} to {max} bytes")]
-    PageSize {
-        /// What was asked for.
-        given: usize,
-        /// Smallest valid page size.
-        min: usize,
-        /// Largest valid page size.
-        max: usize,
-    },
-    /// The per-CPU buffer would hold fewer than two pages, or too many.
-    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages, so from {} to {} bytes", .page_size + 1, .max_pages.saturating_mul(*.page_size))]
-    BufferSize {
-        /// What was asked for, in bytes.
-        given: usize,
-        /// The page size in force.
-        page_size: usize,
-        /// How many pages that makes.
-        pages: usize,
-        /// The most pages a CPU buffer can have.
-        max_pages: usize,
-    },
-    /// Zero CPU buffers were asked for.
-    #[error("the ring needs at least one CPU buffer, and at most {max}; {given} were asked for")]
-    Cpus {
-        /// What was asked for.
-        given: usize,
-        /// The most buffers a ring can have.
-        max: usize,
-    },
-    /// A mode name that is neither `overwrite` nor `discard`.
-    #[error("unknown ring mode `{0}`; valid modes: overwrite, discard")]
-    UnknownMode(String),
-    /// More quarantine pages than page indices remain for.
-    #[error("quarantine of {given} pages is too large: with {pages} pages per CPU buffer it can be at most {max}")]
-    QuarantinePages {
-        /// What was asked for.
-        given: usize,
-        /// The most the ring's shape allows.
-        max: usize,
-        /// Pages per CPU buffer.
-        pages: usize,
-    },
-    /// The system refused the memory for a CPU buffer's pages.
-    #[error("could not map {bytes} bytes for a CPU buffer's pages: {reason}; use fewer CPUs, a smaller per-CPU size, smaller pages or fewer quarantine pages")]
-    Memory {
-        /// The bytes asked for.
-        bytes: usize,
-        /// What the system said.
-        reason: String,
-    },
-    /// The ring's file could not be created, opened or mapped.
-    #[error(transparent)]
-    File(#[from] crate::file::FileError),
-    /// A metadata annex larger than ringtrace keeps.
-    #[error("a metadata annex of {given} bytes is too large: it can be at most {max} bytes (0 for none); the records are callsite descriptions, a few hundred bytes each")]
-    MetadataCapacity {
-        /// What was asked for.
-        given: usize,
-        /// The largest capacity.
-        max: usize,
-    },
-    /// This CPU lacks an instruction the ring needs.
-    #[error("{0}")]
-    Cpu(String),
-    /// A write path that is unknown, or unavailable here.
-    #[error(transparent)]
-    WritePath(#[from] crate::WritePathError),
-    /// `append` or `metadata` without `file`.
-    #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
-    NeedsFile(&'static str),
-    /// The ring's pages would not fit in this machine's memory.
-    #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
-    TooLarge {
-        /// CPU buffers asked for.
-        cpus: usize,
-        /// Pages per CPU buffer.
-        pages: usize,
-        /// The page size.
-        page_size: usize,
-        /// The page memory that shape needs (saturated at `usize::MAX`).
-        bytes: usize,
-        /// The machine's physical memory.
-        memory: usize,
-    },
 }
 
 /// The machine's physical memory in bytes, if the system says. (Not under
@@ -222,7 +136,7 @@ impl Default for RingConfig {
             per_cpu_bytes: 1_000_000,
             mode: Mode::Overwrite,
             cpus: None,
-            fixup_after: Some(crate::reader::DEFAULT_FIXUP_AFTER),
+            fixup_after: Some(DEFAULT_FIXUP_AFTER),
             quarantine_pages: DEFAULT_QUARANTINE_PAGES,
             file: None,
             append: false,

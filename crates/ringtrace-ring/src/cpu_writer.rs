@@ -1,8 +1,9 @@
 //! A writer bound to one CPU's buffer.
 
-use crate::cpu_buffer::{CpuBuffer, ReserveError};
-use crate::reservation::Reservation;
+use crate::cpu_buffer::CpuBuffer;
 use crate::ring::RingBuffer;
+use crate::write::error::ReserveError;
+use crate::write::reservation::Reservation;
 use ringtrace_clock::Clock;
 
 /// Writes to one CPU's buffer of a ring: [`RingBuffer::write_on`] and

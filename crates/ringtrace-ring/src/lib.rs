@@ -73,41 +73,37 @@ mod annex;
 #[cfg(all(not(loom), target_arch = "x86_64", not(miri)))]
 mod atomic128_x86;
 pub mod config;
+mod config_error;
 pub mod cpu;
 mod cpu_buffer;
 mod cpu_writer;
 mod event;
 pub mod file;
 pub mod format;
-mod iter;
-mod memory;
-mod merge;
-mod meta;
-mod per_cpu_ops;
-mod reader;
-mod reservation;
+mod page;
+mod read;
 mod ring;
 pub mod rseq;
+mod shared;
 mod stats;
 mod sync;
-mod words;
-#[cfg(ringtrace_rseq)]
-mod write_whole;
-mod zero_pool;
-mod zeroed;
+mod write;
 
 #[cfg(test)]
 mod paths_agree;
+#[cfg(test)]
+mod tests;
 
 pub use annex::AppendMetadataError;
+pub use config::DEFAULT_FIXUP_AFTER;
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
-pub use cpu_buffer::{CpuBuffer, ReserveError};
+pub use cpu_buffer::CpuBuffer;
 pub use cpu_writer::CpuWriter;
 pub use event::{Event, PageBuf};
-pub use iter::CpuIter;
-pub use merge::MergedReader;
-pub use reader::DEFAULT_FIXUP_AFTER;
-pub use reservation::{PayloadStream, Reservation};
+pub use read::iter::CpuIter;
+pub use read::merge::MergedReader;
 pub use ring::RingBuffer;
 pub use rseq::{WritePath, WritePathError};
 pub use stats::Stats;
+pub use write::error::ReserveError;
+pub use write::reservation::{PayloadStream, Reservation};

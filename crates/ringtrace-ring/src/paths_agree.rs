@@ -6,6 +6,7 @@
 
 use crate::config::{Mode, RingConfig};
 use crate::cpu_buffer::CpuBuffer;
+use crate::write::reserve;
 use proptest::prelude::*;
 use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,8 +117,8 @@ proptest! {
             now = step.from(now);
             clock.0.store(now, Ordering::Relaxed);
             let payload = vec![i as u8; len];
-            let a = fast.reserve(&clock, len);
-            let b = general.reserve_general(&clock, len);
+            let a = reserve::reserve(fast.shared(), &clock, len);
+            let b = reserve::reserve_general(general.shared(), &clock, len);
             match (a, b) {
                 (Ok(mut a), Ok(mut b)) => {
                     prop_assert_eq!(a.timestamp(), b.timestamp(), "event {} at clock {}", i, now);
@@ -163,7 +164,9 @@ fn rseq_buffer_here() -> Option<CpuBuffer> {
         .validate()
         .unwrap();
     let mut b = CpuBuffer::anonymous(cpu, geometry, false).unwrap();
-    b.path.choose(crate::rseq::Resolved::Rseq(offset));
+    b.shared_mut()
+        .path_mut()
+        .choose(crate::rseq::Resolved::Rseq(offset));
     Some(b)
 }
 
@@ -203,18 +206,18 @@ proptest! {
                 _ => words * 4,
             };
             let payload: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
-            let (write, last_ts) = whole.hot.state.load(Ordering::Relaxed);
+            let (write, last_ts) = whole.shared().hot().state.load(Ordering::Relaxed);
             let pos = write % 256;
             let fits = pos != 0
                 && pos as usize + crate::format::event_size(len) <= 256
                 && now >= last_ts
                 && now - last_ts <= crate::format::MAX_DELTA;
-            let a = match whole.write_whole(whole.path.line(), &clock, &payload) {
+            let a = match crate::write::whole::write_whole(whole.shared(), whole.shared().path().line(), &clock, &payload) {
                 Ok(ts) => {
                     taken += 1;
                     Ok(ts)
                 }
-                Err(_) => whole.reserve(&clock, len).map(|mut r| {
+                Err(_) => reserve::reserve(whole.shared(), &clock, len).map(|mut r| {
                     r.write(&payload);
                     let ts = r.timestamp();
                     r.commit();
@@ -224,7 +227,7 @@ proptest! {
             // Preemption aborts a section now and then: the event is
             // still written, the general way.
             eligible += u64::from(fits);
-            let b = general.reserve_general(&clock, len).map(|mut r| {
+            let b = reserve::reserve_general(general.shared(), &clock, len).map(|mut r| {
                 r.write(&payload);
                 let ts = r.timestamp();
                 r.commit();

@@ -91,62 +91,13 @@ pub(crate) fn in_map(
         return Ok(crate::annex::Annex::in_memory(0));
     }
     let at = usize::try_from(layout.annex_offset).map_err(|e| e.to_string())?;
-    let failed = |e: crate::zeroed::ZeroedError| e.reason;
-    let committed = crate::zeroed::ZeroedBox::from_slice(
-        crate::zeroed::ZeroedSlice::in_file(map, at, 1).map_err(failed)?,
+    let failed = |e: crate::page::zeroed::ZeroedError| e.reason;
+    let committed = crate::page::zeroed::ZeroedBox::from_slice(
+        crate::page::zeroed::ZeroedSlice::in_file(map, at, 1).map_err(failed)?,
     )
     .map_err(failed)?;
-    let bytes =
-        crate::zeroed::ZeroedSlice::in_file(map, at + COMMITTED_WORD, capacity).map_err(failed)?;
+    let bytes = crate::page::zeroed::ZeroedSlice::in_file(map, at + COMMITTED_WORD, capacity)
+        .map_err(failed)?;
     let store = crate::annex::FileStore::adopt(committed, bytes)?;
     Ok(crate::annex::Annex::in_file(store))
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::file::{recover_bytes, FileError};
-    use crate::{ConfigError, RingBuffer, RingConfig};
-    use ringtrace_clock::Counter;
-
-    #[test]
-    #[cfg_attr(miri, ignore = "creates and maps a file")]
-    fn a_version_1_file_recovers_without_records_and_is_not_appended_to() {
-        let dir = std::env::temp_dir().join(format!("ringtrace-v1-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("v1.ring");
-        let _ = std::fs::remove_file(&path);
-        let config = || {
-            RingConfig::default()
-                .cpus(1)
-                .page_size(1024)
-                .per_cpu_bytes(4096)
-                .quarantine_pages(1)
-                .metadata_capacity(0)
-                .file(&path)
-        };
-        let ring = RingBuffer::new(config(), Counter::new()).unwrap();
-        ring.write_on(0, b"old").unwrap();
-        drop(ring);
-        // The same file as version 1 wrote it: 11 layout words, no annex.
-        let mut bytes = std::fs::read(&path).unwrap();
-        let mut header = recover_bytes("v2", bytes.clone()).unwrap().header;
-        header.version = 1;
-        let encoded = header.encode();
-        bytes[..super::super::layout::STATUS_OFFSET].fill(0);
-        bytes[..encoded.len()].copy_from_slice(&encoded);
-        let old = recover_bytes("v1", bytes.clone()).unwrap();
-        assert_eq!(old.header, header);
-        assert!(!old.has_problems(), "{:?}", old.cpus[0].problems);
-        assert_eq!(old.merged()[0].payload, b"old");
-        assert!(old.metadata_records().is_empty());
-        std::fs::write(&path, &bytes).unwrap();
-        match RingBuffer::new(config().append(true), Counter::new()) {
-            Err(ConfigError::File(FileError::Mismatch { what, .. })) => {
-                assert!(what.contains("format version 1"), "{what}");
-                assert!(what.contains("start a new file"), "{what}");
-            }
-            other => panic!("{:?}", other.map(|_| ())),
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

@@ -31,8 +31,8 @@
 //! that no writer was mid-event at the very end.
 
 use super::{STATUS_CLOSED, STATUS_OPEN};
+use crate::page::zeroed::ZeroedBox;
 use crate::sync::{AtomicU64, Ordering};
-use crate::zeroed::ZeroedBox;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Once, Weak};
 

@@ -6,9 +6,9 @@ use super::layout::{FileLayout, STATUS_OFFSET};
 use super::read::Source;
 use super::FileTarget;
 use crate::config::Geometry;
-use crate::memory::CpuMemory;
+use crate::page::memory::CpuMemory;
+use crate::page::zeroed::{ZeroedBox, ZeroedSlice};
 use crate::sync::{AtomicU64, Ordering};
-use crate::zeroed::{ZeroedBox, ZeroedSlice};
 use ringtrace_clock::ClockInfo;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -200,7 +200,7 @@ impl RingFile {
             map[..encoded.len()].copy_from_slice(&encoded);
         }
         let map = Arc::new(map);
-        let failed = |e: crate::zeroed::ZeroedError| FileError::Io {
+        let failed = |e: crate::page::zeroed::ZeroedError| FileError::Io {
             path: path.to_owned(),
             action: "mapped",
             reason: e.reason,

@@ -18,7 +18,7 @@
 //! against the structs by a test.
 
 use crate::config::Geometry;
-use crate::memory::CpuOffsets;
+use crate::page::memory::CpuOffsets;
 
 /// Bytes before the metadata: the header and the status word.
 pub const HEADER_AREA: usize = 4096;
@@ -126,11 +126,13 @@ impl FileLayout {
     /// of metadata; `None` if it overflows.
     pub(crate) fn for_geometry(geometry: &Geometry, metadata_len: usize) -> Option<FileLayout> {
         let hot_size =
-            std::mem::size_of::<crossbeam_utils::CachePadded<crate::cpu_buffer::WriterHot>>();
-        let rare_size =
-            std::mem::size_of::<crossbeam_utils::CachePadded<crate::stats::RareCounters>>();
-        let commit_stride =
-            std::mem::size_of::<crossbeam_utils::CachePadded<crate::meta::CommitLine>>() as u64;
+            std::mem::size_of::<crossbeam_utils::CachePadded<crate::page::hot::WriterHot>>();
+        let rare_size = std::mem::size_of::<
+            crossbeam_utils::CachePadded<crate::page::counters::RareCounters>,
+        >();
+        let commit_stride = std::mem::size_of::<
+            crossbeam_utils::CachePadded<crate::page::meta::CommitLine>,
+        >() as u64;
         Self::compute(
             geometry.pages_per_cpu as u64,
             geometry.physical_pages() as u64,
@@ -300,8 +302,8 @@ impl FileLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu_buffer::WriterHot;
-    use crate::stats::RareCounters;
+    use crate::page::counters::RareCounters;
+    use crate::page::hot::WriterHot;
     use std::mem::offset_of;
 
     #[test]
@@ -310,9 +312,10 @@ mod tests {
         assert_eq!(offset_of!(WriterHot, hit), HOT_HIT);
         // The commit line: the word at 0, the page's hits at 8 (what
         // recovery reads), and the stride the file records is its size.
-        assert_eq!(offset_of!(crate::meta::CommitLine, word), 0);
-        assert_eq!(offset_of!(crate::meta::CommitLine, hits), 8);
-        let stride = std::mem::size_of::<crossbeam_utils::CachePadded<crate::meta::CommitLine>>();
+        assert_eq!(offset_of!(crate::page::meta::CommitLine, word), 0);
+        assert_eq!(offset_of!(crate::page::meta::CommitLine, hits), 8);
+        let stride =
+            std::mem::size_of::<crossbeam_utils::CachePadded<crate::page::meta::CommitLine>>();
         assert!(stride >= 16 && stride % 16 == 0, "{stride}");
         assert!(std::mem::size_of::<WriterHot>() >= HOT_LEN);
         assert_eq!(offset_of!(RareCounters, missed), RARE_MISSED);

@@ -36,21 +36,19 @@
 //! docs/format.md describes the file byte by byte.
 
 #[cfg(not(loom))]
-mod adopt;
+pub(crate) mod adopt;
 mod annex;
 #[cfg(not(loom))]
 mod at_exit;
 #[cfg(not(loom))]
-mod create;
+pub(crate) mod create;
 mod error;
-mod header;
+pub(crate) mod header;
 pub mod layout;
 #[cfg(not(loom))]
 mod open_here;
 mod read;
-mod recover;
-#[cfg(not(loom))]
-mod snapshot;
+pub(crate) mod recover;
 mod walk;
 
 #[cfg(not(loom))]

@@ -14,7 +14,7 @@ use super::read::Source;
 use super::walk::{walk, Walked};
 use crate::event::Event;
 use crate::format::PageHeader;
-use crate::meta::{gen_of, tag_of, Commit, Slot};
+use crate::page::meta::{gen_of, tag_of, Commit, Slot};
 use crate::stats::Stats;
 use std::path::{Path, PathBuf};
 

@@ -26,7 +26,7 @@
 // stores are used.
 #![cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 
-use crate::meta::CommitLine;
+use crate::page::meta::CommitLine;
 use std::cell::UnsafeCell;
 use std::sync::atomic::AtomicU64;
 

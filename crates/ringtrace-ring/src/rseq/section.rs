@@ -191,7 +191,7 @@ pub(crate) unsafe fn cas_state(line: &FastLine, lo: u64, hi: u64, new: __m128i) 
 #[inline(always)]
 pub(crate) unsafe fn add_pair_unless(
     line: &FastLine,
-    commit: &crate::meta::CommitLine,
+    commit: &crate::page::meta::CommitLine,
     value: u64,
     hits: u64,
     refuse: u64,
@@ -407,7 +407,7 @@ pub(crate) unsafe fn locate(
     line: &FastLine,
     phys: u64,
     rel: u64,
-) -> (*mut u8, *const crate::meta::CommitLine) {
+) -> (*mut u8, *const crate::page::meta::CommitLine) {
     let (mut commit, mut record) = (phys, rel);
     // SAFETY: loads of the line's fields only; arithmetic on registers.
     unsafe {
@@ -429,7 +429,10 @@ pub(crate) unsafe fn locate(
             options(nostack, readonly),
         );
     }
-    (record as *mut u8, commit as *const crate::meta::CommitLine)
+    (
+        record as *mut u8,
+        commit as *const crate::page::meta::CommitLine,
+    )
 }
 
 /// `x`, which the compiler can no longer see through: so that a value it

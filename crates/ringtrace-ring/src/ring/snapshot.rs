@@ -1,10 +1,10 @@
 //! A live ring of this process as a [`Recovery`]: what an exporter or a
 //! dump takes, for a ring in memory (at exit, say) as for a file.
 
-use super::header::{fnv1a64, FileClock, FileHeader, VERSION};
-use super::layout::FileLayout;
-use super::recover::{CpuRecovery, Recovery, RecoveryCounts, WriterState};
-use crate::ring::RingBuffer;
+use super::RingBuffer;
+use crate::file::header::{fnv1a64, FileClock, FileHeader, VERSION};
+use crate::file::layout::FileLayout;
+use crate::file::recover::{CpuRecovery, Recovery, RecoveryCounts, WriterState};
 use ringtrace_clock::Clock;
 
 impl<C: Clock> RingBuffer<C> {
@@ -49,7 +49,7 @@ impl<C: Clock> RingBuffer<C> {
             wall_ns: anchor.wall_ns,
             anchor_ticks: anchor.ticks,
             pid: std::process::id(),
-            comm: super::create::comm(),
+            comm: crate::file::create::comm(),
             metadata_checksum: fnv1a64(&metadata),
         };
         let cpus = self
@@ -77,7 +77,7 @@ impl<C: Clock> RingBuffer<C> {
         Recovery {
             path: self
                 .file_path()
-                .map_or_else(|| super::MEMORY_PATH.into(), |p| p.to_owned()),
+                .map_or_else(|| crate::file::MEMORY_PATH.into(), |p| p.to_owned()),
             header,
             metadata: Ok(metadata),
             writer: WriterState::Live,

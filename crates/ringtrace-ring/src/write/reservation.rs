@@ -1,9 +1,10 @@
 //! A reserved, not yet committed event.
 
-use crate::cpu_buffer::CpuBuffer;
+use super::percpu::add_to_line;
 use crate::format;
-use crate::meta;
-use crate::stats::RareCounters;
+use crate::page::counters::RareCounters;
+use crate::page::meta;
+use crate::shared::SharedState;
 use crate::sync::{AtomicU32, Ordering};
 
 /// Room for one event in a CPU buffer, between reserve and commit.
@@ -26,7 +27,7 @@ use crate::sync::{AtomicU32, Ordering};
 #[must_use = "a reservation not committed becomes a discard record"]
 #[derive(Debug)]
 pub struct Reservation<'a> {
-    buffer: &'a CpuBuffer,
+    buffer: &'a SharedState,
     /// The event record's words: header, then (for a long event) the
     /// length, then the payload.
     record: &'a [AtomicU32],
@@ -54,7 +55,7 @@ impl<'a> Reservation<'a> {
     /// neither the writer nor the commit decodes anything.
     #[inline(always)]
     pub(crate) fn new(
-        buffer: &'a CpuBuffer,
+        buffer: &'a SharedState,
         record: &'a [AtomicU32],
         commit: &'a meta::CommitLine,
         header: u32,
@@ -187,7 +188,7 @@ impl<'a> Reservation<'a> {
         }
         // Release: see CpuBuffer::commit_bytes. The hit is counted now, not
         // at reserve, so that a reservation that never ends is in no count.
-        let reclaimed = this.buffer.add_to_line(this.commit, this.add, 1);
+        let reclaimed = add_to_line(this.buffer, this.commit, this.add, 1);
         if reclaimed {
             this.lost_late();
         }
@@ -197,7 +198,7 @@ impl<'a> Reservation<'a> {
     /// not silently dropped.
     #[cold]
     fn lost_late(&self) {
-        RareCounters::bump(&self.buffer.rare.lost, 1);
+        RareCounters::bump(&self.buffer.rare().lost, 1);
     }
 }
 
@@ -218,8 +219,8 @@ impl Drop for Reservation<'_> {
             );
         }
         // Release: see CpuBuffer::commit_bytes.
-        self.buffer.add_to_line(self.commit, size, 1);
-        RareCounters::bump(&self.buffer.rare.discarded, 1);
+        add_to_line(self.buffer, self.commit, size, 1);
+        RareCounters::bump(&self.buffer.rare().discarded, 1);
     }
 }
 
@@ -311,7 +312,7 @@ fn zero_words(words: &[AtomicU32], from: usize) {
 /// word, then the header `header` with PENDING. Returns the payload's
 /// words. The space is the writer's since its reserve (step D).
 #[inline(always)]
-pub(crate) fn store_pending(record: &[AtomicU32], len: usize, header: u32) -> &[AtomicU32] {
+pub(super) fn store_pending(record: &[AtomicU32], len: usize, header: u32) -> &[AtomicU32] {
     let short = format::is_short(len);
     if let (false, Some(length)) = (short, record.get(1)) {
         // Relaxed: published by the commit's Release add; ordered for a
@@ -330,7 +331,7 @@ pub(crate) fn store_pending(record: &[AtomicU32], len: usize, header: u32) -> &[
 
 /// Stores `bytes` into `words`, the last partial word padded with zeros.
 #[inline(always)]
-pub(crate) fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
+pub(super) fn store_bytes(words: &[AtomicU32], bytes: &[u8]) {
     // Whole 16-byte pieces first, each one unaligned vector load and store
     // on x86_64 (two instructions where four word stores take eight);
     // the rest word by word.

@@ -8,10 +8,12 @@
 //! thrown away and the page counted in [`CpuIter::overwritten_pages`]. This
 //! is a seqlock whose sequence is the slot word.
 
-use crate::cpu_buffer::CpuBuffer;
+use super::state::ReaderState;
 use crate::event::Event;
 use crate::format::{PageHeader, Record, RecordCursor, PAGE_HEADER};
-use crate::meta::{gen_of, tag_of, Commit, Slot};
+use crate::page::meta::{gen_of, tag_of, Commit, Slot};
+use crate::shared::SharedState;
+use crate::sync::Mutex;
 use crate::sync::{fence, Ordering};
 
 /// Iterates over the unread events of one CPU buffer without consuming them.
@@ -29,7 +31,7 @@ use crate::sync::{fence, Ordering};
 /// ```
 #[derive(Debug)]
 pub struct CpuIter<'a> {
-    buffer: &'a CpuBuffer,
+    buffer: &'a SharedState,
     seq: u64,
     page: Vec<u8>,
     pos: usize,
@@ -41,8 +43,8 @@ pub struct CpuIter<'a> {
 }
 
 impl<'a> CpuIter<'a> {
-    pub(crate) fn new(buffer: &'a CpuBuffer) -> Self {
-        let st = buffer.reader.lock();
+    pub(crate) fn new(buffer: &'a SharedState, reader: &Mutex<ReaderState>) -> Self {
+        let st = reader.lock();
         let (seq, page, pos, ts, skip) = match st.taken_copy() {
             Some((seq, bytes, pos, ts, skip)) => (seq + 1, bytes, pos, ts, skip),
             None => (st.position(), Vec::new(), 0, 0, 0),
@@ -70,10 +72,10 @@ impl<'a> CpuIter<'a> {
     /// Copies the next readable page; false when there is none.
     fn load_next_page(&mut self) -> bool {
         let b = self.buffer;
-        let shift = b.geometry.page_shift();
+        let shift = b.geometry().page_shift();
         let page_size = b.page_size();
         for _ in 0..4 * b.pages() {
-            let (write, _) = b.hot.state.load(Ordering::Acquire);
+            let (write, _) = b.hot().state.load(Ordering::Acquire);
             let tail = b.tail_seq(write);
             let oldest = tail.saturating_sub(b.pages() as u64 - 1);
             if self.seq < oldest {
@@ -94,7 +96,7 @@ impl<'a> CpuIter<'a> {
                 }
                 return false;
             }
-            let c1 = b.commits[slot.phys].word.load(Ordering::Acquire);
+            let c1 = b.commit_word(slot.phys).load(Ordering::Acquire);
             let commit = Commit::unpack(c1);
             let limit = if commit.opening {
                 if commit.tag == tag_of(want) {
@@ -119,8 +121,8 @@ impl<'a> CpuIter<'a> {
                 // reservation made and committed after it, of the size of
                 // one still open below it, brings the count up to that
                 // stale frontier.
-                let (write_now, _) = b.hot.state.load(Ordering::Acquire);
-                let c2 = b.commits[slot.phys].word.load(Ordering::Acquire);
+                let (write_now, _) = b.hot().state.load(Ordering::Acquire);
+                let c2 = b.commit_word(slot.phys).load(Ordering::Acquire);
                 let frontier = (write_now & (page_size as u64 - 1)) as usize;
                 if c1 != c2
                     || write_now >> shift != self.seq
@@ -135,7 +137,7 @@ impl<'a> CpuIter<'a> {
                 // order yet.
                 return false;
             };
-            b.words.read_into(slot.phys, 0, limit, &mut self.page);
+            b.words().read_into(slot.phys, 0, limit, &mut self.page);
             fence(Ordering::Acquire);
             if b.slot_of(self.seq).load(Ordering::Acquire) != slot_word {
                 self.overwritten += 1;

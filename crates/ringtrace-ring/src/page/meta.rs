@@ -51,7 +51,7 @@ pub(crate) struct CommitLine {
 
 // SAFETY: two integer atomics, valid for any bits and zero for `new(0)`,
 // without Drop; repr(C) fixes their order (the file format's).
-unsafe impl crate::zeroed::Zeroable for CommitLine {
+unsafe impl crate::page::zeroed::Zeroable for CommitLine {
     fn zero() -> Self {
         CommitLine {
             word: crate::sync::AtomicU64::new(0),

@@ -9,8 +9,8 @@
 //! x86_64 and aarch64, and make the race defined. Events are 4-byte aligned,
 //! so a word never holds bytes of two reservations.
 
+use crate::page::zeroed::ZeroedSlice;
 use crate::sync::{AtomicU32, Ordering};
-use crate::zeroed::ZeroedSlice;
 
 /// The pages of one CPU buffer.
 #[derive(Debug)]

@@ -1,8 +1,12 @@
 //! A consuming reader that yields every CPU's events in timestamp order.
 
+use super::consume::{peek_timestamp, read_event_with};
+use super::state::ReaderState;
 use crate::event::Event;
-use crate::ring::RingBuffer;
+use crate::shared::SharedState;
+use crate::sync::Mutex;
 use ringtrace_clock::Clock;
+use std::marker::PhantomData;
 
 /// Merges the CPU buffers of a ring by timestamp, consuming as it goes: it
 /// peeks at each CPU's next timestamp and consumes only the earliest event,
@@ -25,31 +29,49 @@ use ringtrace_clock::Clock;
 /// ```
 #[derive(Debug)]
 pub struct MergedReader<'a, C: Clock> {
-    ring: &'a RingBuffer<C>,
+    buffers: Vec<Buffer<'a>>,
+    _clock: PhantomData<&'a C>,
+}
+
+/// One CPU buffer as the merge reads it.
+#[derive(Debug)]
+struct Buffer<'a> {
+    shared: &'a SharedState,
+    reader: &'a Mutex<ReaderState>,
 }
 
 impl<'a, C: Clock> MergedReader<'a, C> {
-    pub(crate) fn new(ring: &'a RingBuffer<C>) -> Self {
-        MergedReader { ring }
+    pub(crate) fn new(
+        buffers: impl Iterator<Item = (&'a SharedState, &'a Mutex<ReaderState>)>,
+    ) -> Self {
+        MergedReader {
+            buffers: buffers
+                .map(|(shared, reader)| Buffer { shared, reader })
+                .collect(),
+            _clock: PhantomData,
+        }
     }
 }
 
 impl<C: Clock> Iterator for MergedReader<'_, C> {
     type Item = Event;
 
-    /// Peeks at each CPU's next timestamp and consumes only the earliest
-    /// event, so that a merge dropped part-way holds nothing back: every
-    /// event it did not yield is still in its buffer.
     fn next(&mut self) -> Option<Event> {
-        let buffers = self.ring.cpu_buffers();
         loop {
-            let (_, cpu) = buffers
+            let (_, b) = self
+                .buffers
                 .iter()
-                .enumerate()
-                .filter_map(|(cpu, b)| b.peek_timestamp().map(|ts| (ts, cpu)))
-                .min()?;
-            // None only if a writer overwrote it since the peek: look again.
-            if let Some(event) = buffers[cpu].read_event() {
+                .filter_map(|b| peek_timestamp(b.shared, &mut b.reader.lock()).map(|ts| (ts, b)))
+                .min_by_key(|(ts, b)| (*ts, b.shared.cpu()))?;
+            let cpu = b.shared.cpu();
+            let event =
+                read_event_with(b.shared, &mut b.reader.lock(), |ts, payload, lost| Event {
+                    cpu,
+                    ts,
+                    payload: payload.to_vec(),
+                    lost_before: lost,
+                });
+            if let Some(event) = event {
                 return Some(event);
             }
         }

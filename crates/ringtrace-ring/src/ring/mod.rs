@@ -1,12 +1,20 @@
 //! The ring: one [`CpuBuffer`] per CPU, written on the CPU the writer is on.
 
 use crate::config::{ConfigError, Geometry, RingConfig};
-use crate::cpu_buffer::{CpuBuffer, ReserveError};
-use crate::iter::CpuIter;
-use crate::merge::MergedReader;
-use crate::reservation::Reservation;
+use crate::cpu_buffer::CpuBuffer;
+use crate::read::iter::CpuIter;
+use crate::read::merge::MergedReader;
 use crate::stats::Stats;
+use crate::write::error::ReserveError;
+use crate::write::reservation::Reservation;
+use crate::write::reserve;
+#[cfg(ringtrace_rseq)]
+use crate::write::{percpu, whole};
 use ringtrace_clock::{Clock, ClockInfo, InlineRead};
+
+mod metadata;
+#[cfg(not(loom))]
+mod snapshot;
 
 /// Per-CPU lock-free ring buffers stamped by one clock.
 ///
@@ -95,7 +103,7 @@ impl<C: Clock> RingBuffer<C> {
     /// Sets every buffer's write path, before the ring is shared.
     fn on_path(mut self, path: crate::rseq::Resolved) -> Self {
         for b in self.buffers.iter_mut() {
-            b.path.choose(path);
+            b.shared_mut().path_mut().choose(path);
         }
         #[cfg(ringtrace_rseq)]
         {
@@ -287,12 +295,17 @@ impl<C: Clock> RingBuffer<C> {
     ) -> Result<Reservation<'a>, ReserveError> {
         #[cfg(ringtrace_rseq)]
         if self.writes_whole {
-            use crate::write_whole::Miss;
+            use crate::write::whole::Miss;
             // The claim's parts meet here, from the fast reserve or from a
             // call, and the reservation is made from them once: made in
             // each arm, it would reach the caller through memory, its
             // fields no longer constants for a constant length.
-            let claimed = match b.reserve_whole(b.path.line(), BareRdtsc(&self.clock), len) {
+            let claimed = match whole::reserve_whole(
+                b.shared(),
+                b.shared().path().line(),
+                BareRdtsc(&self.clock),
+                len,
+            ) {
                 Ok(claimed) => claimed,
                 Err(Miss::General) => self.reserve_placed(b, len)?,
                 Err(Miss::Aborted) => self.reserve_placed_after_abort(b, len)?,
@@ -300,7 +313,7 @@ impl<C: Clock> RingBuffer<C> {
             // SAFETY: claimed for `len`.
             let words = unsafe { claimed.words(len) };
             return Ok(Reservation::new(
-                b,
+                b.shared(),
                 words,
                 claimed.commit,
                 claimed.header,
@@ -325,7 +338,7 @@ impl<C: Clock> RingBuffer<C> {
         };
         // By value: two words in registers, where a reference would make
         // it live on the stack for the general loop's sake.
-        b.reserve(clock, len)
+        reserve::reserve(b.shared(), clock, len)
     }
 
     /// The general loop's claim on `b` (`CpuBuffer::reserve_placed`), where
@@ -338,8 +351,8 @@ impl<C: Clock> RingBuffer<C> {
         &'a self,
         b: &'a CpuBuffer,
         len: usize,
-    ) -> Result<crate::write_whole::Claimed<'a>, ReserveError> {
-        b.reserve_placed(BareRdtsc(&self.clock), len)
+    ) -> Result<crate::write::whole::Claimed<'a>, ReserveError> {
+        whole::reserve_placed(b.shared(), BareRdtsc(&self.clock), len)
     }
 
     /// A claim whose fast reserve section the kernel aborted: the abort
@@ -351,9 +364,9 @@ impl<C: Clock> RingBuffer<C> {
         &'a self,
         b: &'a CpuBuffer,
         len: usize,
-    ) -> Result<crate::write_whole::Claimed<'a>, ReserveError> {
+    ) -> Result<crate::write::whole::Claimed<'a>, ReserveError> {
         crate::rseq::section::count_abort();
-        b.reserve_placed(BareRdtsc(&self.clock), len)
+        whole::reserve_placed(b.shared(), BareRdtsc(&self.clock), len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -417,8 +430,13 @@ impl<C: Clock> RingBuffer<C> {
     #[cfg(ringtrace_rseq)]
     #[inline(always)]
     pub(crate) fn write_whole(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
-        use crate::write_whole::Miss;
-        match b.write_whole(b.path.line(), BareRdtsc(&self.clock), payload) {
+        use crate::write::whole::Miss;
+        match whole::write_whole(
+            b.shared(),
+            b.shared().path().line(),
+            BareRdtsc(&self.clock),
+            payload,
+        ) {
             Ok(ts) => Ok(ts),
             Err(Miss::General) => self.write_general(b, payload),
             Err(Miss::Aborted) => self.write_after_abort(b, payload),
@@ -444,7 +462,7 @@ impl<C: Clock> RingBuffer<C> {
     #[cfg(ringtrace_rseq)]
     #[inline(never)]
     pub(crate) fn write_general(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
-        let _remote = b.remote_event();
+        let _remote = percpu::remote_event(b.shared());
         self.write_reserved(b, payload)
     }
 
@@ -494,12 +512,14 @@ impl<C: Clock> RingBuffer<C> {
 
     /// A consuming reader over every CPU, in timestamp order.
     pub fn merged(&self) -> MergedReader<'_, C> {
-        MergedReader::new(self)
+        MergedReader::new(self.buffers.iter().map(|b| (b.shared(), b.reader())))
     }
 
     /// A non-consuming iterator over the unread events of `cpu`.
     pub fn iter(&self, cpu: usize) -> Option<CpuIter<'_>> {
-        self.buffers.get(cpu).map(CpuIter::new)
+        self.buffers
+            .get(cpu)
+            .map(|b| CpuIter::new(b.shared(), b.reader()))
     }
 
     /// Closes every CPU's open page, so all committed events can be read as

@@ -3,11 +3,11 @@
 //! buffer is the same code over the same words.
 
 use crate::config::Geometry;
-use crate::cpu_buffer::WriterHot;
-use crate::stats::RareCounters;
+use crate::page::counters::RareCounters;
+use crate::page::hot::WriterHot;
+use crate::page::words::PageWords;
+use crate::page::zeroed::{ZeroedBox, ZeroedError, ZeroedSlice};
 use crate::sync::AtomicU64;
-use crate::words::PageWords;
-use crate::zeroed::{ZeroedBox, ZeroedError, ZeroedSlice};
 use crossbeam_utils::CachePadded;
 
 /// Everything a CPU buffer shares with its writers and readers.
@@ -15,7 +15,7 @@ pub(crate) struct CpuMemory {
     pub hot: ZeroedBox<CachePadded<WriterHot>>,
     pub rare: ZeroedBox<CachePadded<RareCounters>>,
     pub slots: ZeroedSlice<AtomicU64>,
-    pub commits: ZeroedSlice<CachePadded<crate::meta::CommitLine>>,
+    pub commits: ZeroedSlice<CachePadded<crate::page::meta::CommitLine>>,
     pub words: PageWords,
     /// A file ring: a claim zeroes its page before any writer may reserve
     /// in it, so that a recovered file never shows an older lap's bytes.

@@ -1,0 +1,93 @@
+//! Bad configuration, named with what is valid.
+
+use thiserror::Error;
+
+/// Bad configuration, named with what is valid.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// The page size is not a power of two in range.
+    #[error("page size {given} is invalid: it must be a power of two from {min} to {max} bytes")]
+    PageSize {
+        /// What was asked for.
+        given: usize,
+        /// Smallest valid page size.
+        min: usize,
+        /// Largest valid page size.
+        max: usize,
+    },
+    /// The per-CPU buffer would hold fewer than two pages, or too many.
+    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages, so from {} to {} bytes", .page_size + 1, .max_pages.saturating_mul(*.page_size))]
+    BufferSize {
+        /// What was asked for, in bytes.
+        given: usize,
+        /// The page size in force.
+        page_size: usize,
+        /// How many pages that makes.
+        pages: usize,
+        /// The most pages a CPU buffer can have.
+        max_pages: usize,
+    },
+    /// Zero CPU buffers were asked for.
+    #[error("the ring needs at least one CPU buffer, and at most {max}; {given} were asked for")]
+    Cpus {
+        /// What was asked for.
+        given: usize,
+        /// The most buffers a ring can have.
+        max: usize,
+    },
+    /// A mode name that is neither `overwrite` nor `discard`.
+    #[error("unknown ring mode `{0}`; valid modes: overwrite, discard")]
+    UnknownMode(String),
+    /// More quarantine pages than page indices remain for.
+    #[error("quarantine of {given} pages is too large: with {pages} pages per CPU buffer it can be at most {max}")]
+    QuarantinePages {
+        /// What was asked for.
+        given: usize,
+        /// The most the ring's shape allows.
+        max: usize,
+        /// Pages per CPU buffer.
+        pages: usize,
+    },
+    /// The system refused the memory for a CPU buffer's pages.
+    #[error("could not map {bytes} bytes for a CPU buffer's pages: {reason}; use fewer CPUs, a smaller per-CPU size, smaller pages or fewer quarantine pages")]
+    Memory {
+        /// The bytes asked for.
+        bytes: usize,
+        /// What the system said.
+        reason: String,
+    },
+    /// The ring's file could not be created, opened or mapped.
+    #[error(transparent)]
+    File(#[from] crate::file::FileError),
+    /// A metadata annex larger than ringtrace keeps.
+    #[error("a metadata annex of {given} bytes is too large: it can be at most {max} bytes (0 for none); the records are callsite descriptions, a few hundred bytes each")]
+    MetadataCapacity {
+        /// What was asked for.
+        given: usize,
+        /// The largest capacity.
+        max: usize,
+    },
+    /// This CPU lacks an instruction the ring needs.
+    #[error("{0}")]
+    Cpu(String),
+    /// A write path that is unknown, or unavailable here.
+    #[error(transparent)]
+    WritePath(#[from] crate::WritePathError),
+    /// `append` or `metadata` without `file`.
+    #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
+    NeedsFile(&'static str),
+    /// The ring's pages would not fit in this machine's memory.
+    #[error("{cpus} CPU buffers of {pages} pages of {page_size} bytes (plus the reader's spares) need {bytes} bytes, more than this machine's {memory} bytes of memory; use fewer CPUs, a smaller per-CPU size or smaller pages")]
+    TooLarge {
+        /// CPU buffers asked for.
+        cpus: usize,
+        /// Pages per CPU buffer.
+        pages: usize,
+        /// The page size.
+        page_size: usize,
+        /// The page memory that shape needs (saturated at `usize::MAX`).
+        bytes: usize,
+        /// The machine's physical memory.
+        memory: usize,
+    },
+}
