@@ -15,6 +15,7 @@
 //! Appends are serialised by a lock: they are rare (once per callsite),
 //! not the hot path, and not async-signal-safe.
 
+use crate::order;
 use crate::sync::Mutex;
 #[cfg(not(loom))]
 use crate::sync::Ordering;
@@ -226,7 +227,7 @@ impl Annex {
                 // instructions, and every store it made before reaches the
                 // page cache); this process's readers take the lock, and
                 // another process's read the word first.
-                f.committed.store(end as u64, Ordering::Release);
+                f.committed.store(end as u64, order::ANNEX_COMMITTED);
                 f.used = end;
             }
         }

@@ -80,6 +80,7 @@ mod cpu_writer;
 mod event;
 pub mod file;
 pub mod format;
+mod order;
 mod page;
 mod read;
 mod ring;

@@ -24,6 +24,7 @@
 //! whole once its commit word counts every byte.
 
 use crate::config::{ConfigError, Geometry};
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::page::hot::WriterHot;
 use crate::page::memory::CpuMemory;
@@ -32,7 +33,7 @@ use crate::page::words::PageWords;
 use crate::page::zero_pool::ZeroPool;
 use crate::page::zeroed::{ZeroedBox, ZeroedError, ZeroedSlice};
 use crate::rseq::PerCpuPath;
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 
 /// One CPU buffer's shared state.
@@ -315,8 +316,8 @@ impl SharedState {
             let _ = slot_word.compare_exchange(
                 word,
                 claimed.pack(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                order::CLAIM_STEP2,
+                order::failure(order::CLAIM_STEP2),
             );
         } else {
             self.overrun_claim(slot_word, word, claimed, unread);
@@ -348,12 +349,17 @@ impl SharedState {
         let rare = &self.rare;
         rare.overrun_claims_started.fetch_add(1, Ordering::Relaxed);
         let won = slot_word
-            .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                word,
+                claimed.pack(),
+                order::OVERRUN_CLAIM,
+                order::failure(order::OVERRUN_CLAIM),
+            )
             .is_ok();
         if won {
             RareCounters::bump(&rare.overrun, u64::from(unread));
         }
-        rare.overrun_claims_done.fetch_add(1, Ordering::Release);
+        rare.overrun_claims_done.fetch_add(1, order::OVERRUN_DONE);
         won
     }
 
@@ -384,7 +390,7 @@ impl SharedState {
     ) {
         loop {
             // Acquire: see whoever moved the slot.
-            let word = slot_word.load(Ordering::Acquire);
+            let word = slot_word.load(order::CLAIM_LOAD);
             let slot = Slot::unpack(word);
             if slot.phys != phys {
                 // A fixup swapped the page out before step 2 (see
@@ -405,7 +411,7 @@ impl SharedState {
             // writer opens it.
             self.claim_slot(slot_word, word, opening);
         }
-        fence(Ordering::Release);
+        order::ZEROING_FENCE.place();
         self.words.zero_page(phys);
         let zeroed = Commit {
             zeroed: true,
@@ -414,8 +420,8 @@ impl SharedState {
         let set = self.commit_word(phys).compare_exchange(
             opening.pack(),
             zeroed.pack(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
+            order::ZEROED_MARK,
+            order::failure(order::ZEROED_MARK),
         );
         debug_assert!(
             set.is_ok(),
@@ -431,14 +437,14 @@ impl SharedState {
         #[cfg(ringtrace_rseq)]
         if self.path.fast().is_some() {
             let _remote = self.path.remote();
-            return word.fetch_or(bits, Ordering::AcqRel);
+            return word.fetch_or(bits, order::FIXUP_MARK);
         }
-        word.fetch_or(bits, Ordering::AcqRel)
+        word.fetch_or(bits, order::FIXUP_MARK)
     }
 
     /// Whether the state has moved past page `seq` (it is closed).
     pub(crate) fn is_closed(&self, seq: u64) -> bool {
-        let (write, _) = self.hot.state.load(Ordering::Acquire);
+        let (write, _) = self.hot.state.load(order::READER_STATE_LOAD);
         write >> self.geometry.page_shift() > seq
     }
 }

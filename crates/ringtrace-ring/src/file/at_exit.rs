@@ -31,8 +31,9 @@
 //! that no writer was mid-event at the very end.
 
 use super::{STATUS_CLOSED, STATUS_OPEN};
+use crate::order;
 use crate::page::zeroed::ZeroedBox;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Once, Weak};
 
@@ -78,7 +79,7 @@ impl StatusWord {
     /// Marks the file open for writers: from now on a crash leaves a ring.
     pub(crate) fn set_open(&self) {
         // Release: the buffers' setup is in the file before the mark.
-        self.word.store(STATUS_OPEN, Ordering::Release);
+        self.word.store(STATUS_OPEN, order::FILE_STATUS);
         // Relaxed: `close` needs only this flag, no data it would publish.
         self.opened
             .store(true, std::sync::atomic::Ordering::Relaxed);
@@ -94,7 +95,7 @@ impl StatusWord {
         // Release: every commit this thread made, and every one it saw,
         // is in the file before the mark. (Commits of threads still
         // running may follow; see the module's documentation.)
-        self.word.store(STATUS_CLOSED, Ordering::Release);
+        self.word.store(STATUS_CLOSED, order::FILE_STATUS);
     }
 }
 

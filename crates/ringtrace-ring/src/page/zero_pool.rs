@@ -19,6 +19,7 @@
 //! in the process, not the file: a page in it is in no slot, so a recovered
 //! file never reads it, and a ring reopened with `append` fills a new pool.
 
+use crate::order;
 use crate::sync::{AtomicU32, Ordering};
 
 /// The most pages a CPU buffer's pool holds. A pool runs dry only when this
@@ -67,7 +68,7 @@ impl ZeroPool {
             let word = entry.load(Ordering::Relaxed);
             if word != 0
                 && entry
-                    .compare_exchange(word, 0, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(word, 0, order::POOL_TAKE, Ordering::Relaxed)
                     .is_ok()
             {
                 return Some(word as usize - 1);
@@ -88,7 +89,7 @@ impl ZeroPool {
                 // Relaxed: a hint, as in `take`.
                 if entry.load(Ordering::Relaxed) == 0
                     && entry
-                        .compare_exchange(0, phys as u32 + 1, Ordering::Release, Ordering::Relaxed)
+                        .compare_exchange(0, phys as u32 + 1, order::POOL_GIVE, Ordering::Relaxed)
                         .is_ok()
                 {
                     return;

@@ -24,6 +24,7 @@ use super::state::{report_losses, skip_overwritten, Found, Head, ReaderState, So
 use super::swap::swap_in_spare;
 use crate::event::PageBuf;
 use crate::format::{PageHeader, Record, RecordCursor, PAGE_HEADER};
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::page::meta::{gen_of, tag_of, Commit, Slot};
 use crate::shared::SharedState;
@@ -115,7 +116,7 @@ pub(super) fn head_page(s: &SharedState, st: &mut ReaderState) -> Head {
         // (a claim, a take, a fixup), so the commit word loaded next is
         // at least as new as the page that CAS put there, and a claim's
         // `overrun_claims_started` bump is seen (loss_mark).
-        let slot = Slot::unpack(s.slot_of(seq).load(Ordering::Acquire));
+        let slot = Slot::unpack(s.slot_of(seq).load(order::READER_SLOT_LOAD));
         if slot.gen != want {
             if slot.gen.wrapping_sub(want) as i32 > 0 {
                 // Overwritten since we looked: on to the next page.
@@ -128,7 +129,7 @@ pub(super) fn head_page(s: &SharedState, st: &mut ReaderState) -> Head {
         // Acquire: pairs with the committers' Release adds (one release
         // sequence), so a page found complete has every record's stores
         // visible to the copy `take` makes.
-        let commit = Commit::unpack(s.commit_word(slot.phys).load(Ordering::Acquire));
+        let commit = Commit::unpack(s.commit_word(slot.phys).load(order::READER_COMMIT_LOAD));
         if commit.opening {
             if commit.tag == tag_of(want) {
                 return Head::NotOpened; // being opened for this lap
@@ -140,7 +141,7 @@ pub(super) fn head_page(s: &SharedState, st: &mut ReaderState) -> Head {
             // Then look again: the slot has moved on.
             let word = slot.pack();
             let slot_word = s.slot_of(seq);
-            if slot_word.load(Ordering::Acquire) == word {
+            if slot_word.load(order::READER_SLOT_LOAD) == word {
                 s.claim_slot(slot_word, word, commit);
             }
             continue;

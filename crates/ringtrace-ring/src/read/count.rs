@@ -3,6 +3,7 @@
 
 use super::fixup::recycle_quarantine;
 use super::state::ReaderState;
+use crate::order;
 use crate::page::meta::{gen_of, tag_of, Commit, Slot};
 use crate::shared::SharedState;
 use crate::stats::Stats;
@@ -49,7 +50,7 @@ pub(super) fn hits(s: &SharedState) -> u64 {
 
 /// Committed events not yet consumed: exact when no writer is active.
 pub(super) fn entries(s: &SharedState, st: &ReaderState) -> u64 {
-    let (write, _) = s.hot().state.load(Ordering::Acquire);
+    let (write, _) = s.hot().state.load(order::READER_STATE_LOAD);
     let tail = s.tail_seq(write);
     let n = s.pages() as u64;
     let first = st.seq.max(tail.saturating_sub(n - 1));
@@ -59,11 +60,11 @@ pub(super) fn entries(s: &SharedState, st: &ReaderState) -> u64 {
         if Some(seq) == taken_seq {
             continue;
         }
-        let slot = Slot::unpack(s.slot_of(seq).load(Ordering::Acquire));
+        let slot = Slot::unpack(s.slot_of(seq).load(order::READER_SLOT_LOAD));
         if slot.gen != gen_of(seq, s.pages()) {
             continue;
         }
-        let commit = Commit::unpack(s.commit_word(slot.phys).load(Ordering::Acquire));
+        let commit = Commit::unpack(s.commit_word(slot.phys).load(order::READER_COMMIT_LOAD));
         if commit.opening || commit.tag != tag_of(slot.gen) {
             continue;
         }
@@ -100,9 +101,10 @@ pub(super) fn loss_mark(s: &SharedState) -> u64 {
     let deadline = Instant::now() + LOSS_MARK_WAIT;
     let mut spins = 0u32;
     loop {
-        let done = rare.overrun_claims_done.load(Ordering::Acquire);
-        let total = rare.overrun.load(Ordering::Acquire) + rare.lost.load(Ordering::Acquire);
-        let started = rare.overrun_claims_started.load(Ordering::Acquire);
+        let done = rare.overrun_claims_done.load(order::LOSS_MARK_LOAD);
+        let total =
+            rare.overrun.load(order::LOSS_MARK_LOAD) + rare.lost.load(order::LOSS_MARK_LOAD);
+        let started = rare.overrun_claims_started.load(order::LOSS_MARK_LOAD);
         if started == done {
             return total;
         }

@@ -5,10 +5,10 @@
 
 use super::state::{skip_overwritten, ReaderState, Stuck};
 use super::swap::swap_in_spare;
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::page::meta::{gen_of, Commit, Slot};
 use crate::shared::SharedState;
-use crate::sync::Ordering;
 use std::time::Instant;
 
 /// Takes the oldest closed page that is waiting for a commit out of the
@@ -39,11 +39,11 @@ use std::time::Instant;
 pub(crate) fn fixup(s: &SharedState, st: &mut ReaderState) -> bool {
     skip_overwritten(s, st);
     let seq = st.seq;
-    let slot = Slot::unpack(s.slot_of(seq).load(Ordering::Acquire));
+    let slot = Slot::unpack(s.slot_of(seq).load(order::READER_SLOT_LOAD));
     if slot.gen != gen_of(seq, s.pages()) || !s.is_closed(seq) {
         return false;
     }
-    let commit = Commit::unpack(s.commit_word(slot.phys).load(Ordering::Acquire));
+    let commit = Commit::unpack(s.commit_word(slot.phys).load(order::READER_COMMIT_LOAD));
     if commit.opening || commit.bytes == s.page_size() {
         // Complete (nothing to fix), or being claimed for the next lap,
         // which only a complete page can be.
@@ -126,7 +126,7 @@ pub(super) fn recycle_quarantine(s: &SharedState, st: &mut ReaderState) {
     let page_size = s.page_size();
     let commits = s.commit_lines();
     let (done, waiting): (Vec<usize>, Vec<usize>) = st.quarantine.iter().partition(|&&p| {
-        Commit::unpack(commits[p].word.load(Ordering::Acquire)).bytes == page_size
+        Commit::unpack(commits[p].word.load(order::READER_COMMIT_LOAD)).bytes == page_size
     });
     if !done.is_empty() {
         st.free.extend(done);

@@ -5,10 +5,11 @@
 use super::count::loss_mark;
 use super::state::{Found, InPlace, ReaderState, Source};
 use crate::format::{self, Record, RecordCursor, PAGE_HEADER};
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::page::meta::{Commit, Slot};
 use crate::shared::SharedState;
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 
 /// Reads the next event of the open page `seq` in place.
 pub(super) fn next_in_place(
@@ -35,9 +36,9 @@ pub(super) fn next_in_place(
     // `c2 == c1` says the word did not move in between (within a
     // generation it only grows). The same Acquire makes the committed
     // records' stores visible to the copy below.
-    let c1 = s.commit_word(slot.phys).load(Ordering::Acquire);
-    let (write, _) = s.hot().state.load(Ordering::Acquire);
-    let c2 = s.commit_word(slot.phys).load(Ordering::Acquire);
+    let c1 = s.commit_word(slot.phys).load(order::IN_PLACE_LOAD);
+    let (write, _) = s.hot().state.load(order::IN_PLACE_LOAD);
+    let c2 = s.commit_word(slot.phys).load(order::IN_PLACE_LOAD);
     if c1 != c2 || write >> shift != seq {
         return Found::Empty;
     }
@@ -97,7 +98,7 @@ pub(super) fn next_in_place(
                     // stores, so if we copied any of them this load sees
                     // the claim (Relaxed after the Acquire fence, as a
                     // seqlock reader's check).
-                    fence(Ordering::Acquire);
+                    order::IN_PLACE_FENCE.place();
                     if s.slot_of(seq).load(Ordering::Relaxed) != slot.pack() {
                         st.in_place = None;
                         return Found::Empty;
@@ -112,7 +113,7 @@ pub(super) fn next_in_place(
                 // fence; a writer reusing the page fenced with Release
                 // after claiming it, so if we copied any of its bytes the
                 // CAS below sees its claim and fails.
-                fence(Ordering::Acquire);
+                order::IN_PLACE_FENCE.place();
                 let after = Slot {
                     consumed: slot.consumed + 1,
                     ..slot
@@ -122,8 +123,8 @@ pub(super) fn next_in_place(
                     .compare_exchange(
                         slot.pack(),
                         after.pack(),
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
+                        order::IN_PLACE_CONSUME,
+                        order::failure(order::IN_PLACE_CONSUME),
                     )
                     .is_err()
                 {

@@ -11,10 +11,10 @@
 use super::state::ReaderState;
 use crate::event::Event;
 use crate::format::{PageHeader, Record, RecordCursor, PAGE_HEADER};
+use crate::order;
 use crate::page::meta::{gen_of, tag_of, Commit, Slot};
 use crate::shared::SharedState;
 use crate::sync::Mutex;
-use crate::sync::{fence, Ordering};
 
 /// Iterates over the unread events of one CPU buffer without consuming them.
 ///
@@ -75,7 +75,7 @@ impl<'a> CpuIter<'a> {
         let shift = b.geometry().page_shift();
         let page_size = b.page_size();
         for _ in 0..4 * b.pages() {
-            let (write, _) = b.hot().state.load(Ordering::Acquire);
+            let (write, _) = b.hot().state.load(order::ITER_LOAD);
             let tail = b.tail_seq(write);
             let oldest = tail.saturating_sub(b.pages() as u64 - 1);
             if self.seq < oldest {
@@ -86,7 +86,7 @@ impl<'a> CpuIter<'a> {
                 return false;
             }
             let want = gen_of(self.seq, b.pages());
-            let slot_word = b.slot_of(self.seq).load(Ordering::Acquire);
+            let slot_word = b.slot_of(self.seq).load(order::ITER_LOAD);
             let slot = Slot::unpack(slot_word);
             if slot.gen != want {
                 if slot.gen.wrapping_sub(want) as i32 > 0 {
@@ -96,7 +96,7 @@ impl<'a> CpuIter<'a> {
                 }
                 return false;
             }
-            let c1 = b.commit_word(slot.phys).load(Ordering::Acquire);
+            let c1 = b.commit_word(slot.phys).load(order::ITER_LOAD);
             let commit = Commit::unpack(c1);
             let limit = if commit.opening {
                 if commit.tag == tag_of(want) {
@@ -121,8 +121,8 @@ impl<'a> CpuIter<'a> {
                 // reservation made and committed after it, of the size of
                 // one still open below it, brings the count up to that
                 // stale frontier.
-                let (write_now, _) = b.hot().state.load(Ordering::Acquire);
-                let c2 = b.commit_word(slot.phys).load(Ordering::Acquire);
+                let (write_now, _) = b.hot().state.load(order::ITER_LOAD);
+                let c2 = b.commit_word(slot.phys).load(order::ITER_LOAD);
                 let frontier = (write_now & (page_size as u64 - 1)) as usize;
                 if c1 != c2
                     || write_now >> shift != self.seq
@@ -138,8 +138,8 @@ impl<'a> CpuIter<'a> {
                 return false;
             };
             b.words().read_into(slot.phys, 0, limit, &mut self.page);
-            fence(Ordering::Acquire);
-            if b.slot_of(self.seq).load(Ordering::Acquire) != slot_word {
+            order::ITER_FENCE.place();
+            if b.slot_of(self.seq).load(order::ITER_LOAD) != slot_word {
                 self.overwritten += 1;
                 self.seq += 1;
                 continue;

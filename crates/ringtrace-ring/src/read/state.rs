@@ -2,9 +2,9 @@
 //! holds out of the ring, its free and quarantined pages, and what it has
 //! reported; and how the reader passes pages writers overwrote.
 
+use crate::order;
 use crate::page::meta::{Commit, Slot};
 use crate::shared::SharedState;
-use crate::sync::Ordering;
 use std::time::Instant;
 
 /// A page the reader took out of the ring.
@@ -145,7 +145,7 @@ pub(super) fn report_losses(st: &mut ReaderState, page: u64, mark: u64) -> u64 {
 /// Moves `st.seq` past pages writers have overwritten (their events
 /// were counted as overrun when they were claimed).
 pub(super) fn skip_overwritten(s: &SharedState, st: &mut ReaderState) {
-    let (write, _) = s.hot().state.load(Ordering::Acquire);
+    let (write, _) = s.hot().state.load(order::READER_STATE_LOAD);
     let tail = s.tail_seq(write);
     let oldest = tail.saturating_sub(s.pages() as u64 - 1);
     if st.seq < oldest {

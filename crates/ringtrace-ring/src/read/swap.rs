@@ -4,9 +4,9 @@
 
 use super::state::ReaderState;
 use crate::format::{self, PAGE_HEADER};
+use crate::order;
 use crate::page::meta::{Commit, Slot};
 use crate::shared::SharedState;
-use crate::sync::{fence, Ordering};
 
 /// Puts one of the reader's free pages into `seq`'s slot in place of
 /// `slot.phys`, complete and empty, so writers claim it like any page
@@ -25,7 +25,7 @@ pub(super) fn swap_in_spare(s: &SharedState, st: &mut ReaderState, seq: u64, slo
     // at step E of a writer's reserve). The CAS's own Release orders
     // only what came before it, and on a weakly ordered CPU these
     // stores could otherwise be seen first.
-    fence(Ordering::Release);
+    order::SPARE_FENCE.place();
     // The spare still holds the bytes of the page it was: make it an
     // empty page, so that nothing (an iterator, a reader that comes back
     // to this slot) decodes those as events. Nobody else writes it: it
@@ -36,10 +36,10 @@ pub(super) fn swap_in_spare(s: &SharedState, st: &mut ReaderState, seq: u64, slo
         PAGE_HEADER,
         format::record_header(format::TYPE_PADDING, 0),
     );
-    // Release; the slot CAS below publishes it too (verification.md, W17).
+    // Release; the slot CAS below publishes it too (see `order::SPARE_COMMIT_STORE`).
     s.commit_word(spare).store(
         Commit::complete(slot.gen, s.page_size(), 0, true).pack(),
-        Ordering::Release,
+        order::SPARE_COMMIT_STORE,
     );
     let swapped = Slot {
         consumed: 0,
@@ -55,8 +55,8 @@ pub(super) fn swap_in_spare(s: &SharedState, st: &mut ReaderState, seq: u64, slo
         .compare_exchange(
             slot.pack(),
             swapped.pack(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
+            order::SPARE_SWAP,
+            order::failure(order::SPARE_SWAP),
         )
         .is_ok();
     if !swapped {

@@ -44,8 +44,9 @@
 //! (`RingBuffer::remote_updates`).
 
 use super::shared_mode::RemoteCounts;
+use crate::order;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 pub(crate) use super::shared_mode::REMOTE_ONE;
 
@@ -145,7 +146,7 @@ impl<'a> RemoteUpdate<'a> {
         // SeqCst: a locked add, a full barrier before the fence, so the
         // flag is visible to every section the fence does not abort; and
         // before the shared mark's read, in the SeqCst order.
-        flag.fetch_add(REMOTE_ONE, Ordering::SeqCst);
+        flag.fetch_add(REMOTE_ONE, order::GATE_RAISE);
         if !counts.skip_fence() {
             fence(cpu);
             counts.fenced_update(flag);
@@ -169,13 +170,14 @@ impl Drop for RemoteUpdate<'_> {
         HELD.with(|held| held.set(self.outer));
         // Step 4. Release: our locked update is visible to any section
         // that loads the flag as zero after this.
-        self.flag.fetch_sub(REMOTE_ONE, Ordering::Release);
+        self.flag.fetch_sub(REMOTE_ONE, order::GATE_LOWER);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     /// Two buffers' gate words (CPU 0's and CPU 1's) and their counts.
     fn gates() -> Option<[(AtomicU64, RemoteCounts); 2]> {

@@ -40,6 +40,7 @@
 // Counts only where there is no rseq path; their readers report 0.
 #![cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 
+use crate::order;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What a remote update adds to the gate word while it is under way: above
@@ -105,7 +106,7 @@ impl RemoteCounts {
     /// buffer is shared, so that the fence can be skipped (see the
     /// module; SeqCst, after the raise).
     pub(crate) fn skip_fence(&self) -> bool {
-        if self.mark.load(Ordering::SeqCst) {
+        if self.mark.load(order::SHARED_MARK) {
             // Relaxed: a statistic (and the leaving heuristic's, which
             // tolerates a late view).
             self.shared.fetch_add(1, Ordering::Relaxed);
@@ -135,10 +136,10 @@ impl RemoteCounts {
         // The lasting raise first, while ours is still up (no gap since
         // our fence); then the mark. Another updater may enter at once:
         // the loser takes its raise back.
-        flag.fetch_add(REMOTE_ONE, Ordering::SeqCst);
+        flag.fetch_add(REMOTE_ONE, order::GATE_RAISE);
         if self
             .mark
-            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .compare_exchange(false, true, order::SHARED_MARK, order::SHARED_MARK)
             .is_ok()
         {
             // Relaxed: statistics and the leaving heuristic's start.
@@ -148,7 +149,7 @@ impl RemoteCounts {
             self.quiet_pages.store(0, Ordering::Relaxed);
             self.quiet_since.store(now, Ordering::Relaxed);
         } else {
-            flag.fetch_sub(REMOTE_ONE, Ordering::SeqCst);
+            flag.fetch_sub(REMOTE_ONE, order::GATE_RAISE);
         }
     }
 
@@ -180,10 +181,10 @@ impl RemoteCounts {
     pub(crate) fn leave(&self, flag: &AtomicU64) {
         if self
             .mark
-            .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+            .compare_exchange(true, false, order::SHARED_MARK, order::SHARED_MARK)
             .is_ok()
         {
-            flag.fetch_sub(REMOTE_ONE, Ordering::SeqCst);
+            flag.fetch_sub(REMOTE_ONE, order::GATE_RAISE);
         }
     }
 }

@@ -6,9 +6,10 @@ use super::error::ReserveError;
 use super::percpu::{add_to_line, cas_state};
 use crate::config::Mode;
 use crate::format::{self, TimePrefix, PAGE_HEADER};
+use crate::order;
 use crate::page::meta::{gen_of, tag_of, Commit, Slot};
 use crate::shared::SharedState;
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// The physical page of the open page `seq`, or `None` if the slot has
 /// moved past it (the caller's view of `state` is stale).
@@ -27,8 +28,8 @@ pub(super) fn current_phys(s: &SharedState, seq: u64) -> Option<usize> {
 #[cold]
 pub(super) fn slot_phys(s: &SharedState, seq: u64) -> Option<usize> {
     // Acquire: more than enough. The state CAS that must succeed before
-    // `phys` is used already orders the claim first (verification.md, W5).
-    let slot = Slot::unpack(s.slot_of(seq).load(Ordering::Acquire));
+    // `phys` is used already orders the claim first (see `order::SLOT_PHYS_LOAD`).
+    let slot = Slot::unpack(s.slot_of(seq).load(order::SLOT_PHYS_LOAD));
     if slot.gen != gen_of(seq, s.pages()) {
         return None;
     }
@@ -75,14 +76,14 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
     let slot_word = s.slot_of(seq);
     loop {
         // Acquire: see the commit word as the claimer or reader left it.
-        let word = slot_word.load(Ordering::Acquire);
+        let word = slot_word.load(order::CLAIM_LOAD);
         let slot = Slot::unpack(word);
         let commit_word = &s.commit_word(slot.phys);
-        let commit = Commit::unpack(commit_word.load(Ordering::Acquire));
+        let commit = Commit::unpack(commit_word.load(order::CLAIM_LOAD));
         // A consistent pair: the slot unchanged across the commit load.
         // (Slot words never repeat, so equal means unchanged; the commit
         // word's own changes under a fixed slot are handled below.)
-        if slot_word.load(Ordering::Acquire) != word {
+        if slot_word.load(order::CLAIM_LOAD) != word {
             continue;
         }
         if slot.gen == want {
@@ -97,8 +98,8 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
                 let _ = commit_word.compare_exchange(
                     commit.pack(),
                     Commit::fresh(want).pack(),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
+                    order::CLAIM_STEP3,
+                    order::failure(order::CLAIM_STEP3),
                 );
                 continue;
             }
@@ -133,14 +134,14 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
             }
             continue;
         }
-        // Step 1. AcqRel, as every step; implied here (verification.md, W9).
+        // Step 1. AcqRel, as every step; implied here (see `order::CLAIM_STEP1`).
         let opening = Commit::opening(want, commit.events, commit.header);
         let won = commit_word
             .compare_exchange(
                 commit.pack(),
                 opening.pack(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                order::CLAIM_STEP1,
+                order::failure(order::CLAIM_STEP1),
             )
             .is_ok();
         if won && s.zero_on_claim() {
@@ -199,7 +200,12 @@ pub(super) fn swap_claim(
     let unread = commit.events.saturating_sub(slot.consumed);
     let won = if unread == 0 {
         slot_word
-            .compare_exchange(word, claimed.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                word,
+                claimed.pack(),
+                order::CLAIM_STEP2,
+                order::failure(order::CLAIM_STEP2),
+            )
             .is_ok()
     } else {
         s.overrun_claim(slot_word, word, claimed, unread)
@@ -208,7 +214,7 @@ pub(super) fn swap_claim(
         s.zero_pool().give(zeroed);
         return Ok(None);
     }
-    fence(Ordering::Release);
+    order::ZEROING_FENCE.place();
     s.words().zero_page(slot.phys);
     s.zero_pool().give(slot.phys);
     Ok(Some(zeroed))
@@ -265,7 +271,7 @@ pub(super) fn write_prefix(s: &SharedState, phys: usize, at: usize, prefix: Time
             format::record_header(format::TYPE_TIME_STAMP, 0)
         }
     };
-    s.words().word(phys, at).store(header, Ordering::Release);
+    s.words().word(phys, at).store(header, order::RECORD_HEADER);
     commit_bytes(s, phys, prefix.size() as u64);
 }
 
@@ -285,7 +291,7 @@ pub(super) fn commit_bytes(s: &SharedState, phys: usize, value: u64) {
 pub(crate) fn flush(s: &SharedState) -> bool {
     let shift = s.geometry().page_shift();
     let mask = s.page_size() as u64 - 1;
-    let mut state = s.hot().state.load(Ordering::Acquire);
+    let mut state = s.hot().state.load(order::STATE_RELOAD);
     loop {
         let (write, last_ts) = state;
         let pos = (write & mask) as usize;
@@ -296,7 +302,7 @@ pub(crate) fn flush(s: &SharedState) -> bool {
         let next = (seq + 1) << shift;
         // Before the CAS, as in reserve_slow: the page we close.
         let Some(phys) = current_phys(s, seq) else {
-            state = s.hot().state.load(Ordering::Acquire);
+            state = s.hot().state.load(order::STATE_RELOAD);
             continue;
         };
         match cas_state(s, state, (next, last_ts)) {

@@ -9,6 +9,7 @@
 //! instruction. Either way the caller sees the semantics of the atomic
 //! operation it asked for, with the orderings named at each call.
 
+use crate::order;
 use crate::shared::SharedState;
 #[cfg(ringtrace_rseq)]
 use crate::sync::AtomicU64;
@@ -33,9 +34,12 @@ pub(super) fn cas_state(
     if let Some(line) = s.path().fast() {
         return cas_state_on(s, line, expected, new);
     }
-    s.hot()
-        .state
-        .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+    s.hot().state.compare_exchange(
+        expected,
+        new,
+        order::STATE_CAS,
+        order::failure(order::STATE_CAS),
+    )
 }
 
 /// `cas_state` on the rseq path, through the buffer's fast `line`.
@@ -77,7 +81,7 @@ pub(super) fn cas_state_rare(
     // Looked up again rather than passed: passing it made the fast
     // path store it to the stack before every section.
     let Some(line) = s.path().fast() else {
-        return Err(s.hot().state.load(Ordering::Acquire));
+        return Err(s.hot().state.load(order::STATE_RELOAD));
     };
     let state = s.hot().state.as_ptr();
     if outcome == Outcome::Aborted {
@@ -102,12 +106,15 @@ pub(super) fn cas_state_rare(
     };
     match outcome {
         Outcome::Done => Ok(()),
-        Outcome::Refused => Err(s.hot().state.load(Ordering::Acquire)),
+        Outcome::Refused => Err(s.hot().state.load(order::STATE_RELOAD)),
         Outcome::OffCpu | Outcome::Gated | Outcome::Aborted => {
             let _remote = s.path().remote();
-            s.hot()
-                .state
-                .compare_exchange(expected, new, Ordering::AcqRel, Ordering::Acquire)
+            s.hot().state.compare_exchange(
+                expected,
+                new,
+                order::STATE_CAS,
+                order::failure(order::STATE_CAS),
+            )
         }
     }
 }
@@ -181,7 +188,7 @@ pub(super) fn add_to_line(
         }
         return add_to_line_rare(s, outcome, line, value, hits);
     }
-    let before = line.word.fetch_add(value, Ordering::Release);
+    let before = line.word.fetch_add(value, order::COMMIT_ADD);
     if hits != 0 {
         s.hot().hit.fetch_add(hits, Ordering::Relaxed);
     }
@@ -217,7 +224,7 @@ pub(super) fn add_to_line_rare(
     // are a statistic. Both words are the buffer's, so one remote
     // update covers them.
     let _remote = s.path().remote();
-    let before = line.word.fetch_add(value, Ordering::Release);
+    let before = line.word.fetch_add(value, order::COMMIT_ADD);
     if hits != 0 {
         line.hits.fetch_add(hits, Ordering::Relaxed);
     }

@@ -2,6 +2,7 @@
 
 use super::percpu::add_to_line;
 use crate::format;
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::page::meta;
 use crate::shared::SharedState;
@@ -184,7 +185,7 @@ impl<'a> Reservation<'a> {
             // for the compiler, so a file recovered after a kill never finds
             // this header (PENDING cleared) without its payload. A plain
             // store on x86_64.
-            header.store(this.header, Ordering::Release);
+            header.store(this.header, order::RECORD_HEADER);
         }
         // Release: see CpuBuffer::commit_bytes. The hit is counted now, not
         // at reserve, so that a reservation that never ends is in no count.
@@ -215,7 +216,7 @@ impl Drop for Reservation<'_> {
             second.store(size as u32, Ordering::Relaxed);
             header.store(
                 format::TYPE_DISCARD | (self.header & !31),
-                Ordering::Release,
+                order::RECORD_HEADER,
             );
         }
         // Release: see CpuBuffer::commit_bytes.
@@ -324,7 +325,7 @@ pub(super) fn store_pending(record: &[AtomicU32], len: usize, header: u32) -> &[
         // committed bytes): the length is stored first in program order
         // and for the compiler, so a recovered file can step over the
         // record (format::PENDING). A plain store on x86_64.
-        first.store(header | format::PENDING, Ordering::Release);
+        first.store(header | format::PENDING, order::RECORD_HEADER);
     }
     record.get(if short { 1 } else { 2 }..).unwrap_or(&[])
 }

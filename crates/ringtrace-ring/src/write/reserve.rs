@@ -6,9 +6,10 @@ use super::error::ReserveError;
 use super::percpu::{cas_state, guess_state, keeps_hints};
 use super::reservation::Reservation;
 use crate::format::{self, TimePrefix, PAGE_HEADER};
+use crate::order;
 use crate::page::counters::RareCounters;
 use crate::shared::SharedState;
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 use ringtrace_clock::Clock;
 
 /// Where the general reserve loop put an event and what its commit will
@@ -187,7 +188,7 @@ pub(crate) fn reserve<C: Clock + Copy>(
                     // copies them (a compiler barrier on x86_64, `dmb
                     // ishst`-like on aarch64). The hints are guesses:
                     // Relaxed, as at A.
-                    fence(Ordering::Release);
+                    order::STEP_E_FENCE.place();
                     if keeps_hints(s) {
                         s.hot().write_hint.store(new.0, Ordering::Relaxed);
                         s.hot().ts_hint.store(now, Ordering::Relaxed);
@@ -266,7 +267,7 @@ pub(super) fn place(
     // Release: for a crash, after the length word (as on the fast path).
     s.words()
         .word(phys, event_at)
-        .store(header | format::PENDING, Ordering::Release);
+        .store(header | format::PENDING, order::RECORD_HEADER);
     Placement::new(phys, event_at, header, ts)
 }
 
@@ -332,7 +333,7 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
             match current_phys(s, seq) {
                 Some(phys) => Some(phys),
                 None => {
-                    expected = s.hot().state.load(Ordering::Acquire);
+                    expected = s.hot().state.load(order::STATE_RELOAD);
                     continue;
                 }
             }
@@ -344,7 +345,7 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
                 Some(phys) => phys,
                 None => {
                     // The guess is stale: the page has moved on.
-                    expected = s.hot().state.load(Ordering::Acquire);
+                    expected = s.hot().state.load(order::STATE_RELOAD);
                     continue;
                 }
             }
@@ -352,13 +353,13 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
             match prepare_page(s, target_seq) {
                 Ok(phys) => phys,
                 Err(PrepareError::Stale) => {
-                    expected = s.hot().state.load(Ordering::Acquire);
+                    expected = s.hot().state.load(order::STATE_RELOAD);
                     continue;
                 }
                 Err(PrepareError::Refused(e)) => {
                     // The guess may be stale, in which case the refusal
                     // is about a page we would not have needed.
-                    let actual = s.hot().state.load(Ordering::Acquire);
+                    let actual = s.hot().state.load(order::STATE_RELOAD);
                     if actual != expected {
                         expected = actual;
                         continue;
@@ -387,7 +388,7 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
                 // sees the slot as we saw it (or later), which is how an
                 // iterator or in-place reader detects a page reused under
                 // it (the seqlock argument; a compiler barrier on x86).
-                fence(Ordering::Release);
+                order::STEP_E_FENCE.place();
                 if keeps_hints(s) {
                     s.hot().write_hint.store(new_write, Ordering::Relaxed);
                     s.hot().ts_hint.store(ts, Ordering::Relaxed);

@@ -20,11 +20,12 @@
 use super::error::ReserveError;
 use super::percpu::add_to_line_rare;
 use crate::format;
+use crate::order;
 use crate::page::meta;
 use crate::rseq::section::{self, Outcome};
 use crate::rseq::FastLine;
 use crate::shared::SharedState;
-use crate::sync::{fence, AtomicU32, Ordering};
+use crate::sync::AtomicU32;
 use ringtrace_clock::Clock;
 
 /// Why the whole-event path did not write the event.
@@ -170,7 +171,7 @@ pub(super) fn claim_whole<'a, C: Clock + Copy>(
     // SAFETY: `phys` is the open page's physical page (D), one of this
     // buffer's, and `rel` is inside it (C).
     let (record, commit) = unsafe { section::locate(line, phys, rel) };
-    fence(Ordering::Release);
+    order::STEP_E_FENCE.place();
     // SAFETY: a live commit line of this buffer (D), so not null: said
     // to the compiler, which otherwise tests it where the `Result`
     // around `Claimed` is matched (a null `commit` is its `Err`).
@@ -218,7 +219,7 @@ pub(crate) fn write_whole<C: Clock + Copy>(
     if let Some(head) = words.first() {
         // Release, for a crash, as in `Reservation::commit`: after the
         // payload in program order and for the compiler.
-        head.store(header, Ordering::Release);
+        head.store(header, order::RECORD_HEADER);
     }
     let add = size + meta::ONE_EVENT;
     // SAFETY: as for `CpuBuffer::add_to_line`'s section.
