@@ -137,7 +137,7 @@ const KINDS: [(FieldKind, &str); 12] = [
 ];
 
 /// The JSON name of a field type (`u64`, `str`, ...).
-pub fn kind_name(kind: FieldKind) -> &'static str {
+pub(crate) fn kind_name(kind: FieldKind) -> &'static str {
     KINDS
         .iter()
         .find(|(k, _)| *k == kind)
