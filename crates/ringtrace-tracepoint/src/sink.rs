@@ -125,6 +125,7 @@ pub fn dropped() -> u64 {
 
 /// Events enabled tracepoints failed to record, by cause, process-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Dropped {
     /// No sink was set ([`set_sink`]) when the tracepoint fired.
     pub no_sink: u64,

@@ -96,6 +96,7 @@ pub fn local_span_ring() -> Option<&'static RingBuffer<AnyClock>> {
 
 /// What local spans recorded and could not, process-wide.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LocalSpanStats {
     /// Spans the ring refused.
     pub dropped: u64,

@@ -87,6 +87,7 @@ pub fn check_since(first: u64, cycles: u64, value: u64) -> Option<Verdict> {
 
 /// Wrong readings of a clock found by [`measure_wrong`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct WrongReadings {
     /// Readings checked.
     pub reads: u64,
