@@ -99,7 +99,7 @@ impl Default for TracerBuilder {
 impl TracerBuilder {
     /// The clock events are stamped with, the one way to pick it: a name
     /// (`"tsc@preempt"`), a [`ClockSpec`] (a name parsed ahead), or a built
-    /// clock ([`AnyClock`]), such as the program's own [`Clock`] (a
+    /// clock ([`AnyClock`]), such as the program's own [`Clock`](ringtrace_clock::Clock) (a
     /// simulation's virtual time, a device counter) wrapped by
     /// [`AnyClock::custom`]. [`DEFAULT_CLOCK`] when not called. A custom
     /// clock's [`ClockInfo`] (name, frequency, guarantee) is what the
