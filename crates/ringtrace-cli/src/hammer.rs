@@ -16,7 +16,7 @@
 //! producer and sequence number ([`event_layout`]).
 
 use crate::hammer_threads::{self, Consumed};
-use ringtrace::trace_file::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
+use ringtrace::export::{metadata_for_tracepoints, EventLayout, FieldDesc, TraceMetadata};
 use ringtrace_clock::{AnyClock, ClockSpec};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::{FieldKind, TracepointError};

@@ -376,7 +376,7 @@ pub(crate) fn consume(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringtrace::trace_file::{Decoder, TraceMetadata};
+    use ringtrace::export::{Decoder, TraceMetadata};
 
     #[test]
     fn the_metadata_layout_decodes_the_payload_the_producers_write() {

@@ -6,7 +6,7 @@ use crate::instrumentation;
 use crate::pairs;
 use crate::report::Report;
 use crate::seed004::{self, Seed004};
-use ringtrace_export::escape;
+use ringtrace_export::text::escape;
 use serde::Serialize;
 
 /// One line of the seeds table.

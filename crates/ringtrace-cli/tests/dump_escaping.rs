@@ -9,8 +9,8 @@
 mod common;
 
 use common::{ringtrace, TempDir};
+use ringtrace::export::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace::ring::{RingBuffer, RingConfig};
-use ringtrace::trace_file::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace::tracepoint::FieldKind;
 use ringtrace::Tracer;
 use ringtrace_testkit::{inert_text, shown_byte, shown_char};

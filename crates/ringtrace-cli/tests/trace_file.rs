@@ -8,8 +8,8 @@ mod common;
 use common::TempDir;
 
 use ringtrace::clock::ClockSpec;
+use ringtrace::export::{metadata_for_tracepoints, Dump, DumpOptions};
 use ringtrace::ring::{file, RingBuffer, RingConfig};
-use ringtrace::trace_file::{metadata_for_tracepoints, Dump, DumpOptions};
 use ringtrace::tracepoint::{registry, trace, tracepoint};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -221,17 +221,10 @@ fn payloads_that_cannot_be_decoded_print_as_hex_with_the_reason() {
         lines[0].contains(&format!("-{:<7} [000]", std::process::id())),
         "{lines:?}"
     );
-    let raw = Dump::new(
-        &recovery,
-        DumpOptions {
-            cpu: None,
-            raw: true,
-        },
-    )
-    .unwrap();
+    let raw = Dump::new(&recovery, DumpOptions::default().raw(true)).unwrap();
     assert!(raw
         .line(raw.events()[1])
-        .ends_with(&format!("raw: {}", ringtrace::trace_file::hex(&cut))));
+        .ends_with(&format!("raw: {}", ringtrace::export::text::hex(&cut))));
 }
 
 #[test]

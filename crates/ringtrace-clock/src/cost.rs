@@ -13,6 +13,7 @@ pub const MAX_READS_PER_BATCH: usize = 1 << 20;
 
 /// The cost of one read, from batches of back-to-back reads.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct ReadCost {
     /// Median over batches of (batch time / reads per batch), in ns.
     pub median_ns: f64,

@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Every way that choosing or building a clock can fail.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ClockError {
     /// The source part of a clock name is not one ringtrace knows.
     #[error("unknown clock source `{given}`; valid sources: {valid}")]
@@ -19,6 +20,15 @@ pub enum ClockError {
         /// What was asked for.
         given: String,
         /// The valid protection names, comma-separated.
+        valid: String,
+    },
+    /// The name is not an irq emulation backend
+    /// ([`IrqBackend`](crate::emulation::IrqBackend)).
+    #[error("unknown irq backend `{given}`; valid backends: {valid}")]
+    UnknownIrqBackend {
+        /// What was asked for.
+        given: String,
+        /// The valid backend names, comma-separated.
         valid: String,
     },
     /// The clock name is malformed (empty, or more than one `@`, say).

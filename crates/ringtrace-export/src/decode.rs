@@ -258,12 +258,8 @@ fn fill(fields: &[FieldDesc], mut bytes: &[u8]) -> Result<Vec<FieldValue>, Strin
 /// Fills the placeholders of `format` with `values` in order: `{}` as the
 /// value is shown, `{:x}` and `{:#x}` an integer in hex (bare, or with
 /// `0x`). Extra placeholders stay as they are; extra values are appended,
-/// as [`ringtrace_tracepoint::render`] does.
-pub fn render(format: &str, values: &[FieldValue]) -> String {
-    String::from_utf8_lossy(&render_bytes(format, values)).into_owned()
-}
-
-/// [`render`], with a string value that is not UTF-8 kept as its bytes.
+/// as [`ringtrace_tracepoint::render`] does. A string value that is not
+/// UTF-8 is kept as its bytes.
 fn render_bytes(format: &str, values: &[FieldValue]) -> Vec<u8> {
     let mut out = Vec::with_capacity(format.len() + 8 * values.len());
     let mut values = values.iter();
@@ -307,6 +303,11 @@ fn shown<'v>(v: &'v FieldValue, spec: &str) -> Cow<'v, [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`render_bytes`] as text.
+    fn render(format: &str, values: &[FieldValue]) -> String {
+        String::from_utf8_lossy(&render_bytes(format, values)).into_owned()
+    }
     use ringtrace_tracepoint::FieldKind;
 
     fn meta() -> TraceMetadata {

@@ -2,26 +2,49 @@
 //! one JSON object each), after `#` lines saying what the file is.
 
 use super::decode::{Decoded, Decoder};
-use super::escape::{escape, escape_bytes};
-use super::summary::{clock_words, comm, metadata_decoder, writer_words};
-use super::time::{seconds, utc_time};
+use super::summary::metadata_decoder;
+use super::text::{clock_words, comm, escape, escape_bytes, hex, seconds, utc_time, writer_words};
 use ringtrace_ring::file::{Recovery, RecoveryCounts, WriterState};
 use ringtrace_ring::Event;
 use ringtrace_tracepoint::FieldValue;
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
-/// What to dump.
+/// What to dump: every CPU's events, decoded, by default.
+///
+/// ```
+/// use ringtrace_export::DumpOptions;
+/// let options = DumpOptions::default().cpu(Some(2)).raw(true);
+/// assert_eq!((options.cpu, options.raw), (Some(2), true));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DumpOptions {
-    /// Only this CPU buffer's events.
+    /// Only this CPU buffer's events (`None`: every CPU's).
     pub cpu: Option<usize>,
     /// Payloads as hex instead of decoded fields.
     pub raw: bool,
 }
 
+impl DumpOptions {
+    /// Only `cpu`'s events, or (`None`) every CPU's.
+    #[must_use]
+    pub fn cpu(mut self, cpu: Option<usize>) -> DumpOptions {
+        self.cpu = cpu;
+        self
+    }
+
+    /// Payloads as hex instead of decoded fields.
+    #[must_use]
+    pub fn raw(mut self, raw: bool) -> DumpOptions {
+        self.raw = raw;
+        self
+    }
+}
+
 /// Options that do not fit the file.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum DumpError {
     /// A CPU the file has no buffer for.
     #[error("--cpu {given} is out of range: {file} has CPU buffers 0 to {last}")]
@@ -48,7 +71,7 @@ pub enum DumpError {
 ///
 /// Each event is one line, and so is each `#` line: what comes from the
 /// trace (the command name, names, formats, field values, the metadata's
-/// strings, the path) is shown through [`escape`](crate::escape), so a
+/// strings, the path) is shown through [`escape`](crate::text::escape), so a
 /// newline in a field is `\n`, an ESC is `\x1b`, a bidi override is
 /// `\u{202e}`, and the bytes of a string field that are not UTF-8 show
 /// as `\xNN`.
@@ -370,11 +393,6 @@ impl<'r> Dump<'r> {
         }
         out
     }
-}
-
-/// Bytes as lowercase hex, two digits each.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub(crate) fn field_json(v: &FieldValue) -> Value {

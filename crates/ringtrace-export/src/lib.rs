@@ -1,8 +1,11 @@
-//! Trace files (flight recorders) read back without the program that wrote
-//! them: the JSON metadata a file ring carries so its events can be
-//! decoded ([`TraceMetadata`]), the decoding ([`Decoder`]), and what
-//! `ringtrace recover` and `ringtrace dump` print ([`recovery_text`],
-//! [`Dump`]), with every string from the trace escaped ([`escape`]).
+//! Traces read back and written for other tools. The root holds the
+//! readers: the JSON metadata a file ring (a flight recorder) carries so
+//! its events can be decoded without the program that wrote them
+//! ([`TraceMetadata`]), the decoding ([`Decoder`], [`metadata_decoder`]),
+//! and the ftrace-like text `ringtrace dump` prints ([`Dump`]). The
+//! exporters (trace-cmd, Chrome/Perfetto, CTF, text) are in [`export`];
+//! [`text`] has what they write text with: every string from the trace
+//! escaped ([`text::escape`]), times, the writer and clock in words.
 //!
 //! A program that records into a file ring hands the metadata to the
 //! ring; a reader then needs only the file:
@@ -43,22 +46,16 @@
 
 mod decode;
 mod dump;
-mod escape;
 pub mod export;
 mod metadata;
 mod summary;
-mod time;
+pub mod text;
 mod tracing_export;
 
-pub use decode::{render, Decoded, Decoder};
-pub use dump::{hex, Dump, DumpError, DumpOptions};
-pub use escape::{escape, escape_bytes, escape_json};
+pub use decode::{Decoded, Decoder};
+pub use dump::{Dump, DumpError, DumpOptions};
 pub use metadata::{
-    kind_name, metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata,
-    TracepointDesc, METADATA_VERSION,
+    metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata, TracepointDesc,
+    METADATA_VERSION,
 };
-pub use summary::{
-    clock_words, comm, metadata_decoder, recovery_json, recovery_text, writer_name, writer_words,
-    MetadataDecoder, UnusableMetadata,
-};
-pub use time::{seconds, utc_time};
+pub use summary::{metadata_decoder, MetadataDecoder, UnusableMetadata};

@@ -137,7 +137,7 @@ const KINDS: [(FieldKind, &str); 12] = [
 ];
 
 /// The JSON name of a field type (`u64`, `str`, ...).
-pub fn kind_name(kind: FieldKind) -> &'static str {
+pub(crate) fn kind_name(kind: FieldKind) -> &'static str {
     KINDS
         .iter()
         .find(|(k, _)| *k == kind)
@@ -165,6 +165,7 @@ fn kind_in<'de, D: Deserializer<'de>>(d: D) -> Result<FieldKind, D::Error> {
 
 /// Why a file's metadata cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum MetadataError {
     /// The file carries no metadata (it was written without any).
     #[error("the file carries no metadata (its ring was made without RingConfig::metadata)")]

@@ -9,9 +9,8 @@ use common::TempDir;
 use proptest::prelude::*;
 use ringtrace_clock::{Clock, ClockInfo, Counter, Guarantee, TickConversion};
 use ringtrace_export::export::{export, ExportSummary, Format};
-use ringtrace_export::{
-    hex, Dump, DumpOptions, EventLayout, FieldDesc, TraceMetadata, TracepointDesc,
-};
+use ringtrace_export::text::hex;
+use ringtrace_export::{Dump, DumpOptions, EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace_ring::file::{self, Recovery};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::{FieldKind, SourceLocation, TraceField};

@@ -9,6 +9,27 @@ use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+/// One counter of [`EventCounters::read`]: its name and its sum over CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CounterSum {
+    /// The counter's name.
+    pub name: &'static str,
+    /// Its sum over every CPU's row.
+    pub sum: u64,
+}
+
+/// [`EventCounters::preempt_violations`]: checked increments
+/// ([`inc_checked`](EventCounters::inc_checked)) made while preemptible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PreemptViolations {
+    /// How many.
+    pub count: u64,
+    /// Where the first was made; `None` when there was none.
+    pub first: Option<&'static Location<'static>>,
+}
+
 /// Named counters, one row per CPU. An increment touches only the calling
 /// CPU's row, on its own cache line; a read sums the rows.
 ///
@@ -17,7 +38,8 @@ use std::sync::Mutex;
 /// let counters = EventCounters::new(["lock_slowpath", "lock_pending"]);
 /// counters.inc(0);
 /// counters.add(1, 5);
-/// assert_eq!(counters.read(), vec![("lock_slowpath", 1), ("lock_pending", 5)]);
+/// let sums: Vec<(&str, u64)> = counters.read().iter().map(|c| (c.name, c.sum)).collect();
+/// assert_eq!(sums, [("lock_slowpath", 1), ("lock_pending", 5)]);
 /// ```
 #[derive(Debug)]
 pub struct EventCounters<const N: usize> {
@@ -185,12 +207,16 @@ impl<const N: usize> EventCounters<N> {
     }
 
     /// Checked increments made while preemptible, and where the first was.
-    pub fn preempt_violations(&self) -> (u64, Option<&'static Location<'static>>) {
+    pub fn preempt_violations(&self) -> PreemptViolations {
         let first = *self
             .first_violation
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        (self.violations.load(Ordering::Relaxed), first)
+        // Relaxed: a statistic.
+        PreemptViolations {
+            count: self.violations.load(Ordering::Relaxed),
+            first,
+        }
     }
 
     /// The sum of counter `i` over all CPUs.
@@ -202,9 +228,14 @@ impl<const N: usize> EventCounters<N> {
             .sum()
     }
 
-    /// Every counter's name and sum.
-    pub fn read(&self) -> Vec<(&'static str, u64)> {
-        (0..N).map(|i| (self.names[i], self.sum(i))).collect()
+    /// Every counter's name and sum, in the order of the names.
+    pub fn read(&self) -> Vec<CounterSum> {
+        (0..N)
+            .map(|i| CounterSum {
+                name: self.names[i],
+                sum: self.sum(i),
+            })
+            .collect()
     }
 
     /// Sets every counter to zero.

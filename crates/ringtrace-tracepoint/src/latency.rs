@@ -75,6 +75,7 @@ pub enum LatencyMode {
 
 /// One measured section.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct LatencySection {
     /// The tracer that measured it.
     pub tracer: Tracer,

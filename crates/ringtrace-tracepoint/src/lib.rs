@@ -49,7 +49,7 @@ mod static_key;
 mod tracepoint;
 pub mod tracing_record;
 
-pub use counters::EventCounters;
+pub use counters::{CounterSum, EventCounters, PreemptViolations};
 pub use field::{decode_field, render, FieldKind, FieldValue, TraceField};
 pub use location::SourceLocation;
 pub use registry::TracepointError;

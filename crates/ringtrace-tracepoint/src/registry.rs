@@ -57,6 +57,7 @@ inventory::collect!(Registered);
 
 /// What went wrong with a registry call.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum TracepointError {
     /// No tracepoint has this name (or matches this pattern).
     #[error("no tracepoint matches `{given}`; registered tracepoints: {valid} (give `system:event`, an event name one system has, or a pattern with `*`)")]
@@ -137,6 +138,7 @@ pub fn by_id(id: u32) -> Option<&'static Tracepoint> {
 
 /// A tracepoint's names, state and shape, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TracepointState {
     /// Its full name, `system:event`.
     pub name: &'static str,

@@ -28,9 +28,12 @@ static DROPPED_TOO_LARGE: AtomicU64 = AtomicU64::new(0);
 ///
 /// A second call is refused with [`SinkAlreadySet`] and leaves the first
 /// ring in place: tracepoints may be writing into it at that moment, and a
-/// silent swap would split one trace over two rings. (`ringtrace::Tracer::
-/// install` is the usual way in; it leaks the ring for the process's
-/// lifetime, as this needs.)
+/// silent swap would split one trace over two rings.
+///
+/// A building block: `ringtrace::Tracer::install` is the usual way in. It
+/// sets this slot and every other process-wide one ringtrace has (the
+/// local-span ring) together, and keeps the ring for the process's
+/// lifetime, as this needs.
 ///
 /// ```
 /// use ringtrace_clock::ClockSpec;
@@ -64,15 +67,16 @@ pub fn set_sink(ring: &'static RingBuffer<AnyClock>) -> Result<(), SinkAlreadySe
         // SAFETY: a non-null value in SINK came from a `&'static
         // RingBuffer` stored by an earlier successful call.
         let installed = unsafe { &*installed };
-        SinkAlreadySet {
-            clock: installed.clock_info().name,
-            file: installed.file_path().map(|p| p.display().to_string()),
-        }
+        SinkAlreadySet::new(
+            installed.clock_info().name,
+            installed.file_path().map(|p| p.display().to_string()),
+        )
     })
 }
 
 /// A second [`set_sink`] (or `Tracer::install`) in one process.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 #[error(
     "a ring is already installed as the process-wide tracepoint sink (clock {clock}{}); \
      it can be set once per process: record into the installed ring, or use a ring that is \
@@ -84,6 +88,14 @@ pub struct SinkAlreadySet {
     pub clock: String,
     /// The installed ring's file, for a file ring.
     pub file: Option<String>,
+}
+
+impl SinkAlreadySet {
+    /// The refusal for a sink that holds the ring with `clock` (its name)
+    /// and, for a file ring, `file`.
+    pub fn new(clock: String, file: Option<String>) -> SinkAlreadySet {
+        SinkAlreadySet { clock, file }
+    }
 }
 
 /// The ring tracepoints record into, if one is set.
@@ -113,6 +125,7 @@ pub fn dropped() -> u64 {
 
 /// Events enabled tracepoints failed to record, by cause, process-wide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Dropped {
     /// No sink was set ([`set_sink`]) when the tracepoint fired.
     pub no_sink: u64,

@@ -27,6 +27,7 @@ pub const DEFAULT_CALLSITE_CAPACITY: usize = 4096;
 
 /// A layer setting out of range.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum LayerConfigError {
     /// The string limit.
     #[error("string limit {0} is out of range: it must be 1 to {MAX_STRING_LIMIT} bytes")]

@@ -69,8 +69,8 @@ pub use layer::{
     MAX_STRING_LIMIT,
 };
 pub use local_span::{
-    local_span_stats, set_local_span_ring, LocalSpan, LocalSpanRingAlreadySet, LocalSpanSite,
-    LocalSpanStats,
+    local_span_ring, local_span_stats, set_local_span_ring, LocalSpan, LocalSpanRingAlreadySet,
+    LocalSpanSite, LocalSpanStats,
 };
 pub use ringtrace_tracepoint::tracing_record::CUT_MARK;
 pub use stats::LayerStats;

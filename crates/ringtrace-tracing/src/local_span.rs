@@ -31,19 +31,37 @@ static DROPPED: AtomicU64 = AtomicU64::new(0);
 static SITES: AtomicU64 = AtomicU64::new(0);
 static SITES_REFUSED: AtomicU64 = AtomicU64::new(0);
 
-/// A second [`set_local_span_ring`] in one process.
+/// A second [`set_local_span_ring`] (or `ringtrace::Tracer::install`) in
+/// one process: names the ring set first, which stays.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 #[error(
-    "local spans already record into a ring (clock {clock}); the ring can be set once per process"
+    "local spans already record into a ring (clock {clock}{}); the ring can be set once per \
+     process",
+    file.as_ref().map(|f| format!(", file {f}")).unwrap_or_default()
 )]
 pub struct LocalSpanRingAlreadySet {
     /// The clock of the ring set first.
     pub clock: String,
+    /// The file of the ring set first, for a file ring.
+    pub file: Option<String>,
+}
+
+impl LocalSpanRingAlreadySet {
+    /// The refusal for a local-span ring with `clock` (its name) and, for
+    /// a file ring, `file`.
+    pub fn new(clock: String, file: Option<String>) -> LocalSpanRingAlreadySet {
+        LocalSpanRingAlreadySet { clock, file }
+    }
 }
 
 /// Makes `ring` the ring local spans record into, once per process (the
 /// sites' ids are kept in statics, so they can be described in one ring
 /// only).
+///
+/// A building block: `ringtrace::Tracer::install` sets this slot and the
+/// tracepoint sink together, and is what a program usually calls. Call this
+/// one alone to have local spans, and only them, record into a ring.
 ///
 /// ```
 /// use ringtrace_tracing::{local_span, set_local_span_ring};
@@ -61,13 +79,24 @@ pub struct LocalSpanRingAlreadySet {
 /// ```
 pub fn set_local_span_ring(ring: Arc<RingBuffer<AnyClock>>) -> Result<(), LocalSpanRingAlreadySet> {
     ringtrace_tracepoint::forget_thread_ids_in_fork_children();
-    RING.set(ring).map_err(|_| LocalSpanRingAlreadySet {
-        clock: RING.get().map(|r| r.clock_info().name).unwrap_or_default(),
+    RING.set(ring).map_err(|_| {
+        let first = RING.get();
+        LocalSpanRingAlreadySet::new(
+            first.map(|r| r.clock_info().name).unwrap_or_default(),
+            first.and_then(|r| r.file_path().map(|p| p.display().to_string())),
+        )
     })
+}
+
+/// The ring local spans record into, if one is set
+/// ([`set_local_span_ring`], or `ringtrace::Tracer::install`).
+pub fn local_span_ring() -> Option<&'static RingBuffer<AnyClock>> {
+    RING.get().map(|ring| &**ring)
 }
 
 /// What local spans recorded and could not, process-wide.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LocalSpanStats {
     /// Spans the ring refused.
     pub dropped: u64,

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A layer's counts since it was built ([`RingLayer::stats`](crate::RingLayer::stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LayerStats {
     /// Records written: events, and span creations, records, enters,
     /// exits and closes.

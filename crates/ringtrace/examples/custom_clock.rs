@@ -5,7 +5,7 @@
 //! `cargo run --example custom_clock`
 
 use ringtrace::clock::{ClockInfo, Guarantee};
-use ringtrace::{trace, tracepoint, Clock, DumpOptions, Tracer};
+use ringtrace::{trace, tracepoint, AnyClock, Clock, DumpOptions, Tracer};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,7 +36,7 @@ tracepoint! {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let now = Arc::new(AtomicU64::new(0));
     let tracer = Tracer::builder()
-        .custom_clock(SimTime(Arc::clone(&now)))
+        .clock(AnyClock::custom(SimTime(Arc::clone(&now))))
         .buffer_size(64 * 1024)
         .build()?;
     tracer.install()?;

@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .buffer_size(1 << 20)
         .build()?;
     tracing_subscriber::registry().with(tracer.layer()).init();
-    tracer.record_local_spans()?;
+    tracer.install()?; // tracepoints and local spans record into it too
 
     info!(workers = 3, "starting");
     let totals: Vec<u64> = std::thread::scope(|s| {

@@ -3,7 +3,7 @@
 
 use crate::error::TracerError;
 use crate::tracer::Tracer;
-use ringtrace_clock::{AnyClock, Clock, ClockError, ClockSpec};
+use ringtrace_clock::{AnyClock, ClockError, ClockSpec};
 use ringtrace_ring::{Mode, RingConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use std::time::Duration;
 /// [`TracerBuilder::clock`]: a name, a parsed [`ClockSpec`], or a built
 /// clock (a user-defined one included).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum ClockChoice {
     /// A clock by name, parsed when the tracer is built (`tsc@preempt`,
     /// `mono`, `global:mono-raw@irq-hard`; see [`ClockSpec`]).
@@ -96,26 +97,25 @@ impl Default for TracerBuilder {
 }
 
 impl TracerBuilder {
-    /// The clock events are stamped with: a name (`"tsc@preempt"`), a
-    /// [`ClockSpec`], or a built clock ([`AnyClock`]). [`DEFAULT_CLOCK`]
-    /// when not called.
-    pub fn clock(mut self, clock: impl Into<ClockChoice>) -> Self {
-        self.clock = clock.into();
-        self
-    }
-
-    /// Stamps events with the program's own [`Clock`] (a simulation's
-    /// virtual time, a device counter), read with no protection; shorthand
-    /// for `.clock(AnyClock::custom(clock))`. Its [`ClockInfo`] (name,
-    /// frequency, guarantee) is what the readers and exporters convert and
-    /// label timestamps with.
+    /// The clock events are stamped with, the one way to pick it: a name
+    /// (`"tsc@preempt"`), a [`ClockSpec`] (a name parsed ahead), or a built
+    /// clock ([`AnyClock`]), such as the program's own [`Clock`](ringtrace_clock::Clock) (a
+    /// simulation's virtual time, a device counter) wrapped by
+    /// [`AnyClock::custom`]. [`DEFAULT_CLOCK`] when not called. A custom
+    /// clock's [`ClockInfo`] (name, frequency, guarantee) is what the
+    /// readers and exporters convert and label timestamps with.
     ///
     /// [`ClockInfo`]: ringtrace_clock::ClockInfo
     ///
     /// ```
     /// use ringtrace::clock::{ClockInfo, Guarantee};
-    /// use ringtrace::{Clock, Tracer};
+    /// use ringtrace::{AnyClock, Clock, ClockSpec, Tracer};
     /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// let by_name = Tracer::builder().clock("mono").build()?;
+    /// let spec: ClockSpec = "counter".parse()?;
+    /// let by_spec = Tracer::builder().clock(spec).build()?;
+    /// assert_eq!((by_name.clock_info().name, by_spec.clock_info().name), ("mono".into(), "counter".into()));
     ///
     /// struct Ticks(AtomicU64);
     /// impl Clock for Ticks {
@@ -128,12 +128,16 @@ impl TracerBuilder {
     ///     }
     /// }
     ///
-    /// let tracer = Tracer::builder().custom_clock(Ticks(AtomicU64::new(0))).buffer_size(16 * 1024).build()?;
+    /// let tracer = Tracer::builder()
+    ///     .clock(AnyClock::custom(Ticks(AtomicU64::new(0))))
+    ///     .buffer_size(16 * 1024)
+    ///     .build()?;
     /// assert_eq!(tracer.clock_info().name, "ticks");
-    /// # Ok::<(), ringtrace::TracerError>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn custom_clock(self, clock: impl Clock + 'static) -> Self {
-        self.clock(AnyClock::custom(clock))
+    pub fn clock(mut self, clock: impl Into<ClockChoice>) -> Self {
+        self.clock = clock.into();
+        self
     }
 
     /// Bytes of each CPU's buffer, rounded up to whole pages

@@ -14,17 +14,14 @@ pub enum TracerError {
     /// The ring configuration is invalid, or its file cannot be made.
     #[error("ring: {0}")]
     Config(#[from] ringtrace_ring::ConfigError),
-    /// A ring is already the process-wide sink.
+    /// [`Tracer::install`](crate::Tracer::install) found a process-wide
+    /// slot already set.
     #[error(transparent)]
-    AlreadyInstalled(#[from] ringtrace_tracepoint::SinkAlreadySet),
+    Install(#[from] InstallError),
     /// The program's tracepoints cannot be described: two share a name
     /// or an id (the message names both and where they are declared).
     #[error("tracepoints: {0}")]
     Tracepoints(#[from] ringtrace_tracepoint::TracepointError),
-    /// Local spans already record into another ring.
-    #[cfg(feature = "tracing")]
-    #[error(transparent)]
-    LocalSpansAlreadySet(#[from] ringtrace_tracing::LocalSpanRingAlreadySet),
     /// The trace could not be exported.
     #[error("export: {0}")]
     Export(#[from] ringtrace_export::export::ExportError),
@@ -38,5 +35,44 @@ pub enum TracerError {
         path: String,
         /// Why.
         reason: String,
+    },
+}
+
+/// Why [`Tracer::install`](crate::Tracer::install) refused: a process-wide
+/// slot it sets already holds a ring. Each variant names the slot and the
+/// ring in it (its clock, and its file for a file ring); that ring stays.
+///
+/// Install checks every slot before it sets any, so when it refuses it has
+/// set nothing, except in one race: a building-block setter
+/// ([`ringtrace_tracepoint::set_sink`], `ringtrace_tracing::
+/// set_local_span_ring`) called on another thread while `install` runs.
+/// Then the slots set before the refused one stay set (a set slot is never
+/// undone: events may already be recording into it), and the variant says
+/// which.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum InstallError {
+    /// The tracepoint sink ([`ringtrace_tracepoint::set_sink`]) already
+    /// holds a ring. Nothing was installed: it is the first slot set.
+    #[error("cannot install the tracer: {0}; nothing was installed")]
+    TracepointSink(ringtrace_tracepoint::SinkAlreadySet),
+    /// The local-span ring (`ringtrace_tracing::set_local_span_ring`)
+    /// already holds a ring.
+    #[cfg(feature = "tracing")]
+    #[error(
+        "cannot install the tracer: {taken}; {}",
+        if *sink_installed {
+            "the tracepoint sink was set to this tracer's ring before the local-span ring was found taken"
+        } else {
+            "nothing was installed"
+        }
+    )]
+    LocalSpans {
+        /// The ring local spans record into, set first.
+        taken: ringtrace_tracing::LocalSpanRingAlreadySet,
+        /// Whether this install had set the tracepoint sink before it
+        /// found the slot taken (only when another thread set it directly
+        /// meanwhile).
+        sink_installed: bool,
     },
 }

@@ -25,13 +25,14 @@
 //!
 //! - [`Tracer`] and [`Tracer::builder`]: the ring, its clock, recording,
 //!   readers, stats, dumps and exports; [`Tracer::install`] makes it the
-//!   ring the process's tracepoints record into (once per process).
+//!   ring the process's tracepoints and local spans record into (once per
+//!   process, one [`InstallError`] naming the slot already taken).
 //! - [`tracepoint!`] declares typed tracepoints, off until enabled by name
 //!   through [`tracepoint::registry`]; [`trace!`] fires one.
 //! - [`clock`]: the clock sources and the irq/preempt emulation;
 //!   [`ring`]: the ring itself; [`tracepoint`]: static keys, preemptirq,
-//!   latency tracers; [`trace_file`]: trace files read back, and the
-//!   exporters.
+//!   latency tracers; [`export`]: traces (trace files included) read
+//!   back, and the exporters.
 //!
 //! - [`Tracer::layer`] (the `tracing` feature, on by default): a
 //!   `tracing_subscriber::Layer` recording `tracing` events and spans into
@@ -57,13 +58,14 @@ mod tracer;
 mod readme {}
 
 pub use builder::{ClockChoice, TracerBuilder, DEFAULT_BUFFER_SIZE, DEFAULT_CLOCK};
-pub use error::TracerError;
+pub use error::{InstallError, TracerError};
 pub use tracer::{Tracer, TracerStats};
 
 pub use ringtrace_clock as clock;
-/// Trace files read back: the metadata, decoding, `dump`, `recover` and
-/// the exporters (the `ringtrace-export` crate).
-pub use ringtrace_export as trace_file;
+/// Traces read back and exported: the trace-file metadata, the decoder,
+/// the dump, and the exporters in [`export::export`] (the
+/// `ringtrace-export` crate).
+pub use ringtrace_export as export;
 pub use ringtrace_ring as ring;
 pub use ringtrace_tracepoint as tracepoint;
 /// ringtrace as a `tracing` backend: the layer ([`Tracer::layer`]) and

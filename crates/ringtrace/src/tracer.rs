@@ -2,14 +2,14 @@
 //! install, record, read, export, finish.
 
 use crate::builder::TracerBuilder;
-use crate::error::TracerError;
+use crate::error::{InstallError, TracerError};
 use ringtrace_clock::{AnyClock, ClockInfo};
 use ringtrace_export::export::{self, ExportSummary, Format};
 use ringtrace_export::{metadata_for_tracepoints, Dump, DumpOptions};
 use ringtrace_ring::file::Recovery;
 use ringtrace_ring::{CpuIter, MergedReader, Reservation, ReserveError, RingBuffer, RingConfig};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A ring, stamped by one clock, that a program records its events into.
 ///
@@ -82,14 +82,65 @@ impl Tracer {
         })
     }
 
-    /// Makes this tracer's ring the one the process's tracepoints (and the
-    /// preemptirq tracepoints) record into. Once per process: a second
-    /// install, of this tracer or another, is an error naming the ring
-    /// installed first, which stays.
+    /// Makes this tracer's ring the one every process-wide slot of
+    /// ringtrace records into: the tracepoints' sink (the preemptirq
+    /// tracepoints' too) and, with the `tracing` feature, the ring of
+    /// fastrace-style local spans
+    /// ([`tracing_layer::local_span!`](crate::tracing_layer::local_span)).
+    /// Once per process: a second install, of this tracer or another, is
+    /// an [`InstallError`] naming the slot and the ring set first, which
+    /// stays.
+    ///
+    /// Every slot is checked before any is set, and installs are serialised,
+    /// so a refused install sets nothing (see [`InstallError`] for the one
+    /// race with the building blocks). The slots are set in the order
+    /// above. The building blocks, for a program that wants one slot
+    /// only, are [`tracepoint::set_sink`](crate::tracepoint::set_sink) and
+    /// [`tracing_layer::set_local_span_ring`](crate::tracing_layer::set_local_span_ring).
+    /// The `tracing` crate's own global subscriber is not one of these
+    /// slots: the program composes its layers and installs them
+    /// ([`layer`](Tracer::layer)).
     ///
     /// The ring then lives until the process exits, whatever becomes of
     /// this `Tracer`.
-    pub fn install(&self) -> Result<(), TracerError> {
+    ///
+    /// ```
+    /// use ringtrace::{trace, tracepoint, InstallError, Tracer};
+    /// tracepoint! {
+    ///     /// A request was served.
+    ///     pub fn served(status: u16) = "status={}";
+    /// }
+    /// let tracer = Tracer::builder().build()?;
+    /// tracer.install()?;
+    /// ringtrace::tracepoint::registry::enable("served")?;
+    /// trace!(served(200));
+    /// {
+    ///     let _span = ringtrace::tracing_layer::local_span!("parse");
+    /// }
+    /// assert_eq!(tracer.stats().ring.hit, 2); // the event and the span
+    ///
+    /// let other = Tracer::builder().build()?;
+    /// assert!(matches!(other.install(), Err(InstallError::TracepointSink(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn install(&self) -> Result<(), InstallError> {
+        // One install at a time: between the checks and the sets below no
+        // other install can take a slot.
+        static INSTALLING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = INSTALLING.lock().unwrap_or_else(PoisonError::into_inner);
+
+        // Every slot first, so that a refusal sets nothing.
+        if let Some(ring) = ringtrace_tracepoint::sink() {
+            return Err(InstallError::TracepointSink(sink_taken(ring)));
+        }
+        #[cfg(feature = "tracing")]
+        if let Err(taken) = local_spans_free() {
+            return Err(InstallError::LocalSpans {
+                taken,
+                sink_installed: false,
+            });
+        }
+
         let leaked: &'static RingBuffer<AnyClock> = {
             let extra = Arc::clone(&self.ring);
             // SAFETY: `into_raw` gives up one strong count and never
@@ -102,8 +153,15 @@ impl Tracer {
             // nothing else holds it (the sink refused it): rebuild the Arc
             // to give the count back.
             drop(unsafe { Arc::from_raw(leaked as *const RingBuffer<AnyClock>) });
-            return Err(e.into());
+            return Err(InstallError::TracepointSink(e));
         }
+        #[cfg(feature = "tracing")]
+        ringtrace_tracing::set_local_span_ring(self.shared_ring()).map_err(|taken| {
+            InstallError::LocalSpans {
+                taken,
+                sink_installed: true,
+            }
+        })?;
         Ok(())
     }
 
@@ -149,29 +207,6 @@ impl Tracer {
     #[cfg(feature = "tracing")]
     pub fn layer(&self) -> ringtrace_tracing::RingLayer {
         ringtrace_tracing::RingLayer::new(self.shared_ring())
-    }
-
-    /// Makes this tracer's ring the one fastrace-style local spans
-    /// ([`tracing_layer::local_span!`](crate::tracing_layer::local_span))
-    /// record into: once per process, like [`install`](Tracer::install).
-    /// A local span reads the clock when it begins and writes one record
-    /// when it ends; the dump shows how long it lasted, the Chrome export
-    /// draws it as a slice.
-    ///
-    /// ```
-    /// let tracer = ringtrace::Tracer::builder().build()?;
-    /// tracer.record_local_spans()?;
-    /// {
-    ///     let _span = ringtrace::tracing_layer::local_span!("parse");
-    /// }
-    /// let dump = tracer.dump(ringtrace::DumpOptions::default())?;
-    /// assert!(dump.contains("tracing:local_span: span parse"), "{dump}");
-    /// assert!(tracer.record_local_spans().is_err()); // once per process
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(feature = "tracing")]
-    pub fn record_local_spans(&self) -> Result<(), TracerError> {
-        Ok(ringtrace_tracing::set_local_span_ring(self.shared_ring())?)
     }
 
     /// What the clock is, to convert timestamps (ticks to nanoseconds).
@@ -248,7 +283,7 @@ impl Tracer {
 
     /// The unread events as `ringtrace dump` prints them: `#` comment lines,
     /// then one ftrace-like line per event. Every string from the trace is
-    /// escaped ([`trace_file::escape`](crate::trace_file::escape)): a
+    /// escaped ([`export::text::escape`](crate::export::text::escape)): a
     /// newline or an ESC in a field cannot break a line or reach a
     /// terminal.
     pub fn dump(&self, options: DumpOptions) -> Result<String, TracerError> {
@@ -310,5 +345,27 @@ impl std::fmt::Debug for Tracer {
             .field("file", &self.ring.file_path())
             .field("installed", &self.is_installed())
             .finish()
+    }
+}
+
+/// The refusal [`ringtrace_tracepoint::set_sink`] would give, for the ring
+/// already in the sink.
+fn sink_taken(ring: &RingBuffer<AnyClock>) -> ringtrace_tracepoint::SinkAlreadySet {
+    ringtrace_tracepoint::SinkAlreadySet::new(
+        ring.clock_info().name,
+        ring.file_path().map(|p| p.display().to_string()),
+    )
+}
+
+/// Whether the local-span ring is free; if not, the refusal
+/// `set_local_span_ring` would give.
+#[cfg(feature = "tracing")]
+fn local_spans_free() -> Result<(), ringtrace_tracing::LocalSpanRingAlreadySet> {
+    match ringtrace_tracing::local_span_ring() {
+        None => Ok(()),
+        Some(ring) => Err(ringtrace_tracing::LocalSpanRingAlreadySet::new(
+            ring.clock_info().name,
+            ring.file_path().map(|p| p.display().to_string()),
+        )),
     }
 }

@@ -1,7 +1,7 @@
 //! An export never replaces a ring file: the tracer's own live one, another
 //! tracer's, a closed one, or one reached through a symbolic link.
 
-use ringtrace::trace_file::export::{ExportError, RingTarget};
+use ringtrace::export::export::{ExportError, RingTarget};
 use ringtrace::{ExportFormat, Tracer, TracerError};
 use std::path::{Path, PathBuf};
 

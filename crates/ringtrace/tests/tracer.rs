@@ -137,7 +137,7 @@ fn a_file_tracer_survives_its_program_and_reads_back_with_recover() {
     assert!(!recovery.has_problems(), "{:?}", recovery.totals());
     // the tracepoints' descriptions are in the file
     let meta =
-        ringtrace::trace_file::TraceMetadata::parse(recovery.metadata.as_ref().unwrap()).unwrap();
+        ringtrace::export::TraceMetadata::parse(recovery.metadata.as_ref().unwrap()).unwrap();
     assert!(meta
         .tracepoints
         .iter()

@@ -402,7 +402,7 @@ fn main() -> ExitCode {
 /// terminal as text, never as a control sequence it obeys or a line break
 /// that forges another message.
 fn say(message: std::fmt::Arguments<'_>) {
-    eprintln!("{}", ringtrace::trace_file::escape(&message.to_string()));
+    eprintln!("{}", ringtrace::export::text::escape(&message.to_string()));
 }
 
 /// What `Cli::parse` does with a usage error, `--help` or `--version`
@@ -810,7 +810,10 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         .and_then(|()| report.write_svg(&svg));
     if args.json {
         let json = serde_json::to_string_pretty(&report.to_json())?;
-        emit(&format!("{}\n", ringtrace::trace_file::escape_json(&json)))?;
+        emit(&format!(
+            "{}\n",
+            ringtrace::export::text::escape_json(&json)
+        ))?;
     } else {
         emit(&report.markdown())?;
         if written.is_ok() {
@@ -828,7 +831,7 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         {
             emit(&format!(
                 "The hammer's trace is in {}.\n",
-                ringtrace::trace_file::escape(path)
+                ringtrace::export::text::escape(path)
             ))?;
         }
     }
@@ -868,17 +871,20 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let recovery = ringtrace::ring::file::recover(&args.file)?;
     if args.json {
-        let json = ringtrace::trace_file::recovery_json(&recovery);
+        let json = ringtrace_cli::recover::recovery_json(&recovery);
         let json = serde_json::to_string_pretty(&json)?;
-        emit(&format!("{}\n", ringtrace::trace_file::escape_json(&json)))?;
+        emit(&format!(
+            "{}\n",
+            ringtrace::export::text::escape_json(&json)
+        ))?;
     } else {
-        emit(&ringtrace::trace_file::recovery_text(&recovery))?;
+        emit(&ringtrace_cli::recover::recovery_text(&recovery))?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
-    use ringtrace::trace_file::export;
+    use ringtrace::export::export;
     let format = export::Format::parse(&args.format)?;
     // `-o -`: standard output, for the formats that are one file.
     let output = if args.output.as_os_str() == "-" {
@@ -918,11 +924,10 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use std::io::Write;
     let recovery = ringtrace::ring::file::recover(&args.file)?;
-    let options = ringtrace::trace_file::DumpOptions {
-        cpu: args.cpu,
-        raw: args.raw,
-    };
-    let dump = ringtrace::trace_file::Dump::new(&recovery, options)?;
+    let options = ringtrace::export::DumpOptions::default()
+        .cpu(args.cpu)
+        .raw(args.raw);
+    let dump = ringtrace::export::Dump::new(&recovery, options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut put = |line: &str| -> Result<(), Box<dyn std::error::Error>> {
         match writeln!(out, "{line}") {
@@ -938,9 +943,9 @@ fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     }
     for event in dump.events() {
         if args.json {
-            put(&ringtrace::trace_file::escape_json(&serde_json::to_string(
-                &dump.json(event),
-            )?))?;
+            put(&ringtrace::export::text::escape_json(
+                &serde_json::to_string(&dump.json(event))?,
+            ))?;
         } else {
             put(&dump.line(event))?;
         }

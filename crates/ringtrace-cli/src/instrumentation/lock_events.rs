@@ -330,7 +330,7 @@ pub fn contended_run(threads: usize, per_thread: u64) -> LockEventRun {
     LockEventRun {
         threads,
         per_thread,
-        counts: events.read(),
+        counts: events.read().iter().map(|c| (c.name, c.sum)).collect(),
         relations,
     }
 }

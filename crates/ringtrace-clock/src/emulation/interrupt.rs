@@ -65,6 +65,7 @@ thread_local! {
 
 /// Process-wide counts of what the interrupt entry did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct InterruptStats {
     /// Handlers run directly, on arrival.
     pub delivered: u64,

@@ -63,20 +63,6 @@ impl IrqBackend {
         }
     }
 
-    /// Parses `soft` or `hard`.
-    ///
-    /// ```
-    /// use ringtrace_clock::emulation::IrqBackend;
-    /// assert_eq!(IrqBackend::parse("hard").unwrap(), IrqBackend::Hard);
-    /// assert!(IrqBackend::parse("medium").unwrap_err().contains("soft, hard"));
-    /// ```
-    pub fn parse(name: &str) -> Result<IrqBackend, String> {
-        IrqBackend::ALL
-            .into_iter()
-            .find(|b| b.name() == name)
-            .ok_or_else(|| format!("unknown irq backend `{name}`; valid backends: soft, hard"))
-    }
-
     /// `local_irq_save()` with this backend.
     #[inline]
     pub fn save(self) -> IrqFlags {
@@ -108,6 +94,30 @@ impl IrqBackend {
 impl fmt::Display for IrqBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for IrqBackend {
+    type Err = crate::ClockError;
+
+    /// Parses `soft` or `hard`, the names [`Display`](std::fmt::Display)
+    /// writes.
+    ///
+    /// ```
+    /// use ringtrace_clock::emulation::IrqBackend;
+    /// assert_eq!("hard".parse::<IrqBackend>()?, IrqBackend::Hard);
+    /// let err = "medium".parse::<IrqBackend>().unwrap_err().to_string();
+    /// assert!(err.contains("`medium`") && err.contains("soft, hard"), "{err}");
+    /// # Ok::<(), ringtrace_clock::ClockError>(())
+    /// ```
+    fn from_str(name: &str) -> Result<IrqBackend, crate::ClockError> {
+        IrqBackend::ALL
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| crate::ClockError::UnknownIrqBackend {
+                given: name.to_owned(),
+                valid: IrqBackend::ALL.map(IrqBackend::name).join(", "),
+            })
     }
 }
 

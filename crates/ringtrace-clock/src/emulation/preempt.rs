@@ -44,6 +44,7 @@ static UNDERFLOWS: AtomicU64 = AtomicU64::new(0);
 
 /// Counts of the emulation's reschedules and misuse, summed over threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct PreemptStats {
     /// Reschedules requested while preemption was disabled.
     pub deferred: u64,

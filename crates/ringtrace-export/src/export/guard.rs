@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Why an output path is refused: it leads to a ring file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RingTarget {
     /// The ring file the exported trace was read from.
     Source {

@@ -20,6 +20,7 @@ use thiserror::Error;
 
 /// The formats `ringtrace export --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Format {
     /// `ringtrace dump`'s text: ftrace's lines.
     Text,
@@ -75,6 +76,7 @@ impl Format {
 
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExportSummary {
     /// The output.
     pub path: PathBuf,
@@ -89,6 +91,7 @@ pub struct ExportSummary {
 
 /// Why an export failed.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum ExportError {
     /// A `--format` that does not exist.
     #[error("unknown export format `{given}`; valid formats: {valid}")]

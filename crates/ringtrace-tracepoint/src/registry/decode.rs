@@ -8,6 +8,7 @@ use crate::tracepoint::Tracepoint;
 
 /// A decoded tracepoint event.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct DecodedEvent {
     /// The tracepoint that recorded it.
     pub tracepoint: &'static Tracepoint,

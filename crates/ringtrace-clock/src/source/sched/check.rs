@@ -55,7 +55,7 @@ pub fn check(cycles: u64, value: u64) -> Verdict {
 /// let clock = Sched::new().unwrap();
 /// let first = sched::updates();
 /// let value = clock.read();
-/// let (cycles, _) = sched::last_read();
+/// let cycles = sched::last_reading().cycles;
 /// assert_eq!(sched::check_since(first, cycles, value), Some(sched::Verdict::Right));
 /// ```
 pub fn check_since(first: u64, cycles: u64, value: u64) -> Option<Verdict> {
@@ -87,6 +87,7 @@ pub fn check_since(first: u64, cycles: u64, value: u64) -> Option<Verdict> {
 
 /// Wrong readings of a clock found by [`measure_wrong`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct WrongReadings {
     /// Readings checked.
     pub reads: u64,

@@ -283,13 +283,6 @@ pub fn last_reading() -> Reading {
     DATA.with(|t| t.last_reading())
 }
 
-/// The calling thread's last reading as `(cycles, value)`; see
-/// [`last_reading`].
-pub fn last_read() -> (u64, u64) {
-    let r = last_reading();
-    (r.cycles, r.value)
-}
-
 /// Keeps the interrupted code's reading record across a handler: saved
 /// when made, put back when dropped. A handler that reads a `sched` clock
 /// (one that writes an event, say) holds one, so the interrupted reader's

@@ -54,6 +54,6 @@ mod planted;
 mod read;
 
 pub use check::{check, check_since, measure_wrong, Verdict, WrongReadings};
-pub use data::{last_read, last_reading, update, updates, Reading, SavedReading};
+pub use data::{last_reading, update, updates, Reading, SavedReading};
 pub use planted::{Plant, PlantedRead};
 pub use read::{window, Sched, SchedLatch, SchedWide, Window, SCHED_READ, SCHED_WIDE_READ};

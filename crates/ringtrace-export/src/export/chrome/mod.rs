@@ -37,9 +37,9 @@ pub use rules::{is_counter, span_edge, SpanEdge};
 
 use super::{output, ExportError, ExportSummary};
 use crate::decode::Decoded;
-use crate::dump::{field_json, hex};
-use crate::summary::{clock_words, comm, metadata_decoder, writer_words};
-use crate::time::utc_time;
+use crate::dump::field_json;
+use crate::summary::metadata_decoder;
+use crate::text::{clock_words, comm, hex, utc_time, writer_words};
 use event::{ChromeEvent, Phase, Scope, Ts};
 use ringtrace_ring::file::{Recovery, WriterState};
 use ringtrace_ring::Event;

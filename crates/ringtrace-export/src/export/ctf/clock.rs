@@ -3,7 +3,7 @@
 //! offset places them in real time.
 
 use super::uuid::Uuid;
-use crate::summary::clock_words;
+use crate::text::clock_words;
 use ringtrace_ring::file::FileHeader;
 
 const NS_PER_S: u128 = 1_000_000_000;

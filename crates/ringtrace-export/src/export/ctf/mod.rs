@@ -10,7 +10,8 @@ mod uuid;
 
 use super::{output, ExportError, ExportSummary};
 use crate::metadata::TraceMetadata;
-use crate::summary::{comm, metadata_decoder};
+use crate::summary::metadata_decoder;
+use crate::text::comm;
 use classes::Classes;
 use clock::CtfClock;
 use ringtrace_ring::file::{Recovery, WriterState};

@@ -27,7 +27,7 @@ mod symbols;
 use super::{output, ExportError, ExportSummary};
 use crate::decode::{Decoded, Decoder};
 use crate::metadata::TraceMetadata;
-use crate::summary::comm;
+use crate::text::comm;
 use events::Formats;
 use pages::Pages;
 use ringtrace_ring::file::{FileClock, Recovery};

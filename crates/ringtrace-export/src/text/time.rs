@@ -6,7 +6,7 @@
 /// to a civil date, as in Howard Hinnant's `civil_from_days`).
 ///
 /// ```
-/// use ringtrace_export::utc_time;
+/// use ringtrace_export::text::utc_time;
 /// assert_eq!(utc_time(0), "1970-01-01T00:00:00.000000000Z");
 /// assert_eq!(utc_time(951_782_400_000_000_001), "2000-02-29T00:00:00.000000001Z");
 /// ```

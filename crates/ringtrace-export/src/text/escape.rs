@@ -29,7 +29,7 @@ use std::fmt::Write as _;
 /// Borrows when there is nothing to escape.
 ///
 /// ```
-/// use ringtrace_export::escape;
+/// use ringtrace_export::text::escape;
 /// assert_eq!(escape("plain é"), "plain é");
 /// assert_eq!(escape("a\nb\x1b[31m\\"), "a\\nb\\x1b[31m\\\\");
 /// assert_eq!(escape("\u{85}\u{202e}"), "\\u{85}\\u{202e}");
@@ -47,7 +47,7 @@ pub fn escape(s: &str) -> Cow<'_, str> {
 /// and each byte that is not UTF-8 as `\xNN`.
 ///
 /// ```
-/// use ringtrace_export::escape_bytes;
+/// use ringtrace_export::text::escape_bytes;
 /// assert_eq!(escape_bytes(b"ok"), "ok");
 /// assert_eq!(escape_bytes(b"a\xff\xe2\x80b\n"), "a\\xff\\xe2\\x80b\\n");
 /// ```
@@ -72,7 +72,7 @@ pub fn escape_bytes(bytes: &[u8]) -> Cow<'_, str> {
 /// Outside its strings JSON text is ASCII, so only strings change.
 ///
 /// ```
-/// use ringtrace_export::escape_json;
+/// use ringtrace_export::text::escape_json;
 /// let json = serde_json::json!({ "s": "a\u{1b}\u{9b}2J\u{202e}" }).to_string();
 /// assert_eq!(escape_json(&json), r#"{"s":"a\u001b\u009b2J\u202e"}"#);
 /// let back: serde_json::Value = serde_json::from_str(&escape_json(&json))?;
