@@ -1,4 +1,4 @@
-//! `ringtrace clocks`: seed 004's trade-off ("tracing: do not disable
+//! `ringtrace clocks`: trace_clock_local's trade-off ("tracing: do not disable
 //! interrupts for trace_clock_local"), measured for every clock source
 //! under every protection.
 //!

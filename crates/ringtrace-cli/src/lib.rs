@@ -11,7 +11,7 @@
 //!   preemptirq instrumentation strategy;
 //! - [`clocks`]: every clock source's read cost and guarantees;
 //! - [`code_size`]: a function's bytes and the instructions it executes;
-//! - [`report`]: every seed's measurement, in one run;
+//! - [`report`]: every patch's measurement, in one run;
 //! - [`stop`]: SIGINT and SIGTERM as a graceful stop of any of them.
 //!
 //! ```no_run
@@ -21,6 +21,7 @@
 //! # Ok::<(), ringtrace_cli::hammer::HammerError>(())
 //! ```
 
+pub mod clock_local;
 pub mod clocks;
 pub mod code_size;
 pub mod finding;
@@ -32,9 +33,6 @@ pub mod report;
 mod report_markdown;
 mod report_plot;
 pub mod sched;
-pub mod seed004;
-pub mod seed004_cost;
-pub mod seed004_tear;
 pub mod spread;
 pub mod stop;
 pub mod update_run;

@@ -1,6 +1,6 @@
-//! `ringtrace report`: every seed's finding measured in one run, with a
-//! seeds table first (what each kernel patch claimed, its figure, ours
-//! with its spread, and a verdict), then each measurement in the seeds'
+//! `ringtrace report`: every patch's finding measured in one run, with a
+//! patches table first (what each kernel patch claimed, its figure, ours
+//! with its spread, and a verdict), then each measurement in the patches'
 //! table shapes; `report.json` and `report.svg` beside it.
 //!
 //! Every conclusion comes from repeated measurements: rounds paired back
@@ -8,12 +8,12 @@
 //! is an error in its place, never zeros. The run can be stopped between
 //! steps (SIGINT, SIGTERM): what was measured so far is still reported.
 
+use crate::clock_local::tear::{self, TearConfig};
+use crate::clock_local::{self, ClockLocal};
 use crate::clocks::{self, ClockRow, ClocksConfig, Unavailable};
 use crate::hammer::{self, HammerConfig, HammerResult};
 use crate::instrumentation::{self, BhPair, Counters, DebugPreempt};
 use crate::pairs::{self, PairsConfig, PairsResult};
-use crate::seed004::{self, Seed004};
-use crate::seed004_tear::{self, TearConfig};
 use crate::spread::Spread;
 use ringtrace_clock::emulation::IrqBackend;
 use ringtrace_clock::{ClockSpec, Protection, SourceName};
@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use crate::finding::Verdict as SeedVerdict;
-pub use crate::report_markdown::{seeds_table, SeedRow};
+pub use crate::finding::Verdict as PatchVerdict;
+pub use crate::report_markdown::{patches_table, PatchRow};
 
 /// How long the report runs, and whether it keeps a trace.
 #[derive(Debug, Clone)]
@@ -122,21 +122,21 @@ pub struct Report {
     pub clocks: Option<Vec<ClockRow>>,
     /// Clock sources that cannot work here.
     pub unavailable: Vec<Unavailable>,
-    /// Seed 004, both halves.
-    pub seed004: Option<Seed004>,
-    /// Seed 000: the preemptirq pairs, batched (the resolution check).
+    /// trace_clock_local, both halves.
+    pub clock_local: Option<ClockLocal>,
+    /// The preemptirq patch: the preemptirq pairs, batched (the resolution check).
     pub pairs: Option<Result<PairsResult, String>>,
-    /// Seed 000 by the patch's method: rounds of one pair per sample, the
+    /// The preemptirq patch by its own method: rounds of one pair per sample, the
     /// timer read included.
-    pub pairs_seed: Option<Result<Vec<PairsResult>, String>>,
-    /// Seed 000: code bytes per call site and instructions per pair, from
+    pub pairs_single: Option<Result<Vec<PairsResult>, String>>,
+    /// The preemptirq patch: code bytes per call site and instructions per pair, from
     /// this binary.
     pub code_size: Option<Result<pairs::CodeSize, String>>,
-    /// Seed 001: the bh pair.
+    /// The bh_irqsave patch: the bh pair.
     pub bh: Option<BhPair>,
-    /// Seed 002: per-CPU counters.
+    /// The lock_events patch: per-CPU counters.
     pub counters: Option<Counters>,
-    /// Seed 003: the DEBUG_PREEMPT check.
+    /// The debug_preempt patch: the DEBUG_PREEMPT check.
     pub debug_preempt: Option<DebugPreempt>,
     /// The ring_buffer_benchmark per clock, repeated.
     pub hammer: Option<Vec<HammerRepeats>>,
@@ -209,9 +209,9 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         interrupted: false,
         clocks: None,
         unavailable: Vec::new(),
-        seed004: None,
+        clock_local: None,
         pairs: None,
-        pairs_seed: None,
+        pairs_single: None,
         code_size: None,
         bh: None,
         counters: None,
@@ -241,7 +241,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let cost = if stop.load(Ordering::Relaxed) {
         Err("not run: the report was stopped first".to_owned())
     } else {
-        seed004::cost_half(if q { 15 } else { 60 }).map_err(|e| e.to_string())
+        clock_local::cost_half(if q { 15 } else { 60 }).map_err(|e| e.to_string())
     };
     let tc = TearConfig::report(q, config.update_hz);
     progress(&format!(
@@ -254,7 +254,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         not_run()
     } else {
         // Relaxed: see `stopped`.
-        seed004_tear::measure_until("sched@preempt", tc.faithful_hz, tc.faithful_run, &|| {
+        tear::measure_until("sched@preempt", tc.faithful_hz, tc.faithful_run, &|| {
             stop.load(Ordering::Relaxed)
         })
         .map_err(|e| e.to_string())
@@ -267,10 +267,10 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let amplified = if stop.load(Ordering::Relaxed) {
         not_run()
     } else {
-        seed004_tear::measure("sched-wide@preempt", tc.amplified_hz, tc.amplified_run)
+        tear::measure("sched-wide@preempt", tc.amplified_hz, tc.amplified_run)
             .map_err(|e| e.to_string())
     };
-    report.seed004 = Some(Seed004::new(cost, faithful, amplified, &rows));
+    report.clock_local = Some(ClockLocal::new(cost, faithful, amplified, &rows));
     report.clocks = Some(rows);
     if stopped(&mut report) {
         return report;
@@ -292,22 +292,22 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     if stopped(&mut report) {
         return report;
     }
-    let seed_rounds = if q { 3 } else { 9 };
-    let seed_pc = PairsConfig {
+    let single_rounds = if q { 3 } else { 9 };
+    let single_pc = PairsConfig {
         samples: if q { 500_000 } else { 2_000_000 },
         ..pc.clone()
     };
     let mut rounds = Vec::new();
-    for round in 0..seed_rounds {
+    for round in 0..single_rounds {
         progress(&format!(
-            "pairs, the seed's method: round {} of {seed_rounds}, {} samples",
+            "pairs, the patch's method: round {} of {single_rounds}, {} samples",
             round + 1,
-            seed_pc.samples
+            single_pc.samples
         ));
-        match pairs::run_until(&seed_pc, pairs::Method::Seed, &|| {}, &stop_now) {
+        match pairs::run_until(&single_pc, pairs::Method::Single, &|| {}, &stop_now) {
             Ok(r) => rounds.push(r),
             Err(e) => {
-                report.pairs_seed = Some(Err(e.to_string()));
+                report.pairs_single = Some(Err(e.to_string()));
                 break;
             }
         }
@@ -315,8 +315,8 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
             break;
         }
     }
-    if report.pairs_seed.is_none() {
-        report.pairs_seed = Some(Ok(rounds));
+    if report.pairs_single.is_none() {
+        report.pairs_single = Some(Ok(rounds));
     }
     progress("pairs: code size from the binary");
     report.code_size = Some(pairs::code_size().map_err(|e| e.to_string()));
@@ -430,9 +430,9 @@ pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(
 }
 
 impl Report {
-    /// The report as JSON, with the seeds table first.
+    /// The report as JSON, with the patches table first.
     pub fn to_json(&self) -> serde_json::Value {
-        let mut value = serde_json::json!({ "seeds": self.seeds() });
+        let mut value = serde_json::json!({ "patches": self.patches() });
         if let (Some(map), Ok(serde_json::Value::Object(rest))) =
             (value.as_object_mut(), serde_json::to_value(self))
         {

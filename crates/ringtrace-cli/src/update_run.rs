@@ -1,4 +1,4 @@
-//! A writer under clock updates: seed 004's "if a timer interrupt comes
+//! A writer under clock updates: trace_clock_local's "if a timer interrupt comes
 //! in, sched_clock may report a wrong time", counted.
 //!
 //! A POSIX timer aims a signal at the writer thread at a rate the caller

@@ -1,4 +1,4 @@
-//! Seed 004's "seldom incorrect timestamp", measured faithfully and then
+//! trace_clock_local's "seldom incorrect timestamp", measured faithfully and then
 //! amplified.
 //!
 //! - **Faithful**: `sched@preempt`, whose data loads sit back to back as
@@ -51,7 +51,7 @@ impl Rate {
     /// 3.84/(n+3.84)). `n` of 0 gives 0 in 0..1.
     ///
     /// ```
-    /// use ringtrace_cli::seed004_tear::Rate;
+    /// use ringtrace_cli::clock_local::tear::Rate;
     /// let none = Rate::wilson(0, 1_000_000);
     /// assert_eq!(none.low, 0.0);
     /// assert!(none.high > 3.8e-6 && none.high < 3.9e-6);
