@@ -29,13 +29,14 @@ pub use cost::{CostHalf, PATCH_IRQ_NS, PATCH_PREEMPT_NS};
 
 /// Measures the cost half: `rounds` paired rounds of hammer runs of
 /// [`cost::RUN`] per side.
-pub fn cost_half(rounds: usize) -> Result<CostHalf, Box<dyn std::error::Error>> {
-    Ok(cost::measure(rounds, cost::RUN)?)
+pub fn cost_half(rounds: usize) -> Result<CostHalf, cost::CostError> {
+    cost::measure(rounds, cost::RUN)
 }
 
 /// Wrong readings where none can occur: one clock that cannot tear, under
 /// updates, in one handler mode.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Control {
     /// The clock name.
     pub clock: String,
@@ -50,21 +51,34 @@ pub struct Control {
     pub updates: u64,
 }
 
+/// A read that cannot tear: a clock source under a protection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ControlRead {
+    /// The clock source's name.
+    pub clock: &'static str,
+    /// The protection's name (`raw`: none).
+    pub protection: &'static str,
+}
+
+const fn read(clock: &'static str, protection: &'static str) -> ControlRead {
+    ControlRead { clock, protection }
+}
+
 /// The reads that cannot tear: irq-masked or latched, the amplified
 /// window included.
-pub const CONTROLS: [(&str, &str); 6] = [
-    ("sched", "irq"),
-    ("sched", "irq-soft"),
-    ("sched", "irq-hard"),
-    ("sched-wide", "irq"),
-    ("sched-latch", "raw"),
-    ("sched-latch", "preempt"),
+pub const CONTROLS: [ControlRead; 6] = [
+    read("sched", "irq"),
+    read("sched", "irq-soft"),
+    read("sched", "irq-hard"),
+    read("sched-wide", "irq"),
+    read("sched-latch", "raw"),
+    read("sched-latch", "preempt"),
 ];
 
 /// The controls, read off the `clocks` rows (both handler modes).
 pub fn controls(rows: &[ClockRow]) -> Vec<Control> {
     let mut out = Vec::new();
-    for (clock, protection) in CONTROLS {
+    for ControlRead { clock, protection } in CONTROLS {
         let name = if protection == "raw" {
             clock.to_owned()
         } else {
@@ -110,6 +124,7 @@ pub fn controls(rows: &[ClockRow]) -> Vec<Control> {
 
 /// Both halves and what they say.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ClockLocal {
     /// irq over preempt, per recorded event.
     pub cost: Result<CostHalf, String>,

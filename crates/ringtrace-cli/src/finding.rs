@@ -21,6 +21,7 @@ use serde::Serialize;
 /// What a patch's finding came to here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "why", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Verdict {
     /// Our measurement shows what the patch claimed.
     Reproduced,

@@ -30,6 +30,7 @@ mod hammer_threads;
 pub mod instrumentation;
 pub mod pairs;
 pub mod report;
+mod report_error;
 mod report_markdown;
 mod report_plot;
 pub mod sched;

@@ -220,6 +220,7 @@ pub const MAX_SAMPLES: usize = 100_000_000;
 
 /// Why a pairs run could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PairsError {
     /// The timer cannot be built here.
     #[error(transparent)]
@@ -352,6 +353,7 @@ impl From<Metrics> for MetricsJson {
 
 /// The settings a result was measured with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PairsSettings {
     /// Threads, one per CPU.
     pub cpus: usize,
@@ -367,6 +369,7 @@ pub struct PairsSettings {
 
 /// A pairs run's results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PairsResult {
     /// `irq`, `irq_save`, `preempt` -> `baseline`, `call-always`,
     /// `early-key` -> metrics in ns per pair.

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use crate::finding::Verdict as PatchVerdict;
+pub use crate::report_error::{KeepTraceError, UpdateHzError, WriteError};
 pub use crate::report_markdown::{patches_table, PatchRow};
 
 /// How long the report runs, and whether it keeps a trace.
@@ -67,35 +68,40 @@ pub struct KeptTrace {
 /// (mode 0700, and its missing parents) if it does not exist. Refuses a
 /// `dir` that is not a directory, and a `hammer.ring` already there, so
 /// that a report never runs for minutes to fail at the end.
-pub fn trace_path(dir: &Path) -> Result<PathBuf, String> {
+pub fn trace_path(dir: &Path) -> Result<PathBuf, KeepTraceError> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(format!(
-                "--keep-trace {} is a file, not a directory; give a directory (it is created if missing)",
-                dir.display()
-            ))
+            return Err(KeepTraceError::NotADirectory {
+                dir: dir.to_owned(),
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("--keep-trace {}: cannot create it: {e}", dir.display()))?,
-        Err(e) => return Err(format!("--keep-trace {}: {e}", dir.display())),
+            .map_err(|source| KeepTraceError::Create {
+                dir: dir.to_owned(),
+                source,
+            })?,
+        Err(source) => {
+            return Err(KeepTraceError::Inspect {
+                dir: dir.to_owned(),
+                source,
+            })
+        }
     }
     let path = dir.join("hammer.ring");
     if std::fs::symlink_metadata(&path).is_ok() {
-        return Err(format!(
-            "--keep-trace: {} already exists; remove it or give another directory",
-            path.display()
-        ));
+        return Err(KeepTraceError::Exists { path });
     }
     Ok(path)
 }
 
 /// Repeated hammer runs with one clock.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HammerRepeats {
     /// The clock.
     pub clock: String,
@@ -111,6 +117,7 @@ pub struct HammerRepeats {
 
 /// Everything a report measured; `None` for what a stop cut short.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// What ran it.
     pub machine: String,
@@ -175,16 +182,18 @@ pub fn clock_row_run(quick: bool) -> Duration {
 /// ```
 /// use ringtrace_cli::report::check_update_hz;
 /// assert!(check_update_hz(1000, true).is_ok());
-/// assert!(check_update_hz(10, true).unwrap_err().contains("at least 25"));
+/// let err = check_update_hz(10, true).unwrap_err();
+/// assert_eq!(err.least, 25);
+/// assert!(err.to_string().contains("at least 25"));
 /// ```
-pub fn check_update_hz(update_hz: u32, quick: bool) -> Result<(), String> {
+pub fn check_update_hz(update_hz: u32, quick: bool) -> Result<(), UpdateHzError> {
     let row_ms = clock_row_run(quick).as_millis() as u64;
     if u64::from(update_hz) * row_ms < 1000 {
-        return Err(format!(
-            "--update-hz {update_hz} is too slow for the report's clock rows ({row_ms} ms each): \
-             no update would reach them; give at least {}",
-            1000u64.div_ceil(row_ms)
-        ));
+        return Err(UpdateHzError {
+            given: update_hz,
+            row_ms,
+            least: 1000u64.div_ceil(row_ms),
+        });
     }
     Ok(())
 }
@@ -230,7 +239,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         update_hz: config.update_hz,
         ..ClocksConfig::default()
     };
-    let (rows, unavailable) = clocks::run(
+    let clocks::ClocksRun { rows, unavailable } = clocks::run(
         &cc,
         &|name| progress(&format!("clocks: {name}")),
         // Relaxed: see `stopped`.
@@ -419,13 +428,16 @@ fn hammer_repeats(spec: ClockSpec, quick: bool) -> HammerRepeats {
 /// Writes `bytes` to `path` through a temporary file in the same
 /// directory, renamed over it: a full disk or a crash never leaves a
 /// truncated file in place of a good one.
-pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), WriteError> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&tmp, bytes)
         .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
+        .map_err(|source| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot write {}: {e}", path.display())
+            WriteError::Io {
+                path: path.to_owned(),
+                source,
+            }
         })
 }
 
@@ -442,8 +454,8 @@ impl Report {
     }
 
     /// Writes the report as JSON, atomically.
-    pub fn write_json(&self, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn write_json(&self, path: &std::path::Path) -> Result<(), WriteError> {
         let text = serde_json::to_string_pretty(&self.to_json())?;
-        write_atomically(path, text.as_bytes()).map_err(Into::into)
+        write_atomically(path, text.as_bytes())
     }
 }

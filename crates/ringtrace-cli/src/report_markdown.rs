@@ -11,6 +11,7 @@ use serde::Serialize;
 
 /// One line of the patches table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PatchRow {
     /// The patch's short name: `preemptirq`, `bh_irqsave`, `lock_events`,
     /// `debug_preempt` or `clock_local`.

@@ -5,7 +5,7 @@
 //! need (a row as its tallest), the y label area as wide as its
 //! longest label, and the x axis gets as many ticks as fit their labels.
 
-use crate::report::Report;
+use crate::report::{Report, WriteError};
 use crate::spread::Spread;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
@@ -292,18 +292,22 @@ impl Report {
     /// Draws the report's panels into an SVG file.
     /// Drawn to a temporary file and renamed over `path`, so a failure
     /// never leaves a truncated plot.
-    pub fn write_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn write_svg(&self, path: &Path) -> Result<(), WriteError> {
         let tmp = path.with_extension(format!("tmp-{}.svg", std::process::id()));
-        let drawn = self
-            .draw_svg(&tmp)
-            .map_err(|e| format!("cannot draw {}: {e}", path.display()));
+        let drawn = self.draw_svg(&tmp).map_err(|e| WriteError::Draw {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        });
         let done = drawn.and_then(|()| {
-            std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+            std::fs::rename(&tmp, path).map_err(|source| WriteError::Io {
+                path: path.to_owned(),
+                source,
+            })
         });
         if done.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        done.map_err(Into::into)
+        done
     }
 
     fn draw_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {

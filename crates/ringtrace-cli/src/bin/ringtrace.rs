@@ -561,7 +561,9 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     use ringtrace_cli::stop;
     stop::install()?;
     let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
-    let (rows, unavailable) = ringtrace_cli::clocks::run(
+    let ringtrace_cli::clocks::ClocksRun {
+        rows, unavailable, ..
+    } = ringtrace_cli::clocks::run(
         &config,
         &|name| {
             progress.inc(1);

@@ -140,6 +140,7 @@ impl CostRound {
 /// The cost half's figures: each side's ns per entry, their difference in
 /// ns and TSC cycles and their ratio, all over paired rounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct CostHalf {
     /// Rounds measured (`per_round.len()`).
     pub rounds: usize,
@@ -214,6 +215,7 @@ impl CostHalf {
 
 /// Why the cost half could not be measured.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CostError {
     /// The rounds are out of range.
     #[error("{0} rounds is invalid: the cost half takes from 1 to {MAX_ROUNDS} rounds")]
@@ -243,12 +245,22 @@ pub enum CostError {
     },
 }
 
+/// Why there is no TSC frequency to turn ns into cycles.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TscHzError {
+    /// The `tsc` clock cannot be read here.
+    #[error("the tsc clock is unavailable: {0}")]
+    Unavailable(#[from] ringtrace_clock::ClockError),
+    /// The `tsc` clock reads, but calibrated no frequency.
+    #[error("the tsc clock has no known frequency")]
+    NoFrequency,
+}
+
 /// The TSC frequency the clock crate calibrated, or why there is none.
-pub fn tsc_hz() -> Result<u64, String> {
-    let tsc = ringtrace_clock::Tsc::new().map_err(|e| e.to_string())?;
-    tsc.info()
-        .frequency_hz
-        .ok_or_else(|| "the tsc clock has no known frequency".to_owned())
+pub fn tsc_hz() -> Result<u64, TscHzError> {
+    let tsc = ringtrace_clock::Tsc::new()?;
+    tsc.info().frequency_hz.ok_or(TscHzError::NoFrequency)
 }
 
 /// The hammer settings of one side: the report's hammer runs' (one
@@ -324,7 +336,7 @@ pub fn measure(rounds: usize, run: Duration) -> Result<CostHalf, CostError> {
     Ok(CostHalf::from_rounds(
         per_round,
         run,
-        tsc_hz(),
+        tsc_hz().map_err(|e| e.to_string()),
         ringtrace_clock::emulation::flags_irq::HAS_FLAGS_ROUND_TRIP,
     ))
 }

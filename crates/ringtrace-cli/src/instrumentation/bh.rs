@@ -256,6 +256,7 @@ pub fn local_bh_enable_irqsave() {
 
 /// The bh_irqsave patch: ns per bh pair without (a) and with (b) the irq save/restore.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BhPair {
     /// ns per disable/enable pair, paired per round: a = without the irq
     /// save/restore, b = with it; `ns.diff` is what the save/restore adds.

@@ -37,6 +37,7 @@
 //! share depends on the work per increment, which the patch's hackbench
 //! figure does not give.
 
+use crate::code_size::CodeSizeError;
 use crate::finding::{Finding, Verdict};
 use crate::spread::{ns_per, paired, Paired};
 use ringtrace_clock::emulation::{self, preempt, soft_irq};
@@ -115,6 +116,7 @@ pub fn raw_smp_processor_id() -> usize {
 /// checked call in that state, minus the same probe making the unchecked
 /// call (counted by single-stepping, `crate::code_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckInstructions {
     /// On the preempt-count exit.
     pub fast_path: i64,
@@ -159,9 +161,9 @@ fn probe_raw() {
 
 /// Counts [`CheckInstructions`]; an error says why it cannot here (not
 /// x86_64 Linux, ptrace refused).
-pub fn check_instructions() -> Result<CheckInstructions, String> {
+pub fn check_instructions() -> Result<CheckInstructions, CodeSizeError> {
     use crate::code_size::count_instructions;
-    let count = |f: fn()| count_instructions(f).map_err(|e| e.to_string());
+    let count = count_instructions;
     let diff = |a: u64, b: u64| a as i64 - b as i64;
     Ok(CheckInstructions {
         fast_path: diff(count(probe_fast_checked)?, count(probe_fast_unchecked)?),
@@ -177,6 +179,7 @@ pub const LOOP_WORK: &str = "eight dependent 64-bit multiply-adds and one this_c
 
 /// The debug_preempt patch: the check's cost per call on both exits, and one loop's share.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DebugPreempt {
     /// ns per call, preempt count 1: a = `raw_smp_processor_id()`, b =
     /// `debug_smp_processor_id()`; `fast_path.diff` is the check's cost.
@@ -289,7 +292,7 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
     } else {
         0.0
     };
-    let instructions = check_instructions();
+    let instructions = check_instructions().map_err(|e| e.to_string());
     let mut d = DebugPreempt {
         reproduced: false,
         fast_path,

@@ -239,15 +239,26 @@ impl Relation {
     }
 }
 
+/// One lock event's count, summed over the CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct EventCount {
+    /// The event, one of [`EVENTS`].
+    pub name: &'static str,
+    /// Its per-CPU counters' sum.
+    pub count: u64,
+}
+
 /// What one contended run counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LockEventRun {
     /// Threads taking the lock.
     pub threads: usize,
     /// Acquisitions per thread.
     pub per_thread: u64,
-    /// Every event's name and per-CPU sum.
-    pub counts: Vec<(&'static str, u64)>,
+    /// Every event's per-CPU sum, in counter index order.
+    pub counts: Vec<EventCount>,
     /// The relations the counts must satisfy.
     pub relations: Vec<Relation>,
 }
@@ -257,8 +268,8 @@ impl LockEventRun {
     pub fn count(&self, name: &str) -> u64 {
         self.counts
             .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, c)| *c)
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.count)
     }
 
     /// Whether every relation held.
@@ -330,7 +341,11 @@ pub fn contended_run(threads: usize, per_thread: u64) -> LockEventRun {
     LockEventRun {
         threads,
         per_thread,
-        counts: events.read(),
+        counts: events
+            .read()
+            .into_iter()
+            .map(|(name, count)| EventCount { name, count })
+            .collect(),
         relations,
     }
 }
@@ -433,6 +448,7 @@ fn cost_per_increment(how: Increment, threads: usize, per_thread: u64) -> f64 {
 
 /// Lost updates over every round, per increment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct LostUpdates {
     /// Threads per run: more than CPUs, unpinned, so that preemption lands
     /// between a load and its store.
@@ -451,6 +467,7 @@ pub struct LostUpdates {
 
 /// The lock_events patch: lock events and the counting primitives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Counters {
     /// Threads in the cost runs: one per CPU, pinned.
     pub threads: usize,

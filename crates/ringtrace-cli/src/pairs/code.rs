@@ -106,6 +106,7 @@ pub struct Callee {
 /// The code-size table: per pair and strategy, bytes per call site and
 /// instructions per pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CodeSize {
     /// `irq`, `irq_save`, `preempt` -> strategy -> code.
     pub pairs: BTreeMap<&'static str, BTreeMap<&'static str, CodeRow>>,

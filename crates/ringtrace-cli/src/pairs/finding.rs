@@ -66,6 +66,7 @@ pub fn finding_rule() -> String {
 /// One pair's figures under the rule, in ns per pair (timer read
 /// included).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct JudgedPair {
     /// `baseline`'s trimmed mean.
     pub baseline_ns: f64,
