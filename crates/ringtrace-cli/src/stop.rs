@@ -20,7 +20,7 @@
 //! if let Some(signal) = stop::first_signal() {
 //!     eprintln!("stopped by signal {signal}; the result above is partial");
 //! }
-//! # Ok::<(), String>(())
+//! # Ok::<(), stop::InstallError>(())
 //! ```
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
