@@ -1,4 +1,4 @@
-//! `ringtrace clocks`: seed 004's trade-off ("tracing: do not disable
+//! `ringtrace clocks`: trace_clock_local's trade-off ("tracing: do not disable
 //! interrupts for trace_clock_local"), measured for every clock source
 //! under every protection.
 //!
@@ -29,9 +29,11 @@ use serde::Serialize;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use thiserror::Error;
 
 /// One clock under one protection.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ClockRow {
     /// The source (`tsc`, `global:mono`, `sched`, ...).
     pub clock: String,
@@ -54,6 +56,7 @@ pub struct ClockRow {
 
 /// A source that cannot work here, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Unavailable {
     /// The clock name.
     pub clock: String,
@@ -134,11 +137,15 @@ fn probe_ring() -> Result<RingBuffer<ringtrace_clock::Counter>, ringtrace_ring::
 /// (a `RINGTRACE_WRITE_PATH` that is not a path, or asks for rseq where
 /// there is none), so that a command stops before a run whose every row
 /// would be that error.
-pub fn check_rings() -> Result<(), String> {
-    probe_ring()
-        .map(drop)
-        .map_err(|e| format!("the rings cannot be built: {e}"))
+pub fn check_rings() -> Result<(), RingsError> {
+    probe_ring().map(drop).map_err(RingsError)
 }
+
+/// The runs' rings cannot be built here; the ring's error names the
+/// setting at fault and the valid ones.
+#[derive(Debug, Error)]
+#[error("the rings cannot be built: {0}")]
+pub struct RingsError(#[source] pub ringtrace_ring::ConfigError);
 
 /// One recorded event through a call, as an instrumented program makes
 /// it: inlined into the timing loop, the event and the loop interleave and
@@ -204,14 +211,20 @@ fn skew(clock: &AnyClock, rounds: u32) -> u64 {
     worst.load(Ordering::Relaxed)
 }
 
+/// What [`run`] measured, and what it could not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ClocksRun {
+    /// A row per clock and protection that works here.
+    pub rows: Vec<ClockRow>,
+    /// The clock sources that cannot work here, each with why.
+    pub unavailable: Vec<Unavailable>,
+}
+
 /// Measures every available combination; lists the unavailable ones with
 /// their reasons. `progress` is called after each combination; once `stop`
 /// says so, the combinations not yet measured are left out.
-pub fn run(
-    config: &ClocksConfig,
-    progress: &dyn Fn(&str),
-    stop: &dyn Fn() -> bool,
-) -> (Vec<ClockRow>, Vec<Unavailable>) {
+pub fn run(config: &ClocksConfig, progress: &dyn Fn(&str), stop: &dyn Fn() -> bool) -> ClocksRun {
     let mut rows = Vec::new();
     let mut unavailable = Vec::new();
     for spec in ClockSpec::all() {
@@ -267,7 +280,7 @@ pub fn run(
         });
         progress(&name);
     }
-    (rows, unavailable)
+    ClocksRun { rows, unavailable }
 }
 
 /// `a/b` as text, or `-` when not measured.

@@ -45,6 +45,7 @@ pub const MAX_STEPS: u64 = 2_000_000;
 
 /// Why a size or a count could not be had.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodeSizeError {
     /// Not x86_64 Linux.
     #[error(

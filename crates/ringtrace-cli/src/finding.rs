@@ -1,9 +1,9 @@
-//! What one seed's measurement comes to: our figure, how it was measured
+//! What one patch's measurement comes to: our figure, how it was measured
 //! in one phrase, the rule that decides the verdict, and the verdict.
 //!
 //! Every verdict the report prints is produced by a rule written next to
 //! it, so that a reader can check the verdict against the figures without
-//! reading code: [`Finding::rule`] is printed in the seeds table's legend.
+//! reading code: [`Finding::rule`] is printed in the patches table's legend.
 //!
 //! ```
 //! use ringtrace_cli::finding::{Finding, Verdict};
@@ -18,9 +18,10 @@
 
 use serde::Serialize;
 
-/// What a seed's finding came to here.
+/// What a patch's finding came to here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "why", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Verdict {
     /// Our measurement shows what the patch claimed.
     Reproduced,
@@ -54,7 +55,7 @@ impl Verdict {
     }
 }
 
-/// One seed's measurement, as the seeds table shows it.
+/// One patch's measurement, as the patches table shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Our figures, with their spread or confidence interval.

@@ -147,6 +147,7 @@ impl Default for HammerConfig {
 
 /// What a run measured: the kernel's output, as numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct HammerResult {
     /// Whether a stop (SIGINT, SIGTERM) ended the run before its duration:
     /// the figures are those of the shorter run.
@@ -235,6 +236,7 @@ pub struct HammerResult {
 
 /// One producer's own figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ProducerStats {
     /// The CPU it was pinned to (and wrote into the buffer of).
     pub cpu: usize,
@@ -256,6 +258,7 @@ pub struct ProducerStats {
 
 /// Why a hammer run could not start.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum HammerError {
     /// The clock cannot be built here.
     #[error(transparent)]

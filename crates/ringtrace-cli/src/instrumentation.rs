@@ -1,4 +1,4 @@
-//! Seeds 001, 002 and 003: what instrumentation and per-CPU counting cost,
+//! bh_irqsave, lock_events and debug_preempt: what instrumentation and per-CPU counting cost,
 //! each modelled on the kernel code of its patch's era.
 //!
 //! - [`bh`], **001, "Reducing local_bh_enable/disable overhead in
@@ -6,7 +6,7 @@
 //!   `local_bh_enable()` pair after kernel/softirq.c of 2.6.18, built twice,
 //!   identical but for the irq flags save/restore around the body.
 //! - [`lock_events`], **002, "locking/lock_events: Add locking events for
-//!   rtmutex slow paths"** (Waiman Long, 2025): the seed's rtmutex event
+//!   rtmutex slow paths"** (Waiman Long, 2025): the patch's rtmutex event
 //!   names counted in a userspace rtmutex's slow path and checked against
 //!   each other; and what the counting primitives cost (`raw_cpu_inc`,
 //!   `this_cpu_inc`, one shared atomic) and lose.
@@ -58,10 +58,10 @@ pub(crate) fn spread_text(s: &Spread, digits: usize) -> String {
 mod tests {
     /// Prints the three findings; asserts nothing (timings never feed a
     /// test). Run with `cargo test --release -p ringtrace-cli
-    /// prints_seed_findings -- --ignored --nocapture`.
+    /// prints_findings -- --ignored --nocapture`.
     #[test]
     #[ignore = "a measurement to read, not a check"]
-    fn prints_seed_findings() {
+    fn prints_findings() {
         let b = super::bh_pair(10, 200_000);
         println!("001: {:#?}", super::bh::finding(&b));
         let c = super::counters(5, 2_000_000);

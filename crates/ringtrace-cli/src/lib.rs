@@ -12,7 +12,7 @@
 //! - [`clocks`]: every clock source's read cost and guarantees;
 //! - [`code_size`]: a function's bytes and the instructions it executes;
 //! - [`recover`]: what a recovery of a trace file found, as text or JSON;
-//! - [`report`]: every seed's measurement, in one run;
+//! - [`report`]: every patch's measurement, in one run;
 //! - [`stop`]: SIGINT and SIGTERM as a graceful stop of any of them.
 //!
 //! ```no_run
@@ -22,6 +22,7 @@
 //! # Ok::<(), ringtrace_cli::hammer::HammerError>(())
 //! ```
 
+pub mod clock_local;
 pub mod clocks;
 pub mod code_size;
 pub mod finding;
@@ -31,12 +32,10 @@ pub mod instrumentation;
 pub mod pairs;
 pub mod recover;
 pub mod report;
+mod report_error;
 mod report_markdown;
 mod report_plot;
 pub mod sched;
-pub mod seed004;
-pub mod seed004_cost;
-pub mod seed004_tear;
 pub mod spread;
 pub mod stop;
 pub mod update_run;

@@ -1,4 +1,4 @@
-//! `ringtrace pairs`: walac/tracer-benchmark (seed 000's measurement) in
+//! `ringtrace pairs`: walac/tracer-benchmark (the preemptirq patch's measurement) in
 //! userspace. One thread per CPU, started together, times the irq
 //! disable/enable, irq save/restore and preempt disable/enable pairs under
 //! each instrumentation strategy (`baseline`, `call-always`, `early-key`:
@@ -18,8 +18,8 @@
 //!   is subtracted: the one timer read in each sample adds at most a
 //!   fiftieth of it, the same for every strategy, so it cancels in the
 //!   differences.
-//! - **seed**: one pair per sample between two reads of `mono`
-//!   (`clock_gettime`, ns, as the seed's `ktime_get_ns()`), nothing
+//! - **single**: one pair per sample between two reads of `mono`
+//!   (`clock_gettime`, ns, as the patch's `ktime_get_ns()`), nothing
 //!   subtracted, the percentile from a separate run on CPU 0 alone, as the
 //!   tracer-benchmark of the patch's time measured: absolute figures that
 //!   compare with the patch's tables (timer included).
@@ -30,8 +30,8 @@
 //! resolution. [`PairsResult`] carries the deltas against `baseline` beside
 //! the kernel patch's and a [`Verdict`] on its two claims.
 //!
-//! Seed 000's verdict for the report is [`finding`]: on a seed-method run's
-//! trimmed means with 95% intervals (the rule is [`seed_rule`]), the
+//! The preemptirq patch's verdict for the report is [`finding`]: on a single-method run's
+//! trimmed means with 95% intervals (the rule is [`finding_rule`]), the
 //! batched medians shown as the resolution check. [`code_size`] counts,
 //! rather than times, what each strategy puts at a call site: bytes from
 //! the binary's symbol table and instructions executed by single-stepping
@@ -47,9 +47,9 @@
 //! ```
 
 mod code;
+mod finding;
 mod measure;
 mod render;
-mod seed_verdict;
 mod stats;
 mod timing;
 mod verdict;
@@ -64,10 +64,10 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 
 pub use code::{code_size, one_pair_fn, Callee, CodeRow, CodeSize};
-pub use render::fmt_ns;
-pub use seed_verdict::{
-    finding, finding_rounds, seed_rule, SeedPair, ABOVE_SHARE, WITHIN_SHARE, Z95,
+pub use finding::{
+    finding, finding_rounds, finding_rule, JudgedPair, ABOVE_SHARE, WITHIN_SHARE, Z95,
 };
+pub use render::fmt_ns;
 pub use stats::{OUTLIER_FACTOR, RESOLUTION_STEPS, TRIM_PERCENT};
 pub use timing::MAX_BATCH;
 pub use verdict::{
@@ -117,28 +117,28 @@ pub enum Method {
     #[default]
     Batched,
     /// One pair per sample on `mono` (ns), nothing subtracted, the
-    /// percentile from a separate single-CPU run: the seed's method.
-    Seed,
+    /// percentile from a separate single-CPU run: the patch's method.
+    Single,
 }
 
 impl Method {
     /// Both, the default first.
-    pub const ALL: [Method; 2] = [Method::Batched, Method::Seed];
+    pub const ALL: [Method; 2] = [Method::Batched, Method::Single];
 
-    /// `batched` or `seed`.
+    /// `batched` or `single`.
     pub fn name(self) -> &'static str {
         match self {
             Method::Batched => "batched",
-            Method::Seed => "seed",
+            Method::Single => "single",
         }
     }
 
     /// The samples per thread, pair and strategy when none are given:
-    /// 100 000 batches (some seconds per thread), or the seed's 10^7.
+    /// 100 000 batches (some seconds per thread), or the patch's 10^7.
     pub fn default_samples(self) -> usize {
         match self {
             Method::Batched => 100_000,
-            Method::Seed => 10_000_000,
+            Method::Single => 10_000_000,
         }
     }
 }
@@ -154,9 +154,9 @@ impl FromStr for Method {
 
     /// ```
     /// use ringtrace_cli::pairs::Method;
-    /// assert_eq!("seed".parse::<Method>().unwrap(), Method::Seed);
+    /// assert_eq!("single".parse::<Method>().unwrap(), Method::Single);
     /// let err = "fast".parse::<Method>().unwrap_err().to_string();
-    /// assert!(err.contains("`fast`") && err.contains("batched, seed"), "{err}");
+    /// assert!(err.contains("`fast`") && err.contains("batched, single"), "{err}");
     /// ```
     fn from_str(s: &str) -> Result<Method, PairsError> {
         Method::ALL
@@ -220,6 +220,7 @@ pub const MAX_SAMPLES: usize = 100_000_000;
 
 /// Why a pairs run could not be made.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PairsError {
     /// The timer cannot be built here.
     #[error(transparent)]
@@ -268,7 +269,7 @@ pub struct PairsConfig {
 ///
 /// `average`, `median` and `percentile` are tracer-benchmark's: the
 /// average of the per-CPU averages, the median of the per-CPU medians and
-/// the largest per-CPU percentile (the seed method: the percentile of a
+/// the largest per-CPU percentile (the single method: the percentile of a
 /// separate run on CPU 0). `median` and `percentile` are the measured
 /// values; under `resolution_ns` they are below what the timer resolves,
 /// and [`Metrics::median_resolved`] says `None` and the JSON `null`, with
@@ -352,6 +353,7 @@ impl From<Metrics> for MetricsJson {
 
 /// The settings a result was measured with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PairsSettings {
     /// Threads, one per CPU.
     pub cpus: usize,
@@ -367,6 +369,7 @@ pub struct PairsSettings {
 
 /// A pairs run's results.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PairsResult {
     /// `irq`, `irq_save`, `preempt` -> `baseline`, `call-always`,
     /// `early-key` -> metrics in ns per pair.
@@ -385,7 +388,7 @@ pub struct PairsResult {
     /// sample. Not subtracted (each batched sample holds it once, so it is
     /// `timer_overhead_ns / K` per pair).
     pub timer_overhead_ns: f64,
-    /// K, pairs per sample, per pair (1 for the seed method).
+    /// K, pairs per sample, per pair (1 for the single method).
     pub batch: BTreeMap<&'static str, u64>,
     /// Per pair, the cheapest strategy's median sample in timer steps (at
     /// least 50 for batched samples, unless K hit [`MAX_BATCH`]).
@@ -418,7 +421,7 @@ pub fn progress_steps(cpus: usize, method: Method) -> u64 {
     let per_run = (Pair::ALL.len() * StrategyKind::ALL.len()) as u64;
     match method {
         Method::Batched => cpus.max(1) as u64 * per_run,
-        Method::Seed => (cpus.max(1) as u64 + 1) * per_run,
+        Method::Single => (cpus.max(1) as u64 + 1) * per_run,
     }
 }
 
@@ -439,7 +442,7 @@ pub fn run_method(
 }
 
 /// [`run_method`], looking at `stop` between pairs: once it says so, the
-/// pairs not yet measured are left out of the result (and the seed
+/// pairs not yet measured are left out of the result (and the single
 /// method's run on CPU 0 alone), which is marked
 /// [`PairsResult::interrupted`].
 pub fn run_until(
@@ -468,7 +471,7 @@ pub fn run_until(
             let name = format!("local ({})", clock.backing());
             measure(&clock, name, method, keys, config, progress, stop)
         }
-        Method::Seed => measure(
+        Method::Single => measure(
             &Mono::new(),
             "mono".into(),
             method,

@@ -1,6 +1,6 @@
-//! `ringtrace report`: every seed's finding measured in one run, with a
-//! seeds table first (what each kernel patch claimed, its figure, ours
-//! with its spread, and a verdict), then each measurement in the seeds'
+//! `ringtrace report`: every patch's finding measured in one run, with a
+//! patches table first (what each kernel patch claimed, its figure, ours
+//! with its spread, and a verdict), then each measurement in the patches'
 //! table shapes; `report.json` and `report.svg` beside it.
 //!
 //! Every conclusion comes from repeated measurements: rounds paired back
@@ -8,12 +8,12 @@
 //! is an error in its place, never zeros. The run can be stopped between
 //! steps (SIGINT, SIGTERM): what was measured so far is still reported.
 
+use crate::clock_local::tear::{self, TearConfig};
+use crate::clock_local::{self, ClockLocal};
 use crate::clocks::{self, ClockRow, ClocksConfig, Unavailable};
 use crate::hammer::{self, HammerConfig, HammerResult};
 use crate::instrumentation::{self, BhPair, Counters, DebugPreempt};
 use crate::pairs::{self, PairsConfig, PairsResult};
-use crate::seed004::{self, Seed004};
-use crate::seed004_tear::{self, TearConfig};
 use crate::spread::Spread;
 use ringtrace_clock::emulation::IrqBackend;
 use ringtrace_clock::{ClockSpec, Protection, SourceName};
@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use crate::finding::Verdict as SeedVerdict;
-pub use crate::report_markdown::{seeds_table, SeedRow};
+pub use crate::finding::Verdict as PatchVerdict;
+pub use crate::report_error::{KeepTraceError, UpdateHzError, WriteError};
+pub use crate::report_markdown::{patches_table, PatchRow};
 
 /// How long the report runs, and whether it keeps a trace.
 #[derive(Debug, Clone)]
@@ -67,35 +68,40 @@ pub struct KeptTrace {
 /// (mode 0700, and its missing parents) if it does not exist. Refuses a
 /// `dir` that is not a directory, and a `hammer.ring` already there, so
 /// that a report never runs for minutes to fail at the end.
-pub fn trace_path(dir: &Path) -> Result<PathBuf, String> {
+pub fn trace_path(dir: &Path) -> Result<PathBuf, KeepTraceError> {
     use std::os::unix::fs::DirBuilderExt;
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => {}
         Ok(_) => {
-            return Err(format!(
-                "--keep-trace {} is a file, not a directory; give a directory (it is created if missing)",
-                dir.display()
-            ))
+            return Err(KeepTraceError::NotADirectory {
+                dir: dir.to_owned(),
+            })
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .map_err(|e| format!("--keep-trace {}: cannot create it: {e}", dir.display()))?,
-        Err(e) => return Err(format!("--keep-trace {}: {e}", dir.display())),
+            .map_err(|source| KeepTraceError::Create {
+                dir: dir.to_owned(),
+                source,
+            })?,
+        Err(source) => {
+            return Err(KeepTraceError::Inspect {
+                dir: dir.to_owned(),
+                source,
+            })
+        }
     }
     let path = dir.join("hammer.ring");
     if std::fs::symlink_metadata(&path).is_ok() {
-        return Err(format!(
-            "--keep-trace: {} already exists; remove it or give another directory",
-            path.display()
-        ));
+        return Err(KeepTraceError::Exists { path });
     }
     Ok(path)
 }
 
 /// Repeated hammer runs with one clock.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HammerRepeats {
     /// The clock.
     pub clock: String,
@@ -111,6 +117,7 @@ pub struct HammerRepeats {
 
 /// Everything a report measured; `None` for what a stop cut short.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Report {
     /// What ran it.
     pub machine: String,
@@ -122,21 +129,21 @@ pub struct Report {
     pub clocks: Option<Vec<ClockRow>>,
     /// Clock sources that cannot work here.
     pub unavailable: Vec<Unavailable>,
-    /// Seed 004, both halves.
-    pub seed004: Option<Seed004>,
-    /// Seed 000: the preemptirq pairs, batched (the resolution check).
+    /// trace_clock_local, both halves.
+    pub clock_local: Option<ClockLocal>,
+    /// The preemptirq patch: the preemptirq pairs, batched (the resolution check).
     pub pairs: Option<Result<PairsResult, String>>,
-    /// Seed 000 by the patch's method: rounds of one pair per sample, the
+    /// The preemptirq patch by its own method: rounds of one pair per sample, the
     /// timer read included.
-    pub pairs_seed: Option<Result<Vec<PairsResult>, String>>,
-    /// Seed 000: code bytes per call site and instructions per pair, from
+    pub pairs_single: Option<Result<Vec<PairsResult>, String>>,
+    /// The preemptirq patch: code bytes per call site and instructions per pair, from
     /// this binary.
     pub code_size: Option<Result<pairs::CodeSize, String>>,
-    /// Seed 001: the bh pair.
+    /// The bh_irqsave patch: the bh pair.
     pub bh: Option<BhPair>,
-    /// Seed 002: per-CPU counters.
+    /// The lock_events patch: per-CPU counters.
     pub counters: Option<Counters>,
-    /// Seed 003: the DEBUG_PREEMPT check.
+    /// The debug_preempt patch: the DEBUG_PREEMPT check.
     pub debug_preempt: Option<DebugPreempt>,
     /// The ring_buffer_benchmark per clock, repeated.
     pub hammer: Option<Vec<HammerRepeats>>,
@@ -175,16 +182,18 @@ pub fn clock_row_run(quick: bool) -> Duration {
 /// ```
 /// use ringtrace_cli::report::check_update_hz;
 /// assert!(check_update_hz(1000, true).is_ok());
-/// assert!(check_update_hz(10, true).unwrap_err().contains("at least 25"));
+/// let err = check_update_hz(10, true).unwrap_err();
+/// assert_eq!(err.least, 25);
+/// assert!(err.to_string().contains("at least 25"));
 /// ```
-pub fn check_update_hz(update_hz: u32, quick: bool) -> Result<(), String> {
+pub fn check_update_hz(update_hz: u32, quick: bool) -> Result<(), UpdateHzError> {
     let row_ms = clock_row_run(quick).as_millis() as u64;
     if u64::from(update_hz) * row_ms < 1000 {
-        return Err(format!(
-            "--update-hz {update_hz} is too slow for the report's clock rows ({row_ms} ms each): \
-             no update would reach them; give at least {}",
-            1000u64.div_ceil(row_ms)
-        ));
+        return Err(UpdateHzError {
+            given: update_hz,
+            row_ms,
+            least: 1000u64.div_ceil(row_ms),
+        });
     }
     Ok(())
 }
@@ -209,9 +218,9 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         interrupted: false,
         clocks: None,
         unavailable: Vec::new(),
-        seed004: None,
+        clock_local: None,
         pairs: None,
-        pairs_seed: None,
+        pairs_single: None,
         code_size: None,
         bh: None,
         counters: None,
@@ -230,7 +239,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         update_hz: config.update_hz,
         ..ClocksConfig::default()
     };
-    let (rows, unavailable) = clocks::run(
+    let clocks::ClocksRun { rows, unavailable } = clocks::run(
         &cc,
         &|name| progress(&format!("clocks: {name}")),
         // Relaxed: see `stopped`.
@@ -241,7 +250,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let cost = if stop.load(Ordering::Relaxed) {
         Err("not run: the report was stopped first".to_owned())
     } else {
-        seed004::cost_half(if q { 15 } else { 60 }).map_err(|e| e.to_string())
+        clock_local::cost_half(if q { 15 } else { 60 }).map_err(|e| e.to_string())
     };
     let tc = TearConfig::report(q, config.update_hz);
     progress(&format!(
@@ -254,7 +263,7 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
         not_run()
     } else {
         // Relaxed: see `stopped`.
-        seed004_tear::measure_until("sched@preempt", tc.faithful_hz, tc.faithful_run, &|| {
+        tear::measure_until("sched@preempt", tc.faithful_hz, tc.faithful_run, &|| {
             stop.load(Ordering::Relaxed)
         })
         .map_err(|e| e.to_string())
@@ -267,10 +276,10 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     let amplified = if stop.load(Ordering::Relaxed) {
         not_run()
     } else {
-        seed004_tear::measure("sched-wide@preempt", tc.amplified_hz, tc.amplified_run)
+        tear::measure("sched-wide@preempt", tc.amplified_hz, tc.amplified_run)
             .map_err(|e| e.to_string())
     };
-    report.seed004 = Some(Seed004::new(cost, faithful, amplified, &rows));
+    report.clock_local = Some(ClockLocal::new(cost, faithful, amplified, &rows));
     report.clocks = Some(rows);
     if stopped(&mut report) {
         return report;
@@ -292,22 +301,22 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
     if stopped(&mut report) {
         return report;
     }
-    let seed_rounds = if q { 3 } else { 9 };
-    let seed_pc = PairsConfig {
+    let single_rounds = if q { 3 } else { 9 };
+    let single_pc = PairsConfig {
         samples: if q { 500_000 } else { 2_000_000 },
         ..pc.clone()
     };
     let mut rounds = Vec::new();
-    for round in 0..seed_rounds {
+    for round in 0..single_rounds {
         progress(&format!(
-            "pairs, the seed's method: round {} of {seed_rounds}, {} samples",
+            "pairs, the patch's method: round {} of {single_rounds}, {} samples",
             round + 1,
-            seed_pc.samples
+            single_pc.samples
         ));
-        match pairs::run_until(&seed_pc, pairs::Method::Seed, &|| {}, &stop_now) {
+        match pairs::run_until(&single_pc, pairs::Method::Single, &|| {}, &stop_now) {
             Ok(r) => rounds.push(r),
             Err(e) => {
-                report.pairs_seed = Some(Err(e.to_string()));
+                report.pairs_single = Some(Err(e.to_string()));
                 break;
             }
         }
@@ -315,8 +324,8 @@ pub fn run(config: &ReportConfig, stop: &AtomicBool, progress: &dyn Fn(&str)) ->
             break;
         }
     }
-    if report.pairs_seed.is_none() {
-        report.pairs_seed = Some(Ok(rounds));
+    if report.pairs_single.is_none() {
+        report.pairs_single = Some(Ok(rounds));
     }
     progress("pairs: code size from the binary");
     report.code_size = Some(pairs::code_size().map_err(|e| e.to_string()));
@@ -419,20 +428,23 @@ fn hammer_repeats(spec: ClockSpec, quick: bool) -> HammerRepeats {
 /// Writes `bytes` to `path` through a temporary file in the same
 /// directory, renamed over it: a full disk or a crash never leaves a
 /// truncated file in place of a good one.
-pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), WriteError> {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     std::fs::write(&tmp, bytes)
         .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
+        .map_err(|source| {
             let _ = std::fs::remove_file(&tmp);
-            format!("cannot write {}: {e}", path.display())
+            WriteError::Io {
+                path: path.to_owned(),
+                source,
+            }
         })
 }
 
 impl Report {
-    /// The report as JSON, with the seeds table first.
+    /// The report as JSON, with the patches table first.
     pub fn to_json(&self) -> serde_json::Value {
-        let mut value = serde_json::json!({ "seeds": self.seeds() });
+        let mut value = serde_json::json!({ "patches": self.patches() });
         if let (Some(map), Ok(serde_json::Value::Object(rest))) =
             (value.as_object_mut(), serde_json::to_value(self))
         {
@@ -442,8 +454,8 @@ impl Report {
     }
 
     /// Writes the report as JSON, atomically.
-    pub fn write_json(&self, path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn write_json(&self, path: &std::path::Path) -> Result<(), WriteError> {
         let text = serde_json::to_string_pretty(&self.to_json())?;
-        write_atomically(path, text.as_bytes()).map_err(Into::into)
+        write_atomically(path, text.as_bytes())
     }
 }

@@ -1,25 +1,27 @@
-//! The report as markdown: the seeds table first, then each measurement,
+//! The report as markdown: the patches table first, then each measurement,
 //! then a legend of every term.
 
+use crate::clock_local::{self, ClockLocal};
 use crate::finding::{Finding, Verdict};
 use crate::instrumentation;
 use crate::pairs;
 use crate::report::Report;
-use crate::seed004::{self, Seed004};
 use ringtrace_export::text::escape;
 use serde::Serialize;
 
-/// One line of the seeds table.
+/// One line of the patches table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SeedRow {
-    /// `000` to `004`.
-    pub seed: &'static str,
+#[non_exhaustive]
+pub struct PatchRow {
+    /// The patch's short name: `preemptirq`, `bh_irqsave`, `lock_events`,
+    /// `debug_preempt` or `clock_local`.
+    pub name: &'static str,
     /// The patch, by its subject line.
     pub patch: &'static str,
     /// What it claims, in its own words.
     pub claim: &'static str,
     /// Its figure.
-    pub seed_figure: &'static str,
+    pub patch_figure: &'static str,
     /// Ours, with its spread.
     pub ours: String,
     /// How ours was measured, in one phrase.
@@ -32,18 +34,18 @@ pub struct SeedRow {
 
 const NOT_RUN: &str = "not run (the report was stopped first)";
 
-fn seed000(r: &Report) -> Finding {
-    let rule = pairs::seed_rule();
+fn preemptirq_finding(r: &Report) -> Finding {
+    let rule = pairs::finding_rule();
     let batched = r.pairs.as_ref().and_then(|p| p.as_ref().ok());
     let code = r.code_size.as_ref().and_then(|c| c.as_ref().ok());
-    match &r.pairs_seed {
+    match &r.pairs_single {
         Some(Ok(rounds)) => pairs::finding_rounds(rounds, batched, code),
         Some(Err(e)) => Finding::not_measured("one pair per sample", &rule, e.clone()),
         None => Finding::not_measured("one pair per sample", &rule, NOT_RUN),
     }
 }
 
-fn seed001(r: &Report) -> Finding {
+fn bh_irqsave_finding(r: &Report) -> Finding {
     match &r.bh {
         Some(b) => instrumentation::bh::finding(b),
         None => Finding::not_measured(
@@ -54,7 +56,7 @@ fn seed001(r: &Report) -> Finding {
     }
 }
 
-fn seed002(r: &Report) -> Finding {
+fn lock_events_finding(r: &Report) -> Finding {
     match &r.counters {
         Some(c) => instrumentation::lock_events::finding(c),
         None => Finding::not_measured(
@@ -65,7 +67,7 @@ fn seed002(r: &Report) -> Finding {
     }
 }
 
-fn seed003(r: &Report) -> Finding {
+fn debug_preempt_finding(r: &Report) -> Finding {
     match &r.debug_preempt {
         Some(d) => instrumentation::debug_preempt::finding(d),
         None => Finding::not_measured(
@@ -76,25 +78,25 @@ fn seed003(r: &Report) -> Finding {
     }
 }
 
-fn seed004_finding(r: &Report) -> Finding {
-    match &r.seed004 {
-        Some(s) => seed004::finding(s),
-        None => Finding::not_measured("", seed004::TEAR_RULE, NOT_RUN),
+fn clock_local_finding(r: &Report) -> Finding {
+    match &r.clock_local {
+        Some(s) => clock_local::finding(s),
+        None => Finding::not_measured("", clock_local::TEAR_RULE, NOT_RUN),
     }
 }
 
 fn row(
-    seed: &'static str,
+    name: &'static str,
     patch: &'static str,
     claim: &'static str,
-    seed_figure: &'static str,
+    patch_figure: &'static str,
     f: Finding,
-) -> SeedRow {
-    SeedRow {
-        seed,
+) -> PatchRow {
+    PatchRow {
+        name,
         patch,
         claim,
-        seed_figure,
+        patch_figure,
         ours: f.ours,
         method: f.method,
         rule: f.rule,
@@ -102,43 +104,43 @@ fn row(
     }
 }
 
-/// The seeds table's rows for a report.
-pub fn seeds_table(r: &Report) -> Vec<SeedRow> {
+/// The patches table's rows for a report.
+pub fn patches_table(r: &Report) -> Vec<PatchRow> {
     vec![
         row(
-            "000",
+            "preemptirq",
             "tracing/preemptirq: Optimize disabled tracepoint overhead",
             "\"This makes the impact of disabled preemptirq IRQ and preempt tracing negligible in performance-sensitive environments.\"",
             "irq pair 28 ns base, 46 master-trace, 30 patched-trace (x86-64 averages, timer read included)",
-            seed000(r),
+            preemptirq_finding(r),
         ),
         row(
-            "001",
+            "bh_irqsave",
             "Reducing local_bh_enable/disable overhead in irqtrace",
             "\"A significant portion of the overhead is in the added irq flags save and restore, which I think is not needed if IRQ tracing is unused.\"",
             "3% of UDP throughput (IA-64, netperf)",
-            seed001(r),
+            bh_irqsave_finding(r),
         ),
         row(
-            "002",
+            "lock_events",
             "locking/lock_events: Add locking events for rtmutex slow paths",
             "\"Add locking events for rtlock_slowlock() and rt_mutex_slowlock() for profiling the slow path behavior of rt_spin_lock() and rt_mutex_lock().\"",
             "rtlock_slowlock 401,701,156 and rtmutex_slowlock 139,672 events in a kernel build (RT debug kernel)",
-            seed002(r),
+            lock_events_finding(r),
         ),
         row(
-            "003",
+            "debug_preempt",
             "lib/Kconfig.debug: do not enable DEBUG_PREEMPT by default",
             "\"enabling DEBUG_PREEMPT may result in significant increase in runtime overhead due to frequent invocation of __this_cpu_preempt_check() function\"",
             "about 10% of hackbench (9.45% to 13.18%)",
-            seed003(r),
+            debug_preempt_finding(r),
         ),
         row(
-            "004",
+            "clock_local",
             "tracing: do not disable interrupts for trace_clock_local",
             "\"Balancing a seldom incorrect timestamp with a 15% performance boost, I'll take the performance boost.\"",
             "210 ns vs 179 ns per recorded event (31 ns, 1.17), ring_buffer_benchmark",
-            seed004_finding(r),
+            clock_local_finding(r),
         ),
     ]
 }
@@ -152,7 +154,7 @@ Each round measures both sides back to back; a **ratio** is taken per round.
 - **average / max_avg / median / percentile** (pairs): as walac/tracer-benchmark \
 combines them: the average of the per-CPU averages, the mean of the highest samples \
 over all CPUs, the median of the per-CPU medians, the largest per-CPU percentile.
-- **verdict**: produced by the rule printed for its seed under the seeds table; \
+- **verdict**: produced by the rule printed for its patch under the patches table; \
 \"seen\" verdicts say what was found when it is neither reproduced nor not (a bound, a \
 mechanism shown only in an amplified setting).
 - **torn readings**: readings outside what any consistent generation of the sched clock \
@@ -167,11 +169,10 @@ show the mechanism, not the kernel's rate.
 ring_buffer_benchmark reports it; with a consumer on 2 CPUs much of it is CPU sharing.
 ";
 
-fn seed004_section(s: &Seed004) -> String {
-    let mut md =
-        String::from("## trace_clock_local without irq disabling (seed 004), both halves\n\n");
+fn clock_local_section(s: &ClockLocal) -> String {
+    let mut md = String::from("## trace_clock_local without irq disabling, both halves\n\n");
     md.push_str("```\n");
-    md.push_str(&seed004::text(s));
+    md.push_str(&clock_local::text(s));
     md.push_str("```\n\n");
     md
 }
@@ -180,19 +181,19 @@ fn instrumentation_section(r: &Report) -> String {
     let mut md = String::new();
     for (title, present, finding) in [
         (
-            "The bh pair with and without irq tracing's flags save/restore (seed 001)",
+            "The bh pair with and without irq tracing's flags save/restore",
             r.bh.is_some(),
-            seed001(r),
+            bh_irqsave_finding(r),
         ),
         (
-            "Lock events for the rtmutex slow paths, counted per CPU (seed 002)",
+            "Lock events for the rtmutex slow paths, counted per CPU",
             r.counters.is_some(),
-            seed002(r),
+            lock_events_finding(r),
         ),
         (
-            "DEBUG_PREEMPT's this_cpu check (seed 003)",
+            "DEBUG_PREEMPT's this_cpu check",
             r.debug_preempt.is_some(),
-            seed003(r),
+            debug_preempt_finding(r),
         ),
     ] {
         if present {
@@ -208,13 +209,13 @@ fn instrumentation_section(r: &Report) -> String {
     md
 }
 
-fn pairs_seed_section(r: &Report) -> String {
+fn pairs_single_section(r: &Report) -> String {
     let mut md = String::new();
-    match &r.pairs_seed {
+    match &r.pairs_single {
         Some(Ok(rounds)) => {
             if let Some(last) = rounds.last() {
                 md.push_str(&format!(
-                    "## Preemptirq pairs by the patch's method (seed 000), the last of {} rounds\n\n",
+                    "## Preemptirq pairs by the patch's method, the last of {} rounds\n\n",
                     rounds.len()
                 ));
                 // The run's own title would repeat the section's.
@@ -228,19 +229,19 @@ fn pairs_seed_section(r: &Report) -> String {
             }
         }
         Some(Err(e)) => md.push_str(&format!(
-            "## Preemptirq pairs by the patch's method (seed 000)\n\nerror: {}\n\n",
+            "## Preemptirq pairs by the patch's method\n\nerror: {}\n\n",
             escape(e)
         )),
         None => {}
     }
     match &r.code_size {
         Some(Ok(c)) => {
-            md.push_str("## Code size and instructions per preemptirq pair (seed 000)\n\n");
+            md.push_str("## Code size and instructions per preemptirq pair\n\n");
             md.push_str(&c.markdown());
             md.push('\n');
         }
         Some(Err(e)) => md.push_str(&format!(
-            "## Code size and instructions per preemptirq pair (seed 000)\n\nnot counted: {}\n\n",
+            "## Code size and instructions per preemptirq pair\n\nnot counted: {}\n\n",
             escape(e)
         )),
         None => {}
@@ -388,15 +389,15 @@ impl Report {
         if self.interrupted {
             md.push_str("**Stopped before the end: what follows is what was measured.**\n\n");
         }
-        md.push_str("## The seeds\n\n| seed | patch | claim, in its words | seed's figure | ours | how ours was measured | verdict |\n|---|---|---|---|---|---|---|\n");
-        let rows = seeds_table(self);
+        md.push_str("## The patches\n\n| name | patch | claim, in its words | patch's figure | ours | how ours was measured | verdict |\n|---|---|---|---|---|---|---|\n");
+        let rows = patches_table(self);
         for row in &rows {
             md.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} |\n",
-                row.seed,
+                row.name,
                 row.patch,
                 cell(row.claim),
-                cell(row.seed_figure),
+                cell(row.patch_figure),
                 cell(if row.ours.is_empty() { "-" } else { &row.ours }),
                 cell(&row.method),
                 cell(&row.verdict.text())
@@ -404,24 +405,23 @@ impl Report {
         }
         md.push_str("\nLegend of the verdicts, the rule behind each:\n\n");
         for row in &rows {
-            md.push_str(&format!("- **{}**: {}\n", row.seed, row.rule));
+            md.push_str(&format!("- **{}**: {}\n", row.name, row.rule));
         }
         md.push('\n');
-        if let Some(s) = &self.seed004 {
-            md.push_str(&seed004_section(s));
+        if let Some(s) = &self.clock_local {
+            md.push_str(&clock_local_section(s));
         }
         match &self.pairs {
             Some(Ok(p)) => {
                 md.push_str(&p.markdown());
                 md.push('\n');
             }
-            Some(Err(e)) => md.push_str(&format!(
-                "## Preemptirq pairs (seed 000)\n\nerror: {}\n\n",
-                escape(e)
-            )),
+            Some(Err(e)) => {
+                md.push_str(&format!("## Preemptirq pairs\n\nerror: {}\n\n", escape(e)))
+            }
             None => {}
         }
-        md.push_str(&pairs_seed_section(self));
+        md.push_str(&pairs_single_section(self));
         md.push_str(&instrumentation_section(self));
         if let Some(rows) = &self.clocks {
             md.push_str(&clocks_section(rows, &self.unavailable));
@@ -436,9 +436,9 @@ impl Report {
         md
     }
 
-    /// The seeds table, for the JSON.
-    pub fn seeds(&self) -> Vec<SeedRow> {
-        seeds_table(self)
+    /// The patches table, for the JSON.
+    pub fn patches(&self) -> Vec<PatchRow> {
+        patches_table(self)
     }
 }
 
@@ -470,9 +470,9 @@ mod tests {
                 clock: "tsc".into(),
                 reason: bad.into(),
             }],
-            seed004: None,
+            clock_local: None,
             pairs: Some(Err(bad.into())),
-            pairs_seed: Some(Err(bad.into())),
+            pairs_single: Some(Err(bad.into())),
             code_size: Some(Err(bad.into())),
             bh: None,
             counters: None,
@@ -501,7 +501,7 @@ mod tests {
         let row = md.lines().find(|l| l.starts_with("| mono |")).unwrap();
         assert!(row.ends_with(&format!("| {shown}/z |")), "{row}");
         // The machine's two, three errors, the unavailable clock, the kept
-        // trace's path and error, the hammer row (and the seeds table).
+        // trace's path and error, the hammer row (and the patches table).
         assert!(md.matches(shown).count() >= 9, "{md}");
     }
 }

@@ -5,7 +5,7 @@
 //! need (a row as its tallest), the y label area as wide as its
 //! longest label, and the x axis gets as many ticks as fit their labels.
 
-use crate::report::Report;
+use crate::report::{Report, WriteError};
 use crate::spread::Spread;
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
@@ -292,18 +292,22 @@ impl Report {
     /// Draws the report's panels into an SVG file.
     /// Drawn to a temporary file and renamed over `path`, so a failure
     /// never leaves a truncated plot.
-    pub fn write_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn write_svg(&self, path: &Path) -> Result<(), WriteError> {
         let tmp = path.with_extension(format!("tmp-{}.svg", std::process::id()));
-        let drawn = self
-            .draw_svg(&tmp)
-            .map_err(|e| format!("cannot draw {}: {e}", path.display()));
+        let drawn = self.draw_svg(&tmp).map_err(|e| WriteError::Draw {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        });
         let done = drawn.and_then(|()| {
-            std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+            std::fs::rename(&tmp, path).map_err(|source| WriteError::Io {
+                path: path.to_owned(),
+                source,
+            })
         });
         if done.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        done.map_err(Into::into)
+        done
     }
 
     fn draw_svg(&self, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
@@ -314,16 +318,16 @@ impl Report {
 
     /// The plot's panels, in reading order.
     fn panels(&self) -> Vec<Panel> {
-        let mut seed004 = Vec::new();
-        if let Some(s) = &self.seed004 {
+        let mut clock_local = Vec::new();
+        if let Some(s) = &self.clock_local {
             if let Ok(c) = &s.cost {
-                seed004.push(Bar::new("sched@preempt", c.preempt_ns, 0));
-                seed004.push(Bar::new("sched@irq", c.irq_ns, 1));
-                seed004.push(Bar::new("irq - preempt, per round", c.diff_ns, 3));
+                clock_local.push(Bar::new("sched@preempt", c.preempt_ns, 0));
+                clock_local.push(Bar::new("sched@irq", c.irq_ns, 1));
+                clock_local.push(Bar::new("irq - preempt, per round", c.diff_ns, 3));
             }
         }
         let mut tears = Vec::new();
-        if let Some(s) = &self.seed004 {
+        if let Some(s) = &self.clock_local {
             for (label, run, color) in
                 [("faithful", &s.faithful, 0), ("amplified", &s.amplified, 1)]
             {
@@ -353,12 +357,16 @@ impl Report {
         }
         let mut small = Vec::new();
         if let Some(b) = &self.bh {
-            small.push(Bar::new("001 bh pair", b.ns.a, 0));
-            small.push(Bar::new("001 bh pair + irq save/restore", b.ns.b, 1));
+            small.push(Bar::new("bh_irqsave: bh pair", b.ns.a, 0));
+            small.push(Bar::new(
+                "bh_irqsave: bh pair + irq save/restore",
+                b.ns.b,
+                1,
+            ));
         }
         if let Some(d) = &self.debug_preempt {
-            small.push(Bar::new("003 counter loop", d.ns.a, 0));
-            small.push(Bar::new("003 + DEBUG_PREEMPT check", d.ns.b, 1));
+            small.push(Bar::new("debug_preempt: counter loop", d.ns.a, 0));
+            small.push(Bar::new("debug_preempt: + DEBUG_PREEMPT check", d.ns.b, 1));
         }
         let mut counters = Vec::new();
         if let Some(c) = &self.counters {
@@ -378,23 +386,27 @@ impl Report {
             .collect();
         vec![
             Panel::new(
-                "004 trace_clock_local: hammer, producer CPU ns per entry",
+                "trace_clock_local: hammer, producer CPU ns per entry",
                 "ns per entry",
-                seed004,
+                clock_local,
             ),
             Panel::new(
-                "004: torn readings per million updates (95% interval)",
+                "trace_clock_local: torn readings per million updates (95% interval)",
                 "per million",
                 tears,
             ),
             Panel::new(
-                "000 preemptirq tracepoints off: ns per pair (median)",
+                "preemptirq tracepoints off: ns per pair (median)",
                 "ns",
                 pairs,
             ),
-            Panel::new("001 and 003: instrumentation off, ns", "ns", small),
             Panel::new(
-                "002 lock event counters: ns per increment, concurrent",
+                "bh_irqsave and debug_preempt: instrumentation off, ns",
+                "ns",
+                small,
+            ),
+            Panel::new(
+                "lock event counters: ns per increment, concurrent",
                 "ns",
                 counters,
             ),
@@ -410,15 +422,15 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock_local::cost::{CostHalf, CostRound, SideRun};
+    use crate::clock_local::ClockLocal;
     use crate::report::HammerRepeats;
-    use crate::seed004::Seed004;
-    use crate::seed004_cost::{CostRound, Seed004Cost, SideRun};
 
     fn spread(p10: f64, p50: f64, p90: f64) -> Spread {
         Spread { p10, p50, p90 }
     }
 
-    fn cost() -> Seed004Cost {
+    fn cost() -> CostHalf {
         let side = |ns| SideRun {
             ns_per_entry_cpu: ns,
             ns_per_entry: ns + 0.5,
@@ -434,13 +446,18 @@ mod tests {
                 irq: side(q),
             })
             .collect();
-        Seed004Cost::from_rounds(rounds, crate::seed004_cost::RUN, Ok(2_600_000_000), true)
+        CostHalf::from_rounds(
+            rounds,
+            crate::clock_local::cost::RUN,
+            Ok(2_600_000_000),
+            true,
+        )
     }
 
     /// A report with every panel but the pairs' filled, wrong-timestamp
     /// counts in the tens of thousands and every clock source's hammer rows.
     fn report() -> Report {
-        let source = |torn: u64, updates: u64| crate::seed004_tear::SourceRun {
+        let source = |torn: u64, updates: u64| crate::clock_local::tear::SourceRun {
             reads: 100_000_000,
             updates,
             ahead: torn / 2,
@@ -451,7 +468,7 @@ mod tests {
             update_hz: updates as f64 / 30.0,
         };
         let tear = |clock: &str, amplified: bool, torn: u64, updates: u64| {
-            crate::seed004_tear::summarise(
+            crate::clock_local::tear::summarise(
                 clock,
                 amplified,
                 1000,
@@ -459,7 +476,7 @@ mod tests {
                 Err("not run".into()),
             )
         };
-        let seed004 = Seed004::new(
+        let clock_local = ClockLocal::new(
             Ok(cost()),
             Ok(tear("sched@preempt", false, 0, 30_000)),
             Ok(tear("sched-wide@preempt", true, 1308, 9_999)),
@@ -492,9 +509,9 @@ mod tests {
             interrupted: false,
             clocks: None,
             unavailable: Vec::new(),
-            seed004: Some(seed004),
+            clock_local: Some(clock_local),
             pairs: None,
-            pairs_seed: None,
+            pairs_single: None,
             code_size: None,
             bh: Some(crate::instrumentation::bh_pair(3, 1000)),
             counters: Some(crate::instrumentation::counters(2, 1000)),
@@ -624,7 +641,7 @@ mod tests {
     }
 
     #[test]
-    fn the_seed004_panel_shows_each_side_and_the_difference_per_round() {
+    fn the_clock_local_panel_shows_each_side_and_the_difference_per_round() {
         let panels = report().panels();
         let labels: Vec<&str> = panels[0].bars.iter().map(|b| b.label.as_str()).collect();
         assert_eq!(

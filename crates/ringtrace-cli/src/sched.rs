@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// A scheduling request the system refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum SchedError {
     /// The nice level is outside -20..=19.
     #[error("nice level {0} is invalid: it must be from -20 to 19")]

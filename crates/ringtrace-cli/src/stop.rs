@@ -20,11 +20,12 @@
 //! if let Some(signal) = stop::first_signal() {
 //!     eprintln!("stopped by signal {signal}; the result above is partial");
 //! }
-//! # Ok::<(), String>(())
+//! # Ok::<(), stop::InstallError>(())
 //! ```
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::time::Duration;
+use thiserror::Error;
 
 /// How long after the first stop signal further ones are absorbed.
 pub const GRACE: Duration = Duration::from_secs(3);
@@ -61,8 +62,19 @@ pub fn action(first_ns: Option<u64>, now_ns: u64) -> Action {
     }
 }
 
+/// A stop signal that could not be routed to the graceful stop.
+#[derive(Debug, Error)]
+#[error("cannot catch signal {signal} (SIGINT is 2, SIGTERM 15; both must be catchable): {source}")]
+#[non_exhaustive]
+pub struct InstallError {
+    /// The signal number.
+    pub signal: i32,
+    /// What `sigaction` said.
+    pub source: std::io::Error,
+}
+
 /// Routes SIGINT and SIGTERM to the graceful stop. Idempotent.
-pub fn install() -> Result<(), String> {
+pub fn install() -> Result<(), InstallError> {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction is valid; the handler only uses
         // async-signal-safe calls (clock_gettime, write, sigaction, raise)
@@ -78,10 +90,10 @@ pub fn install() -> Result<(), String> {
             libc::sigaction(signal, &action, std::ptr::null_mut())
         };
         if rc != 0 {
-            return Err(format!(
-                "cannot catch signal {signal}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(InstallError {
+                signal,
+                source: std::io::Error::last_os_error(),
+            });
         }
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! A writer under clock updates: seed 004's "if a timer interrupt comes
+//! A writer under clock updates: trace_clock_local's "if a timer interrupt comes
 //! in, sched_clock may report a wrong time", counted.
 //!
 //! A POSIX timer aims a signal at the writer thread at a rate the caller
@@ -31,11 +31,12 @@ use crate::sched as placement;
 use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, ThreadTimer};
 use ringtrace_clock::sched::{self, SavedReading, Verdict, WrongReadings};
-use ringtrace_clock::{AnyClock, ClockSpec, SourceName};
+use ringtrace_clock::{AnyClock, ClockError, ClockSpec, SourceName};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::{Duration, Instant};
+use thiserror::Error;
 
 /// What the update's handler does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -91,6 +92,7 @@ impl From<WrongReadings> for Wrong {
 
 /// One run of a writer under updates.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct UpdateRun {
     /// What the handler did.
     pub handler: UpdateHandler,
@@ -157,6 +159,23 @@ pub fn update_signal() -> i32 {
     libc::SIGRTMIN() + 10
 }
 
+/// Why a writer under clock updates could not run.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum UpdateRunError {
+    /// The clock, its update timer or the update's signal handler could
+    /// not be set up; the clock crate's error names what and the valid
+    /// values.
+    #[error(transparent)]
+    Clock(#[from] ClockError),
+    /// The writer's ring could not be built.
+    #[error("cannot build the writer's ring: {0}")]
+    Ring(#[from] ringtrace_ring::ConfigError),
+    /// The writer thread panicked; nothing it counted is known.
+    #[error("the writer thread panicked")]
+    WriterPanicked,
+}
+
 /// Runs a writer with `spec`'s clock for `run` under an update every
 /// `period`, the handler doing what `handler` says.
 pub fn run(
@@ -164,7 +183,7 @@ pub fn run(
     handler: UpdateHandler,
     run: Duration,
     period: Duration,
-) -> Result<UpdateRun, Box<dyn std::error::Error>> {
+) -> Result<UpdateRun, UpdateRunError> {
     let checks = matches!(
         spec.source,
         SourceName::Sched | SourceName::SchedLatch | SourceName::SchedWide
@@ -193,7 +212,7 @@ pub fn run_clock(
     run: Duration,
     period: Option<Duration>,
     observe: &mut (dyn FnMut(EventCheck) + Send),
-) -> Result<UpdateRun, Box<dyn std::error::Error>> {
+) -> Result<UpdateRun, UpdateRunError> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // One buffer per CPU, for the write path a program's ring gets; the
@@ -213,12 +232,12 @@ pub fn run_clock(
     let outcome = std::thread::scope(|s| {
         s.spawn(|| writer(&ring, checks, signal, run, period, observe))
             .join()
-            .map_err(|_| "the writer thread panicked".to_string())?
+            .map_err(|_| UpdateRunError::WriterPanicked)
     });
     let after = interrupt::stats();
     HANDLER_RING.store(std::ptr::null_mut(), Ordering::Release);
     interrupt::uninstall_irq_handler(signal)?;
-    let found = outcome?;
+    let found = outcome??;
     let stats = ring.stats();
     Ok(UpdateRun {
         handler,
@@ -251,14 +270,13 @@ fn writer(
     run: Duration,
     period: Option<Duration>,
     observe: &mut (dyn FnMut(EventCheck) + Send),
-) -> Result<WriterOutcome, String> {
+) -> Result<WriterOutcome, ClockError> {
     let _ = placement::pin_to_cpu(0);
     let updates_before = sched::updates();
     let started = Instant::now();
     let timer = period
         .map(|p| ThreadTimer::start(current_thread_id(), signal, p))
-        .transpose()
-        .map_err(|e| e.to_string())?;
+        .transpose()?;
     let (mut readings, mut recorded) = (WrongReadings::default(), WrongReadings::default());
     let (mut events, mut flattened) = (0u64, 0u64);
     let until = started + run;

@@ -244,7 +244,7 @@ fn every_subcommand_has_help() {
 }
 
 #[test]
-fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_halves() {
+fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_trace_clock_local_halves() {
     let out = ringtrace(&[
         "clocks",
         "--json",
@@ -294,29 +294,29 @@ fn clocks_json_has_a_row_per_available_clock_and_protection_and_both_seed_004_ha
         sched["update_write"]["Ok"]["handler"] == "update-and-write",
         "{sched}"
     );
-    let seed = &v["seed004"];
+    let both = &v["clock_local"];
     assert!(
-        seed["cost"]["Ok"]["ratio"]["p50"].as_f64().unwrap() > 0.0,
-        "{seed}"
+        both["cost"]["Ok"]["ratio"]["p50"].as_f64().unwrap() > 0.0,
+        "{both}"
     );
     // Reads that cannot tear, in both handler modes, and none counted wrong.
-    let controls = seed["controls"].as_array().unwrap();
-    assert_eq!(controls.len(), 12, "{seed}");
-    assert!(controls.iter().all(|c| c["wrong"]["Ok"] == 0), "{seed}");
+    let controls = both["controls"].as_array().unwrap();
+    assert_eq!(controls.len(), 12, "{both}");
+    assert!(controls.iter().all(|c| c["wrong"]["Ok"] == 0), "{both}");
     for half in ["faithful", "amplified"] {
-        let run = &seed[half]["Ok"];
+        let run = &both[half]["Ok"];
         assert!(
             run["source"]["updates"].as_u64().unwrap() > 0,
-            "{half}: {seed}"
+            "{half}: {both}"
         );
         let rate = &run["rate"];
         assert!(
             rate["low"].as_f64().unwrap() <= rate["high"].as_f64().unwrap(),
-            "{half}: {seed}"
+            "{half}: {both}"
         );
     }
-    assert_eq!(seed["amplified"]["Ok"]["amplified"], true, "{seed}");
-    assert_eq!(seed["faithful"]["Ok"]["amplified"], false, "{seed}");
+    assert_eq!(both["amplified"]["Ok"]["amplified"], true, "{both}");
+    assert_eq!(both["faithful"]["Ok"]["amplified"], false, "{both}");
     // A clock monotonic across CPUs shows no step back between CPUs.
     let global = rows
         .iter()
@@ -362,7 +362,7 @@ fn pairs_json_has_every_pair_strategy_and_metric() {
 }
 
 #[test]
-fn pairs_text_prints_the_seed_tables() {
+fn pairs_text_prints_the_patch_tables() {
     let out = ringtrace(&["pairs", "--samples", "1000", "--cpus", "1", "--irq", "hard"]);
     assert!(
         out.status.success(),
@@ -452,7 +452,7 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
 }
 
 #[test]
-fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
+fn quick_report_writes_a_patches_table_markdown_json_and_a_plot() {
     let dir = std::env::temp_dir().join(format!("ringtrace-report-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace_dir = dir.join("trace"); // made by the report
@@ -471,7 +471,7 @@ fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
     );
     let md = String::from_utf8(out.stdout).unwrap();
     for section in [
-        "## The seeds",
+        "## The patches",
         "tracing: do not disable interrupts for trace_clock_local",
         "## Every clock under every protection, under clock updates",
         "## ring_buffer_benchmark per clock, repeated",
@@ -494,13 +494,13 @@ fn quick_report_writes_a_seeds_table_markdown_json_and_a_plot() {
     assert!(dumped.contains(": hammer: producer=0 seq="), "{dumped}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
-    let seeds = json["seeds"].as_array().unwrap();
-    assert_eq!(seeds.len(), 5, "{json}");
-    for seed in seeds {
-        let verdict = seed["verdict"]["verdict"].as_str().unwrap_or_default();
+    let patches = json["patches"].as_array().unwrap();
+    assert_eq!(patches.len(), 5, "{json}");
+    for patch in patches {
+        let verdict = patch["verdict"]["verdict"].as_str().unwrap_or_default();
         assert!(
             ["reproduced", "not-reproduced", "seen", "not-measurable"].contains(&verdict),
-            "{seed}"
+            "{patch}"
         );
     }
     for h in json["hammer"].as_array().unwrap() {
@@ -550,7 +550,7 @@ fn a_report_stopped_by_sigint_prints_what_it_measured_and_exits_non_zero() {
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(md.contains("Stopped before the end"), "{md}");
     assert!(
-        md.contains("## The seeds") && md.contains("not run"),
+        md.contains("## The patches") && md.contains("not run"),
         "{md}"
     );
     assert!(!err.contains("panicked"), "{err}");

@@ -1,4 +1,4 @@
-//! `ringtrace pairs`: the batched method resolves every median, the seed
+//! `ringtrace pairs`: the batched method resolves every median, the single
 //! method runs, `--method` names its values, and the JSON carries K and the
 //! timer step. Short runs on one CPU; no assertion about which strategy is
 //! faster (timings are measured, not tested).
@@ -122,21 +122,21 @@ fn json_carries_k_the_timer_step_the_keys_the_deltas_and_the_verdict() {
 }
 
 #[test]
-fn seed_method_times_one_pair_per_sample_on_the_ns_clock() {
+fn single_method_times_one_pair_per_sample_on_the_ns_clock() {
     let v = json(&[
         "pairs",
         "--method",
-        "seed",
+        "single",
         "--samples",
         "300",
         "--cpus",
         "1",
         "--json",
     ]);
-    assert_eq!(v["method"], "seed");
+    assert_eq!(v["method"], "single");
     assert_eq!(v["timer"], "mono");
     assert!(v["percentile_from"].as_str().unwrap().contains("CPU 0"));
-    assert_eq!(v["verdict"]["method"], "seed");
+    assert_eq!(v["verdict"]["method"], "single");
     for pair in PAIRS {
         assert_eq!(v["batch"][pair], 1, "{}", v["batch"]);
         for strategy in STRATEGIES {
@@ -156,7 +156,7 @@ fn seed_method_times_one_pair_per_sample_on_the_ns_clock() {
     let out = ringtrace(&[
         "pairs",
         "--method",
-        "seed",
+        "single",
         "--samples",
         "200",
         "--cpus",
@@ -164,7 +164,7 @@ fn seed_method_times_one_pair_per_sample_on_the_ns_clock() {
     ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("seed method"), "{text}");
+    assert!(text.contains("single method"), "{text}");
     assert_eq!(text.matches("Combined Metric").count(), 3, "{text}");
 }
 
@@ -175,7 +175,7 @@ fn an_unknown_method_is_refused_naming_the_valid_ones() {
         assert_eq!(out.status.code(), Some(2), "--method {bad:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--method") && err.contains("batched") && err.contains("seed"),
+            err.contains("--method") && err.contains("batched") && err.contains("single"),
             "{err}"
         );
         assert!(!err.contains("panicked"), "{err}");
@@ -183,7 +183,7 @@ fn an_unknown_method_is_refused_naming_the_valid_ones() {
     }
     let err = "fast".parse::<Method>().unwrap_err().to_string();
     assert!(
-        err.contains("`fast`") && err.contains("batched, seed"),
+        err.contains("`fast`") && err.contains("batched, single"),
         "{err}"
     );
 }
@@ -235,19 +235,19 @@ fn markdown_has_the_tables_k_the_deltas_the_verdict_and_a_legend() {
         samples: 50,
         ..config
     };
-    pairs::run_method(&config, Method::Seed, &|| {
+    pairs::run_method(&config, Method::Single, &|| {
         calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     })
     .unwrap();
-    assert_eq!(calls.into_inner(), pairs::progress_steps(1, Method::Seed));
+    assert_eq!(calls.into_inner(), pairs::progress_steps(1, Method::Single));
 }
 
 #[test]
-fn json_carries_the_code_size_table_and_the_seed_finding() {
+fn json_carries_the_code_size_table_and_the_preemptirq_finding() {
     let v = json(&[
         "pairs",
         "--method",
-        "seed",
+        "single",
         "--samples",
         "300",
         "--cpus",
@@ -274,16 +274,16 @@ fn json_carries_the_code_size_table_and_the_seed_finding() {
             );
         }
     }
-    let f = &v["seed_finding"];
+    let f = &v["finding"];
     assert!(f["rule"].as_str().unwrap().contains("trimmed means"), "{f}");
     // Any of the four outcomes: 300 samples decide nothing about timing.
     assert!(f["verdict"]["verdict"].is_string(), "{f}");
-    // A batched run has the table and no seed finding.
+    // A batched run has the table and no preemptirq finding.
     let v = json(&["pairs", "--samples", "200", "--cpus", "1", "--json"]);
     assert!(
         v["code_size"]["pairs"]["irq"].is_object(),
         "{}",
         v["code_size"]
     );
-    assert!(v["seed_finding"].is_null());
+    assert!(v["finding"].is_null());
 }

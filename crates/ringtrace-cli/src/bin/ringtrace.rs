@@ -34,7 +34,7 @@ enum Command {
     /// SIGINT or SIGTERM stops it early: the partial result is printed,
     /// marked interrupted, and the exit code is 128 + the signal.
     Hammer(HammerArgs),
-    /// "tracing: do not disable interrupts for trace_clock_local" (seed
+    /// "tracing: do not disable interrupts for trace_clock_local" (the patch
     /// 004), both halves: every clock source under every protection, with
     /// the cost of a read and of a recorded event, wrong timestamps under a
     /// timer tick (the `sched` sources tear unless irqs are masked or the
@@ -47,13 +47,13 @@ enum Command {
     /// walac/tracer-benchmark: irq and preempt disable/enable pairs timed
     /// on every CPU under the three instrumentation strategies of the kernel
     /// patch that makes the preemptirq tracepoints check their static key
-    /// early (seed 000).
+    /// early.
     ///
     /// `--method batched` (the default) times K pairs back to back per
     /// sample and reports sample / K per pair, nothing subtracted; K is
     /// chosen per pair so that a sample spans at least 50 steps of the timer
     /// (the smallest nonzero difference of two consecutive reads), and is
-    /// printed with the step. `--method seed` times one pair per sample on
+    /// printed with the step. `--method single` times one pair per sample on
     /// the ns clock, nothing subtracted, the percentile from a separate run
     /// on CPU 0: the patch's own method, so absolute figures compare with
     /// its tables. A median or percentile under two timer steps per pair
@@ -67,7 +67,7 @@ enum Command {
     /// SIGINT or SIGTERM stops it early: the partial result is printed,
     /// marked interrupted, and the exit code is 128 + the signal.
     Pairs(PairsArgs),
-    /// Every seed's finding in one run: a seeds table (each kernel patch,
+    /// Every patch's finding in one run: a patches table (each kernel patch,
     /// its claim and figure, ours with its spread, a verdict), then
     /// trace_clock_local without irq disabling (cost and wrong timestamps),
     /// the preemptirq pairs, the bh pair's irq save/restore, per-CPU lock
@@ -204,11 +204,11 @@ struct PairsArgs {
     #[arg(long, allow_negative_numbers = true)]
     cpus: Option<usize>,
     /// How a sample is timed: batched (K pairs per sample on the local
-    /// timer) or seed (one pair per sample on the ns clock, as the patch).
+    /// timer) or single (one pair per sample on the ns clock, as the patch).
     #[arg(long, default_value = "batched", value_parser = method_parser())]
     method: ringtrace_cli::pairs::Method,
     /// Samples of each pair per thread and strategy, 1 to 10^8 (default:
-    /// 100000 batches with --method batched, 10^7 with --method seed).
+    /// 100000 batches with --method batched, 10^7 with --method single).
     #[arg(long, allow_negative_numbers = true)]
     samples: Option<usize>,
     /// How many of the largest samples make max_avg (1 or more).
@@ -561,7 +561,9 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     use ringtrace_cli::stop;
     stop::install()?;
     let progress = bar(ClockSpec::all().len() as u64 + 1, "clocks");
-    let (rows, unavailable) = ringtrace_cli::clocks::run(
+    let ringtrace_cli::clocks::ClocksRun {
+        rows, unavailable, ..
+    } = ringtrace_cli::clocks::run(
         &config,
         &|name| {
             progress.inc(1);
@@ -569,21 +571,21 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         },
         &stop::requested,
     );
-    use ringtrace_cli::seed004_cost;
+    use ringtrace_cli::clock_local::cost;
     const NOT_RUN: &str = "not run: stopped by a signal first";
-    progress.set_message("seed 004 cost: hammer, sched@irq against sched@preempt, paired");
+    progress.set_message("trace_clock_local cost: hammer, sched@irq against sched@preempt, paired");
     let cost = if stop::requested() {
         Err(NOT_RUN.to_owned())
     } else {
-        seed004_cost::measure(args.rounds as usize, seed004_cost::RUN).map_err(|e| e.to_string())
+        cost::measure(args.rounds as usize, cost::RUN).map_err(|e| e.to_string())
     };
-    let cost_finding = seed004_cost::finding(&cost);
+    let cost_finding = cost::finding(&cost);
     progress.set_message("sched: torn readings, faithful and amplified");
     let tear_run = Duration::from_secs(args.tear_seconds);
     let faithful = if stop::requested() {
         Err(NOT_RUN.to_owned())
     } else {
-        ringtrace_cli::seed004_tear::measure_until(
+        ringtrace_cli::clock_local::tear::measure_until(
             "sched@preempt",
             args.update_hz,
             tear_run,
@@ -594,20 +596,20 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     let amplified = if stop::requested() {
         Err(NOT_RUN.to_owned())
     } else {
-        ringtrace_cli::seed004_tear::measure("sched-wide@preempt", 20_000, tear_run / 10)
+        ringtrace_cli::clock_local::tear::measure("sched-wide@preempt", 20_000, tear_run / 10)
             .map_err(|e| e.to_string())
     };
     progress.finish_and_clear();
     let interrupted = stop::requested();
-    let seed004 = ringtrace_cli::seed004::Seed004::new(cost, faithful, amplified, &rows);
+    let clock_local = ringtrace_cli::clock_local::ClockLocal::new(cost, faithful, amplified, &rows);
     if args.json {
         let out = serde_json::json!({
             "write_path": ringtrace_cli::clocks::write_path_note(),
             "update_hz": args.update_hz,
             "rows": rows,
             "unavailable": unavailable,
-            "seed004": seed004,
-            "seed004_cost_finding": cost_finding,
+            "clock_local": clock_local,
+            "clock_local_cost_finding": cost_finding,
             "interrupted": interrupted,
         });
         emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
@@ -617,7 +619,10 @@ fn clocks_cmd(args: ClocksArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         }
         emit(&format!("{}\n", ringtrace_cli::clocks::write_path_note()))?;
         emit(&ringtrace_cli::clocks::text(&rows, &unavailable))?;
-        emit(&format!("\n{}", ringtrace_cli::seed004::text(&seed004)))?;
+        emit(&format!(
+            "\n{}",
+            ringtrace_cli::clock_local::text(&clock_local)
+        ))?;
     }
     Ok(stopped_exit("the result").unwrap_or(ExitCode::SUCCESS))
 }
@@ -667,7 +672,7 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     // Counted, not timed: after the run, so it takes nothing from it. A
     // platform without it prints why instead of the table.
     let code = ringtrace_cli::pairs::code_size();
-    let finding = (args.method == ringtrace_cli::pairs::Method::Seed)
+    let finding = (args.method == ringtrace_cli::pairs::Method::Single)
         .then(|| ringtrace_cli::pairs::finding(&result, None, code.as_ref().ok()));
     if args.json {
         let mut json = serde_json::to_value(&result)?;
@@ -680,12 +685,12 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 },
             );
             if let Some(f) = &finding {
-                map.insert("seed_finding".into(), serde_json::to_value(f)?);
+                map.insert("finding".into(), serde_json::to_value(f)?);
             }
         }
         emit(&format!("{}\n", serde_json::to_string_pretty(&json)?))?;
     } else {
-        // The text has the seed verdict (seed method); the code table after.
+        // The text has the preemptirq verdict (single method); the code table after.
         emit(&result.text())?;
         match &code {
             Ok(c) => emit(&c.text())?,

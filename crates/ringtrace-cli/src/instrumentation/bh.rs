@@ -1,7 +1,7 @@
-//! Seed 001: the bh pair with and without the irq flags save/restore that
+//! The bh_irqsave patch: the bh pair with and without the irq flags save/restore that
 //! irq tracing put into it.
 //!
-//! The model follows kernel/softirq.c of 2.6.18 (the file the seed
+//! The model follows kernel/softirq.c of 2.6.18 (the file the patch
 //! patches), with CONFIG_TRACE_IRQFLAGS on and tracing itself off:
 //!
 //! - `__local_bh_disable(ip)`: `WARN_ON_ONCE(in_irq())`,
@@ -17,7 +17,7 @@
 //!   `local_irq_restore(flags)`, `preempt_check_resched()`.
 //!
 //! Tim Chen's patch wraps the flags save/restore (and the in_irq warning of
-//! local_bh_enable) in `#ifdef CONFIG_TRACE_IRQFLAGS`; what the seed
+//! local_bh_enable) in `#ifdef CONFIG_TRACE_IRQFLAGS`; what the patch
 //! measured is the same out-of-line functions with and without
 //! `raw_local_irq_save/restore`. So the body here is written once
 //! ([`bh_disable_body`], [`bh_enable_body`]) and compiled twice by a const
@@ -227,7 +227,7 @@ fn bh_enable_body<const IRQSAVE: bool>(ip: usize) {
     preempt_check_resched();
 }
 
-/// `local_bh_disable()` without the irq save/restore (the seed's patch,
+/// `local_bh_disable()` without the irq save/restore (the patch's patch,
 /// CONFIG_TRACE_IRQFLAGS's flags code compiled out). Out of line, as the
 /// kernel's is.
 #[inline(never)]
@@ -254,8 +254,9 @@ pub fn local_bh_enable_irqsave() {
     bh_enable_body::<true>(local_bh_enable_irqsave as *const () as usize);
 }
 
-/// Seed 001: ns per bh pair without (a) and with (b) the irq save/restore.
+/// The bh_irqsave patch: ns per bh pair without (a) and with (b) the irq save/restore.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct BhPair {
     /// ns per disable/enable pair, paired per round: a = without the irq
     /// save/restore, b = with it; `ns.diff` is what the save/restore adds.
@@ -289,7 +290,7 @@ pub fn verdict(ns: &Paired) -> Verdict {
     Verdict::from_bool(ns.diff.p10 > 0.0)
 }
 
-/// Measures seed 001 over `rounds` rounds of `iters` pairs a side.
+/// Measures the bh_irqsave patch over `rounds` rounds of `iters` pairs a side.
 pub fn bh_pair(rounds: usize, iters: u64) -> BhPair {
     let ns = paired(
         rounds,
@@ -312,7 +313,7 @@ pub fn bh_pair(rounds: usize, iters: u64) -> BhPair {
     }
 }
 
-/// Seed 001's finding: ns per pair both ways, the difference in ns and in
+/// The bh_irqsave finding: ns per pair both ways, the difference in ns and in
 /// TSC cycles (ns times the TSC frequency that `ringtrace_clock::Tsc`
 /// calibrates once per process), and the ratio.
 pub fn finding(b: &BhPair) -> Finding {

@@ -1,8 +1,8 @@
-//! Seed 003: what DEBUG_PREEMPT's check costs per call, on its two early
+//! The debug_preempt patch: what DEBUG_PREEMPT's check costs per call, on its two early
 //! exits.
 //!
 //! The model follows `check_preemption_disabled()` of lib/smp_processor_id.c
-//! as of v6.2 (January 2023, the seed's date), called by
+//! as of v6.2 (January 2023, the patch's date), called by
 //! `debug_smp_processor_id()` and `__this_cpu_preempt_check()`:
 //!
 //! ```text
@@ -34,9 +34,10 @@
 //! it at 0 and the soft irq mask set (the irqs-disabled path).
 //!
 //! A loop share is kept only with its loop named ([`LOOP_WORK`]): the
-//! share depends on the work per increment, which the seed's hackbench
+//! share depends on the work per increment, which the patch's hackbench
 //! figure does not give.
 
+use crate::code_size::CodeSizeError;
 use crate::finding::{Finding, Verdict};
 use crate::spread::{ns_per, paired, Paired};
 use ringtrace_clock::emulation::{self, preempt, soft_irq};
@@ -115,6 +116,7 @@ pub fn raw_smp_processor_id() -> usize {
 /// checked call in that state, minus the same probe making the unchecked
 /// call (counted by single-stepping, `crate::code_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CheckInstructions {
     /// On the preempt-count exit.
     pub fast_path: i64,
@@ -159,9 +161,9 @@ fn probe_raw() {
 
 /// Counts [`CheckInstructions`]; an error says why it cannot here (not
 /// x86_64 Linux, ptrace refused).
-pub fn check_instructions() -> Result<CheckInstructions, String> {
+pub fn check_instructions() -> Result<CheckInstructions, CodeSizeError> {
     use crate::code_size::count_instructions;
-    let count = |f: fn()| count_instructions(f).map_err(|e| e.to_string());
+    let count = count_instructions;
     let diff = |a: u64, b: u64| a as i64 - b as i64;
     Ok(CheckInstructions {
         fast_path: diff(count(probe_fast_checked)?, count(probe_fast_unchecked)?),
@@ -175,8 +177,9 @@ pub fn check_instructions() -> Result<CheckInstructions, String> {
 pub const LOOP_WORK: &str = "eight dependent 64-bit multiply-adds and one this_cpu_inc per \
      iteration, preemption disabled";
 
-/// Seed 003: the check's cost per call on both exits, and one loop's share.
+/// The debug_preempt patch: the check's cost per call on both exits, and one loop's share.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct DebugPreempt {
     /// ns per call, preempt count 1: a = `raw_smp_processor_id()`, b =
     /// `debug_smp_processor_id()`; `fast_path.diff` is the check's cost.
@@ -197,8 +200,8 @@ pub struct DebugPreempt {
     /// The check's share of that loop at the median ratio, `1 - 1/ratio`:
     /// for this loop only.
     pub share: f64,
-    /// The seed's figure: about 10% of hackbench (another workload).
-    pub seed_share: f64,
+    /// The patch's figure: about 10% of hackbench (another workload).
+    pub patch_share: f64,
     /// The verdict's rule held.
     pub reproduced: bool,
 }
@@ -268,7 +271,7 @@ fn checked_against_raw(rounds: usize, iters: u64) -> Paired {
     )
 }
 
-/// Measures seed 003 over `rounds` rounds of `iters` calls (or loop
+/// Measures the debug_preempt patch over `rounds` rounds of `iters` calls (or loop
 /// iterations) a side.
 pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
     let before = violations();
@@ -289,7 +292,7 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
     } else {
         0.0
     };
-    let instructions = check_instructions();
+    let instructions = check_instructions().map_err(|e| e.to_string());
     let mut d = DebugPreempt {
         reproduced: false,
         fast_path,
@@ -300,13 +303,13 @@ pub fn debug_preempt(rounds: usize, iters: u64) -> DebugPreempt {
         loop_work: LOOP_WORK.to_owned(),
         ns,
         share,
-        seed_share: 0.10,
+        patch_share: 0.10,
     };
     d.reproduced = finding(&d).verdict == Verdict::Reproduced;
     d
 }
 
-/// Seed 003's finding.
+/// The debug_preempt finding.
 pub fn finding(d: &DebugPreempt) -> Finding {
     let cost = |p: &Paired| {
         let cycles = d.tsc_ghz.map_or(String::new(), |ghz| {
@@ -331,7 +334,7 @@ pub fn finding(d: &DebugPreempt) -> Finding {
         ours: format!(
             "cost per check: preempt-count exit {}, irqs-disabled exit {} ({ghz}; unchecked \
              read {} ns{instructions}); share {:.0}% of a loop of {} (ratio {}), not comparable with the \
-             seed's 10% of hackbench",
+             patch's 10% of hackbench",
             cost(&d.fast_path),
             cost(&d.irqs_disabled_path),
             super::spread_text(&d.fast_path.a, 2),

@@ -1,11 +1,11 @@
-//! Seed 002: the rtmutex slow-path lock events, counted per CPU, and what
+//! The lock_events patch: the rtmutex slow-path lock events, counted per CPU, and what
 //! the counting primitives cost and lose.
 //!
-//! **What the seed claims** is that the new events count the slow paths of
+//! **what the patch claims** is that the new events count the slow paths of
 //! `rt_mutex_slowlock()`. [`RtMutex`] is a userspace rtmutex whose slow path
 //! follows `__rt_mutex_slowlock()` and `rt_mutex_slowlock_block()` of
-//! kernel/locking/rtmutex.c as the seed patches it (v6.14 era), with the
-//! seed's `lockevent_inc` calls where the same things happen here:
+//! kernel/locking/rtmutex.c as the patch changes it (v6.14 era), with the
+//! patch's `lockevent_inc` calls where the same things happen here:
 //!
 //! | event | kernel place | here |
 //! |---|---|---|
@@ -18,7 +18,7 @@
 //! | `rtmutex_slow_wake` | `!wake_q_empty()` on the way out | the unlock slow path wakes the top waiter (our wakes happen there) |
 //! | `rtmutex_deadlock` | `rt_mutex_handle_deadlock()` | never: no deadlock detection here |
 //!
-//! plus `rtmutex_fastlock` (ours, not the seed's): the uncontended CAS.
+//! plus `rtmutex_fastlock` (ours, not the patch's): the uncontended CAS.
 //! Simplifications: no priorities or boosting; any thread under the
 //! wait_lock may take a free lock (the kernel lets only the top waiter, or
 //! a higher priority task, take it); spinning on the owner is bounded
@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread::Thread;
 
-/// The event names, the seed's first, in counter index order.
+/// The event names, the patch's first, in counter index order.
 pub const EVENTS: [&str; 9] = [
     "rtmutex_slowlock",
     "rtmutex_slow_block",
@@ -78,7 +78,7 @@ const HAS_WAITERS: usize = 1;
 /// Spins on an unchanged owner before sleeping.
 const SPINS: u32 = 200;
 
-/// A userspace rtmutex with the seed's slow-path events.
+/// A userspace rtmutex with the patch's slow-path events.
 ///
 /// The lock word: bits 1.. the owner's id (0: free), bit 0
 /// [`HAS_WAITERS`]. The wait queue is under `wait_lock`, as the kernel's
@@ -239,15 +239,26 @@ impl Relation {
     }
 }
 
+/// One lock event's count, summed over the CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct EventCount {
+    /// The event, one of [`EVENTS`].
+    pub name: &'static str,
+    /// Its per-CPU counters' sum.
+    pub count: u64,
+}
+
 /// What one contended run counted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LockEventRun {
     /// Threads taking the lock.
     pub threads: usize,
     /// Acquisitions per thread.
     pub per_thread: u64,
-    /// Every event's name and per-CPU sum.
-    pub counts: Vec<(&'static str, u64)>,
+    /// Every event's per-CPU sum, in counter index order.
+    pub counts: Vec<EventCount>,
     /// The relations the counts must satisfy.
     pub relations: Vec<Relation>,
 }
@@ -257,8 +268,8 @@ impl LockEventRun {
     pub fn count(&self, name: &str) -> u64 {
         self.counts
             .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(0, |(_, c)| *c)
+            .find(|c| c.name == name)
+            .map_or(0, |c| c.count)
     }
 
     /// Whether every relation held.
@@ -330,7 +341,14 @@ pub fn contended_run(threads: usize, per_thread: u64) -> LockEventRun {
     LockEventRun {
         threads,
         per_thread,
-        counts: events.read().iter().map(|c| (c.name, c.sum)).collect(),
+        counts: events
+            .read()
+            .iter()
+            .map(|c| EventCount {
+                name: c.name,
+                count: c.sum,
+            })
+            .collect(),
         relations,
     }
 }
@@ -433,6 +451,7 @@ fn cost_per_increment(how: Increment, threads: usize, per_thread: u64) -> f64 {
 
 /// Lost updates over every round, per increment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct LostUpdates {
     /// Threads per run: more than CPUs, unpinned, so that preemption lands
     /// between a load and its store.
@@ -449,8 +468,9 @@ pub struct LostUpdates {
     pub shared_atomic: Tally,
 }
 
-/// Seed 002: lock events and the counting primitives.
+/// The lock_events patch: lock events and the counting primitives.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Counters {
     /// Threads in the cost runs: one per CPU, pinned.
     pub threads: usize,
@@ -482,7 +502,7 @@ pub const RULE: &str = "reproduced when some round's contended rtmutex run took 
      reported, not judged";
 
 /// The method, in one phrase.
-pub const METHOD: &str = "the seed's rtmutex events counted with raw_cpu_inc in a userspace \
+pub const METHOD: &str = "the patch's rtmutex events counted with raw_cpu_inc in a userspace \
      rtmutex's slow path under contention, relations checked per round; raw_cpu_inc, \
      this_cpu_inc and a shared lock xadd timed one thread per CPU and run with more threads \
      than CPUs to count lost updates";
@@ -495,7 +515,7 @@ pub fn verdict(rounds: usize, slow_path_rounds: usize, exact_rounds: usize) -> V
     Verdict::from_bool(exact_rounds == rounds)
 }
 
-/// Measures seed 002 over `rounds` rounds, `per_thread` increments a thread
+/// Measures the lock_events patch over `rounds` rounds, `per_thread` increments a thread
 /// in the cost and loss runs.
 pub fn counters(rounds: usize, per_thread: u64) -> Counters {
     let rounds = rounds.max(1);
@@ -563,7 +583,7 @@ pub fn counters(rounds: usize, per_thread: u64) -> Counters {
     }
 }
 
-/// Seed 002's finding.
+/// The lock_events finding.
 pub fn finding(c: &Counters) -> Finding {
     let rounds = c.ns.rounds;
     let e = &c.lock_events;

@@ -1,5 +1,5 @@
 //! What each strategy puts at a call site, counted from the binary rather
-//! than timed (Peter Zijlstra's question on seed 000 was code size): per
+//! than timed (Peter Zijlstra's question on the preemptirq patch was code size): per
 //! pair and strategy, the bytes of an `#[inline(never)]` function holding
 //! exactly that one pair, minus an empty function's, and the instructions
 //! it executes with every tracepoint off, minus the empty function's (its
@@ -106,6 +106,7 @@ pub struct Callee {
 /// The code-size table: per pair and strategy, bytes per call site and
 /// instructions per pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct CodeSize {
     /// `irq`, `irq_save`, `preempt` -> strategy -> code.
     pub pairs: BTreeMap<&'static str, BTreeMap<&'static str, CodeRow>>,

@@ -1,6 +1,6 @@
 //! The run itself: the timer measured and K calibrated on CPU 0, then
 //! pair by pair one thread per CPU, started together, timing every
-//! strategy; the seed method's percentile run; the figures combined.
+//! strategy; the single method's percentile run; the figures combined.
 
 use super::stats::{self, CpuStats, Scale};
 use super::timing::{self, Per};
@@ -149,7 +149,7 @@ pub(super) fn measure<C: Clock>(
             .map(|pair| {
                 let k = match method {
                     Method::Batched => timing::batch_size(clock, irq, pair, step),
-                    Method::Seed => 1,
+                    Method::Single => 1,
                 };
                 (pair, k)
             })
@@ -162,7 +162,7 @@ pub(super) fn measure<C: Clock>(
     })?;
     let per = |k: usize| match method {
         Method::Batched => Per::Batch(k),
-        Method::Seed => Per::Single,
+        Method::Single => Per::Single,
     };
 
     // Pair by pair, every CPU at once; a batched pair whose samples came
@@ -180,7 +180,7 @@ pub(super) fn measure<C: Clock>(
         let mut per_cpu = run.on_every_cpu(cpus, pair, per(k), progress)?;
         for _ in 0..RETRIES {
             let span = cheapest_median(&per_cpu) / facts.step as f64;
-            if method == Method::Seed
+            if method == Method::Single
                 || k >= MAX_BATCH
                 || span >= timing::TARGET_STEPS as f64
                 || stop()
@@ -194,12 +194,12 @@ pub(super) fn measure<C: Clock>(
         measured.insert(pair, (k, per_cpu));
     }
 
-    // The seed's percentile: a separate run on CPU 0 alone.
+    // The patch's percentile: a separate run on CPU 0 alone.
     let interrupted = interrupted || stop();
     let single_cpu: Option<BTreeMap<Pair, CpuResults>> = match method {
         Method::Batched => None,
-        Method::Seed if interrupted => None,
-        Method::Seed => Some(on_cpu0(|| {
+        Method::Single if interrupted => None,
+        Method::Single => Some(on_cpu0(|| {
             let mut raw = Vec::new();
             raw.try_reserve_exact(samples)
                 .map_err(|_| out_of_memory(samples))?;
@@ -268,8 +268,8 @@ pub(super) fn measure<C: Clock>(
         batch_span_steps,
         keys,
         percentile_from: match (method, &single_cpu) {
-            (Method::Seed, Some(_)) => "a separate run on CPU 0 alone",
-            (Method::Seed, None) => {
+            (Method::Single, Some(_)) => "a separate run on CPU 0 alone",
+            (Method::Single, None) => {
                 "the largest per-CPU percentile (the run on CPU 0 alone was stopped)"
             }
             (Method::Batched, _) => "the largest per-CPU percentile",

@@ -65,7 +65,7 @@ impl PairsResult {
                  same for every strategy; the percentile is {}",
                 self.percentile_from
             ),
-            Method::Seed => format!(
+            Method::Single => format!(
                 "one pair per sample between two reads of the ns clock, nothing subtracted \
                  (the read is in every figure, as in the kernel patch's tables); the \
                  percentile is from {}",
@@ -74,7 +74,7 @@ impl PairsResult {
         }
     }
 
-    /// The seed's tables, one per pair with a row per strategy, then the
+    /// The patch's tables, one per pair with a row per strategy, then the
     /// verdict; the command's text output.
     pub fn text(&self) -> String {
         let s = &self.settings;
@@ -175,12 +175,12 @@ impl PairsResult {
                 ));
             }
         }
-        if self.method == Method::Seed {
-            // One-pair medians move in whole timer steps: the seed method is
-            // judged on its trimmed means (seed_verdict.rs).
+        if self.method == Method::Single {
+            // One-pair medians move in whole timer steps: the single method is
+            // judged on its trimmed means (finding.rs).
             let f = super::finding(self, None, None);
             out.push_str(&format!(
-                "\nSeed 000 verdict (seed method): {}\n  rule: {}\n  ours: {}\n",
+                "\nPreemptirq verdict (single method): {}\n  rule: {}\n  ours: {}\n",
                 f.verdict.text(),
                 f.rule,
                 f.ours
@@ -224,7 +224,7 @@ impl PairsResult {
         let mut md = String::from(
             "## Preemptirq pairs: tracepoints that check their static key early\n\n\
              The kernel patch \"tracing/preemptirq: Optimize disabled tracepoint overhead\" \
-             (seed 000) makes `local_irq_*` and `preempt_*` check the preemptirq tracepoints' \
+             makes `local_irq_*` and `preempt_*` check the preemptirq tracepoints' \
              static key inline, before any call, instead of always calling a function that \
              checks it. Each of its kernel builds is a strategy here: `baseline` (`-master`, no \
              tracepoint code), `call-always` (`-master-trace`), `early-key` (`-patched-trace`). \
@@ -318,10 +318,10 @@ impl PairsResult {
                 ));
             }
         }
-        if self.method == Method::Seed {
+        if self.method == Method::Single {
             let f = super::finding(self, None, None);
             md.push_str(&format!(
-                "\n### Verdict (seed method: trimmed means, timer read included)\n\n\
+                "\n### Verdict (single method: trimmed means, timer read included)\n\n\
                  **{}**. {}\n\nRule: {}.\n",
                 f.verdict.text(),
                 f.ours,

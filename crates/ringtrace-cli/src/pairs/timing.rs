@@ -32,7 +32,7 @@ static IP: SourceLocation = SourceLocation {
 /// How many pairs one sample times.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Per {
-    /// One pair between two reads (the seed's method).
+    /// One pair between two reads (the patch's method).
     Single,
     /// K pairs back to back between two reads.
     Batch(usize),

@@ -1,5 +1,5 @@
-//! What a pairs run is compared with: the kernel patch's own tables (seed
-//! 000, "tracing/preemptirq: Optimize disabled tracepoint overhead", which
+//! What a pairs run is compared with: the kernel patch's own tables
+//! ("tracing/preemptirq: Optimize disabled tracepoint overhead", which
 //! makes the preemptirq tracepoints check their static key early), each
 //! strategy's cost over `baseline`, and the verdict.
 
@@ -258,7 +258,7 @@ mod tests {
         assert!(!v.early_key_within_5pct_of_baseline);
         assert!((v.pairs["irq"].early_over_baseline - 1.2).abs() < 1e-12);
         // Medians under the resolution answer neither claim.
-        let v = verdict(&table(0.05, 0.09, 0.05), Method::Seed);
+        let v = verdict(&table(0.05, 0.09, 0.05), Method::Single);
         assert!(!v.pairs["irq"].resolved);
         assert!(!v.early_key_within_5pct_of_baseline);
         assert_eq!(

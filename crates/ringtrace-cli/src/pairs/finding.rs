@@ -1,4 +1,4 @@
-//! Seed 000's verdict, on the seed's own method: one pair per sample with
+//! The preemptirq patch's verdict, on the patch's own method: one pair per sample with
 //! the timer read included, as the patch's tables were measured, judged on
 //! trimmed means (with a 95% interval) and on medians where the timer
 //! resolves them. The batched figures are shown beside it as the
@@ -42,18 +42,18 @@ pub const Z95: f64 = 1.96;
 /// The rule, as printed beside the verdict.
 ///
 /// ```
-/// let rule = ringtrace_cli::pairs::seed_rule();
+/// let rule = ringtrace_cli::pairs::finding_rule();
 /// assert!(rule.contains("trimmed means") && rule.contains("95%"), "{rule}");
 /// ```
-pub fn seed_rule() -> String {
+pub fn finding_rule() -> String {
     format!(
-        "on the seed method (one pair per sample, timer read included), for every pair (irq, \
+        "on the single method (one pair per sample, timer read included), for every pair (irq, \
          irq_save, preempt): reproduced when call-always minus baseline, trimmed means, has its \
          95% interval above +{above:.0}% of baseline, and early-key minus baseline has its 95% \
          interval within ±{within:.0}% of baseline; where all three medians are resolved (2 \
          timer steps), the median differences must agree (above +{above:.0}%; within \
          ±{within:.0}%); not reproduced when a pair fails either; not measurable when the run \
-         is not the seed method, a figure is missing, or there are too few samples for an \
+         is not the single method, a figure is missing, or there are too few samples for an \
          interval. Intervals: over several rounds, Student's t on the rounds' differences; \
          never narrower than ±{Z95} standard errors of the difference (Tukey-McLaughlin \
          standard error of each {TRIM_PERCENT}%-trimmed mean, per CPU, combined); batched \
@@ -66,7 +66,8 @@ pub fn seed_rule() -> String {
 /// One pair's figures under the rule, in ns per pair (timer read
 /// included).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct SeedPair {
+#[non_exhaustive]
+pub struct JudgedPair {
     /// `baseline`'s trimmed mean.
     pub baseline_ns: f64,
     /// `call-always` minus `baseline`, trimmed means.
@@ -80,7 +81,7 @@ pub struct SeedPair {
     /// The three medians (baseline, call-always, early-key), the mean over
     /// the rounds, when all are resolved in every round.
     pub medians: Option<[f64; 3]>,
-    /// The rounds (seed-method runs) behind the figures.
+    /// The rounds (single-method runs) behind the figures.
     pub rounds: usize,
     /// call-always's interval lies above +[`ABOVE_SHARE`] of baseline (and
     /// its median difference too, when resolved).
@@ -169,7 +170,7 @@ fn t95(df: usize) -> f64 {
 /// rounds or more, is Student's t on the rounds' differences (which holds
 /// the drift of the machine from run to run), never narrower than the
 /// sampling interval of the mean; with one round, the sampling interval.
-fn judge(rounds: &[PairsResult], pair: Pair) -> Result<SeedPair, String> {
+fn judge(rounds: &[PairsResult], pair: Pair) -> Result<JudgedPair, String> {
     let rs = rounds
         .iter()
         .map(|r| round(r, pair))
@@ -200,7 +201,7 @@ fn judge(rounds: &[PairsResult], pair: Pair) -> Result<SeedPair, String> {
         });
     let median_above = medians.is_none_or(|[mb, mc, _]| mc - mb > ABOVE_SHARE * mb);
     let median_within = medians.is_none_or(|[mb, _, me]| (me - mb).abs() <= WITHIN_SHARE * mb);
-    Ok(SeedPair {
+    Ok(JudgedPair {
         baseline_ns: base,
         call_always_minus_baseline_ns: dc,
         call_always_half_width_ns: hc,
@@ -222,7 +223,7 @@ fn interval(d: f64, h: f64, base: f64) -> String {
     )
 }
 
-fn seed_text(r: &PairsResult, judged: &[(Pair, SeedPair)]) -> String {
+fn single_text(r: &PairsResult, judged: &[(Pair, JudgedPair)]) -> String {
     let pairs: Vec<String> = judged
         .iter()
         .map(|(pair, p)| {
@@ -250,7 +251,7 @@ fn seed_text(r: &PairsResult, judged: &[(Pair, SeedPair)]) -> String {
     let unresolved = judged.iter().any(|(_, p)| p.medians.is_none());
     let rounds = judged.first().map_or(1, |(_, p)| p.rounds);
     format!(
-        "seed method, {} keys, ns per pair with the {} read, {}: trimmed means, each strategy \
+        "single method, {} keys, ns per pair with the {} read, {}: trimmed means, each strategy \
          minus baseline [95% interval]: {}{}",
         r.keys.name(),
         r.timer,
@@ -328,32 +329,32 @@ fn code_text(code: &CodeSize) -> String {
     )
 }
 
-/// Seed 000's finding from one `--method seed` run, with the batched run's
+/// The preemptirq patch's finding from one `--method single` run, with the batched run's
 /// medians and the code-size table shown beside it (not judged): the
 /// intervals are sampling error only. [`finding_rounds`] takes several
-/// runs, whose spread is the honest interval. The rule is [`seed_rule`]; a
-/// run that is not the seed method, or lacks a figure, is not measurable.
+/// runs, whose spread is the honest interval. The rule is [`finding_rule`]; a
+/// run that is not the single method, or lacks a figure, is not measurable.
 ///
 /// ```no_run
 /// use ringtrace_cli::pairs::{self, Method, PairsConfig};
 /// use ringtrace::clock::emulation::IrqBackend;
 /// let config = PairsConfig { cpus: 2, samples: 2_000_000, highest: 1000, percentile: 99, irq: IrqBackend::Soft };
-/// let seed = pairs::run_method(&config, Method::Seed, &|| {})?;
+/// let single = pairs::run_method(&config, Method::Single, &|| {})?;
 /// let batched = pairs::run_method(&PairsConfig { samples: 100_000, ..config }, Method::Batched, &|| {})?;
 /// let code = pairs::code_size().ok();
-/// let f = pairs::finding(&seed, Some(&batched), code.as_ref());
+/// let f = pairs::finding(&single, Some(&batched), code.as_ref());
 /// println!("{}: {}", f.verdict.text(), f.ours);
 /// # Ok::<(), pairs::PairsError>(())
 /// ```
 pub fn finding(
-    seed: &PairsResult,
+    single: &PairsResult,
     batched: Option<&PairsResult>,
     code: Option<&CodeSize>,
 ) -> Finding {
-    finding_rounds(std::slice::from_ref(seed), batched, code)
+    finding_rounds(std::slice::from_ref(single), batched, code)
 }
 
-/// Seed 000's finding from several `--method seed` runs (rounds): each
+/// The preemptirq patch's finding from several `--method single` runs (rounds): each
 /// difference is the rounds' mean and its 95% interval Student's t on the
 /// rounds' differences, so that it holds the machine's drift from one run
 /// to the next (on this machine some ten times the sampling error), never
@@ -364,7 +365,7 @@ pub fn finding(
 /// use ringtrace::clock::emulation::IrqBackend;
 /// let config = PairsConfig { cpus: 2, samples: 2_000_000, highest: 1000, percentile: 99, irq: IrqBackend::Soft };
 /// let rounds = (0..5)
-///     .map(|_| pairs::run_method(&config, Method::Seed, &|| {}))
+///     .map(|_| pairs::run_method(&config, Method::Single, &|| {}))
 ///     .collect::<Result<Vec<_>, _>>()?;
 /// let f = pairs::finding_rounds(&rounds, None, pairs::code_size().ok().as_ref());
 /// println!("{}: {}", f.verdict.text(), f.ours);
@@ -375,12 +376,12 @@ pub fn finding_rounds(
     batched: Option<&PairsResult>,
     code: Option<&CodeSize>,
 ) -> Finding {
-    let rule = seed_rule();
+    let rule = finding_rule();
     let Some(first) = rounds.first() else {
         return Finding::not_measured(
             "one pair per sample, timer read included",
             &rule,
-            "no seed-method round was run",
+            "no single-method round was run",
         );
     };
     let method = format!(
@@ -392,17 +393,17 @@ pub fn finding_rounds(
         first.settings.cpus,
         first.settings.samples
     );
-    if let Some(other) = rounds.iter().find(|r| r.method != Method::Seed) {
+    if let Some(other) = rounds.iter().find(|r| r.method != Method::Single) {
         return Finding::not_measured(
             &method,
             &rule,
             format!(
-                "the verdict needs seed-method runs (one pair per sample); one is {}",
+                "the verdict needs single-method runs (one pair per sample); one is {}",
                 other.method
             ),
         );
     }
-    let judged: Result<Vec<(Pair, SeedPair)>, String> = Pair::ALL
+    let judged: Result<Vec<(Pair, JudgedPair)>, String> = Pair::ALL
         .into_iter()
         .map(|pair| judge(rounds, pair).map(|p| (pair, p)))
         .collect();
@@ -410,7 +411,7 @@ pub fn finding_rounds(
         Ok(j) => j,
         Err(why) => return Finding::not_measured(&method, &rule, why),
     };
-    let mut ours = seed_text(first, &judged);
+    let mut ours = single_text(first, &judged);
     if let Some(b) = batched {
         ours.push_str(" | ");
         ours.push_str(&batched_text(b));
@@ -450,7 +451,7 @@ mod tests {
         }
     }
 
-    /// A seed-method result with the same three strategies for every pair.
+    /// A single-method result with the same three strategies for every pair.
     fn result(method: Method, strategies: [Metrics; 3]) -> PairsResult {
         let mut pairs = BTreeMap::new();
         for pair in Pair::ALL {
@@ -489,7 +490,7 @@ mod tests {
     fn a_costly_call_and_a_free_early_key_reproduce() {
         // What this machine gives: +4.2 ns (19%) and -0.05 ns.
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(22.46, 0.01, 20.0),
                 m(26.64, 0.01, 20.0),
@@ -500,14 +501,14 @@ mod tests {
         assert_eq!(f.verdict, Verdict::Reproduced, "{}", f.ours);
         assert!(f.ours.contains("below resolution"), "{}", f.ours);
         assert!(f.ours.contains("irq_save baseline 22.46"), "{}", f.ours);
-        assert_eq!(f.rule, seed_rule());
+        assert_eq!(f.rule, finding_rule());
     }
 
     #[test]
     fn a_call_within_the_band_is_not_reproduced() {
         // call-always +0.9 ns on 22.46: under 5% (1.12 ns).
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(22.46, 0.01, 20.0),
                 m(23.36, 0.01, 20.0),
@@ -521,7 +522,7 @@ mod tests {
     fn an_early_key_outside_the_band_is_not_reproduced() {
         // early-key +1.5 ns (6.7%).
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(22.46, 0.01, 20.0),
                 m(26.64, 0.01, 20.0),
@@ -536,7 +537,7 @@ mod tests {
         // early-key equal to baseline, but an error of 0.5 ns each: the
         // interval (±1.39 ns) spills out of ±1.12 ns.
         let r = result(
-            Method::Seed,
+            Method::Single,
             [m(22.46, 0.5, 20.0), m(30.0, 0.5, 20.0), m(22.46, 0.5, 20.0)],
         );
         let f = finding(&r, None, None);
@@ -549,7 +550,7 @@ mod tests {
         // Trimmed means reproduce; the resolved medians put early-key 10%
         // above baseline.
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(50.0, 0.01, 50.0),
                 m(60.0, 0.01, 60.0),
@@ -560,7 +561,7 @@ mod tests {
         assert_eq!(f.verdict, Verdict::NotReproduced);
         assert!(f.ours.contains("medians 50/60/55"), "{}", f.ours);
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(50.0, 0.01, 50.0),
                 m(60.0, 0.01, 60.0),
@@ -584,7 +585,7 @@ mod tests {
             "{:?}",
             f.verdict
         );
-        let mut r = result(Method::Seed, strategies);
+        let mut r = result(Method::Single, strategies);
         r.pairs.get_mut("preempt").unwrap().remove("early-key");
         let f = finding(&r, None, None);
         assert!(
@@ -593,7 +594,7 @@ mod tests {
             f.verdict
         );
         let r = result(
-            Method::Seed,
+            Method::Single,
             [
                 m(22.46, f64::INFINITY, 20.0),
                 m(26.64, 0.01, 20.0),
@@ -608,8 +609,8 @@ mod tests {
 
     #[test]
     fn the_batched_medians_and_the_code_are_shown_not_judged() {
-        let seed = result(
-            Method::Seed,
+        let single = result(
+            Method::Single,
             [
                 m(22.46, 0.01, 20.0),
                 m(26.64, 0.01, 20.0),
@@ -649,7 +650,7 @@ mod tests {
             empty_function_instructions: 1,
             callees: Vec::new(),
         };
-        let f = finding(&seed, Some(&batched), Some(&code));
+        let f = finding(&single, Some(&batched), Some(&code));
         assert_eq!(f.verdict, Verdict::Reproduced);
         assert!(
             f.ours.contains("resolution check, batched medians"),
@@ -667,7 +668,7 @@ mod tests {
             .into_iter()
             .map(|d| {
                 result(
-                    Method::Seed,
+                    Method::Single,
                     [
                         m(22.42, 0.002, 20.0),
                         m(26.84, 0.002, 20.0),
@@ -697,7 +698,7 @@ mod tests {
             .into_iter()
             .map(|d| {
                 result(
-                    Method::Seed,
+                    Method::Single,
                     [
                         m(22.42, 0.002, 20.0),
                         m(26.84, 0.002, 20.0),
@@ -714,7 +715,7 @@ mod tests {
         assert_eq!(finding(&rounds[1], None, None).verdict, Verdict::Reproduced);
         assert!(matches!(
             finding_rounds(&[], None, None).verdict,
-            Verdict::NotMeasurable(why) if why.contains("no seed-method round")
+            Verdict::NotMeasurable(why) if why.contains("no single-method round")
         ));
     }
 

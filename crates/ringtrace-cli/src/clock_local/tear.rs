@@ -1,4 +1,4 @@
-//! Seed 004's "seldom incorrect timestamp", measured faithfully and then
+//! trace_clock_local's "seldom incorrect timestamp", measured faithfully and then
 //! amplified.
 //!
 //! - **Faithful**: `sched@preempt`, whose data loads sit back to back as
@@ -30,9 +30,10 @@ use crate::update_run::{self, UpdateHandler, UpdateRun};
 use ringtrace_clock::emulation::interrupt;
 use ringtrace_clock::emulation::timer::{current_thread_id, ThreadTimer};
 use ringtrace_clock::sched::{self, Window};
-use ringtrace_clock::ClockSpec;
+use ringtrace_clock::{ClockError, ClockSpec};
 use serde::Serialize;
 use std::time::Duration;
+use thiserror::Error;
 
 /// A proportion with its 95% Wilson score interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -51,7 +52,7 @@ impl Rate {
     /// 3.84/(n+3.84)). `n` of 0 gives 0 in 0..1.
     ///
     /// ```
-    /// use ringtrace_cli::seed004_tear::Rate;
+    /// use ringtrace_cli::clock_local::tear::Rate;
     /// let none = Rate::wilson(0, 1_000_000);
     /// assert_eq!(none.low, 0.0);
     /// assert!(none.high > 3.8e-6 && none.high < 3.9e-6);
@@ -106,24 +107,34 @@ pub struct AtKernelRate {
     pub torn_per_hour_high: f64,
 }
 
+/// A kernel update rate of the patch's era.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KernelRate {
+    /// The source of updates.
+    pub source: &'static str,
+    /// Updates per second.
+    pub updates_per_s: f64,
+}
+
 /// The kernel's update rates of the patch's era.
-pub const KERNEL_RATES: [(&str, f64); 3] = [
-    (
-        "timer tick at HZ=1000, had it rewritten the data (it did not)",
-        1000.0,
-    ),
-    (
-        "cpufreq at ondemand's fastest (a change per 10 ms sampling period)",
-        100.0,
-    ),
-    (
-        "constant-TSC CPUs: the cpufreq notifier is not registered",
-        0.0,
-    ),
+pub const KERNEL_RATES: [KernelRate; 3] = [
+    KernelRate {
+        source: "timer tick at HZ=1000, had it rewritten the data (it did not)",
+        updates_per_s: 1000.0,
+    },
+    KernelRate {
+        source: "cpufreq at ondemand's fastest (a change per 10 ms sampling period)",
+        updates_per_s: 100.0,
+    },
+    KernelRate {
+        source: "constant-TSC CPUs: the cpufreq notifier is not registered",
+        updates_per_s: 0.0,
+    },
 ];
 
 /// One configuration's run: updates, tears, the rate, the flattened events.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TearRun {
     /// The clock.
     pub clock: String,
@@ -218,6 +229,20 @@ fn on_source_update(_signal: i32) {
     sched::update();
 }
 
+/// Why a tear run could not measure.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TearError {
+    /// The clock name does not parse or the clock cannot be built, or the
+    /// update's timer or signal handler could not be set up; the clock
+    /// crate's error names the bad value and the valid ones.
+    #[error(transparent)]
+    Clock(#[from] ClockError),
+    /// The reader thread panicked; nothing it counted is known.
+    #[error("the reader thread panicked")]
+    ReaderPanicked,
+}
+
 /// Reads `clock` back to back for `run` on a fresh thread under updates
 /// every `period`, checking every reading.
 fn source_run(
@@ -225,7 +250,7 @@ fn source_run(
     period: Duration,
     run: Duration,
     stop: &(dyn Fn() -> bool + Sync),
-) -> Result<SourceRun, Box<dyn std::error::Error>> {
+) -> Result<SourceRun, TearError> {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let clock = spec.build()?;
@@ -233,8 +258,7 @@ fn source_run(
     interrupt::install_irq_handler(signal, on_source_update)?;
     let outcome = std::thread::scope(|s| {
         s.spawn(|| {
-            let timer = ThreadTimer::start(current_thread_id(), signal, period)
-                .map_err(|e| e.to_string())?;
+            let timer = ThreadTimer::start(current_thread_id(), signal, period)?;
             // In slices of at most a second, so that a stop asked for
             // meanwhile is seen within one.
             let until = std::time::Instant::now() + run;
@@ -254,13 +278,13 @@ fn source_run(
             }
             let seconds = timer.elapsed().as_secs_f64();
             drop(timer);
-            Ok::<_, String>((found, seconds))
+            Ok::<_, ClockError>((found, seconds))
         })
         .join()
-        .map_err(|_| "the reader thread panicked".to_string())?
+        .map_err(|_| TearError::ReaderPanicked)
     });
     interrupt::uninstall_irq_handler(signal)?;
-    let (found, seconds) = outcome?;
+    let (found, seconds) = outcome??;
     Ok(SourceRun {
         reads: found.reads,
         updates: found.updates,
@@ -276,7 +300,7 @@ fn source_run(
 /// Measures `clock` (a `sched` source) under updates at `hz`: at the
 /// source for `run`, then as recorded for a fifth of it, the handler
 /// updating the data only.
-pub fn measure(clock: &str, hz: u32, run: Duration) -> Result<TearRun, Box<dyn std::error::Error>> {
+pub fn measure(clock: &str, hz: u32, run: Duration) -> Result<TearRun, TearError> {
     measure_until(clock, hz, run, &|| false)
 }
 
@@ -287,7 +311,7 @@ pub fn measure_until(
     hz: u32,
     run: Duration,
     stop: &(dyn Fn() -> bool + Sync),
-) -> Result<TearRun, Box<dyn std::error::Error>> {
+) -> Result<TearRun, TearError> {
     let spec: ClockSpec = clock.parse()?;
     let amplified = spec.source.is_amplified();
     let period = Duration::from_nanos(1_000_000_000 / u64::from(hz.max(1)));
@@ -323,11 +347,11 @@ pub fn summarise(
             .unwrap_or(0),
         at_kernel_rates: KERNEL_RATES
             .iter()
-            .map(|&(source, hz)| AtKernelRate {
-                source,
-                updates_per_s: hz,
-                torn_per_hour_low: rate.low * hz * 3600.0,
-                torn_per_hour_high: rate.high * hz * 3600.0,
+            .map(|k| AtKernelRate {
+                source: k.source,
+                updates_per_s: k.updates_per_s,
+                torn_per_hour_low: rate.low * k.updates_per_s * 3600.0,
+                torn_per_hour_high: rate.high * k.updates_per_s * 3600.0,
             })
             .collect(),
         source,

@@ -1,4 +1,4 @@
-//! Seed 004's cost half as the seed measured it: ring_buffer_benchmark's
+//! trace_clock_local's cost half as the patch measured it: ring_buffer_benchmark's
 //! figure, per recorded entry, with `trace_clock_local()` reading
 //! `sched_clock()` under irqs disabled (210 ns) against under preemption
 //! disabled (179 ns): 31 ns, a ratio of 1.17.
@@ -18,13 +18,13 @@
 //! The verdict's rule is [`RULE`], decided by [`cost_reproduced`].
 //!
 //! ```
-//! use ringtrace_cli::seed004_cost::{cost_reproduced, CostRound, Seed004Cost, SideRun};
+//! use ringtrace_cli::clock_local::cost::{cost_reproduced, CostRound, CostHalf, SideRun};
 //! use std::time::Duration;
 //! let side = |ns| SideRun { ns_per_entry_cpu: ns, ns_per_entry: ns, entries: 1_000_000, cpu_share: 1.0 };
 //! let rounds = (0..9)
 //!     .map(|i| CostRound { irq_first: i % 2 == 1, preempt: side(25.0), irq: side(29.0) })
 //!     .collect();
-//! let c = Seed004Cost::from_rounds(rounds, Duration::from_millis(250), Ok(2_000_000_000), true);
+//! let c = CostHalf::from_rounds(rounds, Duration::from_millis(250), Ok(2_000_000_000), true);
 //! assert_eq!(c.diff_ns.p50, 4.0);
 //! assert_eq!(c.diff_cycles.unwrap().p50, 8.0);
 //! assert!(cost_reproduced(&c));
@@ -38,12 +38,12 @@ use serde::Serialize;
 use std::time::Duration;
 use thiserror::Error;
 
-/// The seed's ns per recorded event with irqs disabled around the read.
-pub const SEED_IRQ_NS: f64 = 210.0;
-/// The seed's ns per recorded event with preemption disabled instead.
-pub const SEED_PREEMPT_NS: f64 = 179.0;
-/// The seed's difference, irq minus preempt, in ns per event (31).
-pub const SEED_DIFF_NS: f64 = SEED_IRQ_NS - SEED_PREEMPT_NS;
+/// The patch's ns per recorded event with irqs disabled around the read.
+pub const PATCH_IRQ_NS: f64 = 210.0;
+/// The patch's ns per recorded event with preemption disabled instead.
+pub const PATCH_PREEMPT_NS: f64 = 179.0;
+/// The patch's difference, irq minus preempt, in ns per event (31).
+pub const PATCH_DIFF_NS: f64 = PATCH_IRQ_NS - PATCH_PREEMPT_NS;
 
 /// Each side's run length in a round: long enough for millions of entries
 /// (an entry is some tens of ns), short enough that 41 rounds of both sides
@@ -60,7 +60,7 @@ pub const MAX_ROUNDS: usize = 1000;
 /// measurable" rather than a guess.
 pub const MIN_ROUNDS: usize = 5;
 
-/// The rule that decides the cost half, as the seeds table's legend prints
+/// The rule that decides the cost half, as the patches table's legend prints
 /// it; [`cost_reproduced`] applies it.
 pub const RULE: &str = "reproduced when sched@irq costs more producer CPU per entry than \
      sched@preempt in more rounds than chance allows (a one-sided sign test over at least 5 \
@@ -71,7 +71,7 @@ pub const RULE: &str = "reproduced when sched@irq costs more producer CPU per en
 /// fair coin flips coming up heads (irq dearer, when neither side is).
 ///
 /// ```
-/// use ringtrace_cli::seed004_cost::sign_test_p;
+/// use ringtrace_cli::clock_local::cost::sign_test_p;
 /// assert!((sign_test_p(12, 15) - 0.0176).abs() < 1e-4);
 /// assert_eq!(sign_test_p(0, 5), 1.0);
 /// assert!(sign_test_p(5, 5) < 0.05);
@@ -93,7 +93,7 @@ pub fn sign_test_p(k: usize, n: usize) -> f64 {
     total.min(1.0)
 }
 
-/// The cost half's method, in one phrase, for the seeds table.
+/// The cost half's method, in one phrase, for the patches table.
 pub const METHOD: &str = "ring_buffer_benchmark (`hammer`, 1 producer, sleeping consumer, \
      10-byte events): producer CPU ns per entry, sched@irq against sched@preempt in paired \
      rounds, alternating which goes first";
@@ -140,7 +140,8 @@ impl CostRound {
 /// The cost half's figures: each side's ns per entry, their difference in
 /// ns and TSC cycles and their ratio, all over paired rounds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Seed004Cost {
+#[non_exhaustive]
+pub struct CostHalf {
     /// Rounds measured (`per_round.len()`).
     pub rounds: usize,
     /// Each side's run length in a round, in seconds.
@@ -149,16 +150,16 @@ pub struct Seed004Cost {
     pub preempt_ns: Spread,
     /// `sched@irq`: producer CPU ns per entry over the rounds.
     pub irq_ns: Spread,
-    /// irq minus preempt, ns per entry, taken per round (the seed: 31).
+    /// irq minus preempt, ns per entry, taken per round (the patch: 31).
     pub diff_ns: Spread,
-    /// `diff_ns` in TSC cycles: ns times [`Seed004Cost::tsc_hz`] / 1e9;
+    /// `diff_ns` in TSC cycles: ns times [`CostHalf::tsc_hz`] / 1e9;
     /// `None` where there is no TSC.
     pub diff_cycles: Option<Spread>,
     /// The TSC frequency the cycles are counted at, in Hz: the clock
     /// crate's, calibrated once per process against CLOCK_MONOTONIC_RAW
     /// (the one `sched` converts cycles with); or why there is none.
     pub tsc_hz: Result<u64, String>,
-    /// irq over preempt, taken per round (the seed: 1.17).
+    /// irq over preempt, taken per round (the patch: 1.17).
     pub ratio: Spread,
     /// Rounds in which `sched@irq` cost more than `sched@preempt`: beside
     /// `diff_ns`, how one-sided the rounds were (on a loaded machine a few
@@ -175,7 +176,7 @@ pub struct Seed004Cost {
     pub per_round: Vec<CostRound>,
 }
 
-impl Seed004Cost {
+impl CostHalf {
     /// The figures of `rounds`, measured with runs of `run` each, cycles
     /// counted at `tsc_hz`. Pure: the tests feed it synthetic rounds.
     pub fn from_rounds(
@@ -183,7 +184,7 @@ impl Seed004Cost {
         run: Duration,
         tsc_hz: Result<u64, String>,
         irq_has_flags_round_trip: bool,
-    ) -> Seed004Cost {
+    ) -> CostHalf {
         let of = |f: &dyn Fn(&CostRound) -> f64| Spread::of(rounds.iter().map(f).collect());
         let diff_ns = of(&CostRound::diff_ns);
         let diff_cycles = tsc_hz.as_ref().ok().map(|&hz| {
@@ -194,7 +195,7 @@ impl Seed004Cost {
                 p90: diff_ns.p90 * per_ns,
             }
         });
-        Seed004Cost {
+        CostHalf {
             rounds: rounds.len(),
             run_s: run.as_secs_f64(),
             preempt_ns: of(&|r| r.preempt.ns_per_entry_cpu),
@@ -214,7 +215,8 @@ impl Seed004Cost {
 
 /// Why the cost half could not be measured.
 #[derive(Debug, Error)]
-pub enum Seed004CostError {
+#[non_exhaustive]
+pub enum CostError {
     /// The rounds are out of range.
     #[error("{0} rounds is invalid: the cost half takes from 1 to {MAX_ROUNDS} rounds")]
     Rounds(usize),
@@ -243,12 +245,22 @@ pub enum Seed004CostError {
     },
 }
 
+/// Why there is no TSC frequency to turn ns into cycles.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum TscHzError {
+    /// The `tsc` clock cannot be read here.
+    #[error("the tsc clock is unavailable: {0}")]
+    Unavailable(#[from] ringtrace_clock::ClockError),
+    /// The `tsc` clock reads, but calibrated no frequency.
+    #[error("the tsc clock has no known frequency")]
+    NoFrequency,
+}
+
 /// The TSC frequency the clock crate calibrated, or why there is none.
-pub fn tsc_hz() -> Result<u64, String> {
-    let tsc = ringtrace_clock::Tsc::new().map_err(|e| e.to_string())?;
-    tsc.info()
-        .frequency_hz
-        .ok_or_else(|| "the tsc clock has no known frequency".to_owned())
+pub fn tsc_hz() -> Result<u64, TscHzError> {
+    let tsc = ringtrace_clock::Tsc::new()?;
+    tsc.info().frequency_hz.ok_or(TscHzError::NoFrequency)
 }
 
 /// The hammer settings of one side: the report's hammer runs' (one
@@ -272,14 +284,14 @@ fn sched(protection: Protection) -> ClockSpec {
     }
 }
 
-fn side(round: usize, clock: ClockSpec, run: Duration) -> Result<SideRun, Seed004CostError> {
-    let h = hammer::run(&hammer_config(clock, run)).map_err(|source| Seed004CostError::Hammer {
+fn side(round: usize, clock: ClockSpec, run: Duration) -> Result<SideRun, CostError> {
+    let h = hammer::run(&hammer_config(clock, run)).map_err(|source| CostError::Hammer {
         round,
         clock: clock.to_string(),
         source,
     })?;
     if h.hit == 0 {
-        return Err(Seed004CostError::NoEntries {
+        return Err(CostError::NoEntries {
             round,
             clock: clock.to_string(),
             run,
@@ -297,12 +309,12 @@ fn side(round: usize, clock: ClockSpec, run: Duration) -> Result<SideRun, Seed00
 /// with `sched@preempt` and one with `sched@irq`, back to back, preempt
 /// first in even rounds and irq first in odd ones. Takes about
 /// `2 * rounds * run`.
-pub fn measure(rounds: usize, run: Duration) -> Result<Seed004Cost, Seed004CostError> {
+pub fn measure(rounds: usize, run: Duration) -> Result<CostHalf, CostError> {
     if !(1..=MAX_ROUNDS).contains(&rounds) {
-        return Err(Seed004CostError::Rounds(rounds));
+        return Err(CostError::Rounds(rounds));
     }
     if !(MIN_RUN..=MAX_RUN).contains(&run) {
-        return Err(Seed004CostError::Run(run));
+        return Err(CostError::Run(run));
     }
     let (preempt, irq) = (sched(Protection::Preempt), sched(Protection::Irq));
     let mut per_round = Vec::with_capacity(rounds);
@@ -321,10 +333,10 @@ pub fn measure(rounds: usize, run: Duration) -> Result<Seed004Cost, Seed004CostE
             irq: i,
         });
     }
-    Ok(Seed004Cost::from_rounds(
+    Ok(CostHalf::from_rounds(
         per_round,
         run,
-        tsc_hz(),
+        tsc_hz().map_err(|e| e.to_string()),
         ringtrace_clock::emulation::flags_irq::HAS_FLAGS_ROUND_TRIP,
     ))
 }
@@ -332,7 +344,7 @@ pub fn measure(rounds: usize, run: Duration) -> Result<Seed004Cost, Seed004CostE
 /// [`RULE`]: irq dearer in more of at least [`MIN_ROUNDS`] rounds than a
 /// one-sided sign test allows by chance (p < 0.05), and the median
 /// difference above 0.
-pub fn cost_reproduced(c: &Seed004Cost) -> bool {
+pub fn cost_reproduced(c: &CostHalf) -> bool {
     c.rounds >= MIN_ROUNDS
         && sign_test_p(c.irq_dearer_rounds, c.rounds) < 0.05
         && c.diff_ns.p50 > 0.0
@@ -353,7 +365,7 @@ fn signed_spread_text(s: &Spread) -> String {
 }
 
 /// The cycles phrase: "+9.6 TSC cycles (p10 .., p90 ..) at 2.445 GHz".
-fn cycles_text(c: &Seed004Cost) -> String {
+fn cycles_text(c: &CostHalf) -> String {
     match (&c.diff_cycles, &c.tsc_hz) {
         (Some(cy), Ok(hz)) => format!(
             "{} TSC cycles at {:.3} GHz",
@@ -365,12 +377,12 @@ fn cycles_text(c: &Seed004Cost) -> String {
     }
 }
 
-/// Our figures in one line, for the seeds table's "ours" column.
-pub fn finding_text(c: &Seed004Cost) -> String {
+/// Our figures in one line, for the patches table's "ours" column.
+pub fn finding_text(c: &CostHalf) -> String {
     format!(
         "producer CPU ns per entry, medians: sched@irq {:.1}, sched@preempt {:.1}; \
          irq - preempt {} ns = {}, irq dearer in {} of {} rounds; irq/preempt {} \
-         (seed: +{:.0} ns, {:.2})",
+         (patch: +{:.0} ns, {:.2})",
         c.irq_ns.p50,
         c.preempt_ns.p50,
         signed_spread_text(&c.diff_ns),
@@ -378,14 +390,14 @@ pub fn finding_text(c: &Seed004Cost) -> String {
         c.irq_dearer_rounds,
         c.rounds,
         spread_text(&c.ratio, 2),
-        SEED_DIFF_NS,
-        SEED_IRQ_NS / SEED_PREEMPT_NS,
+        PATCH_DIFF_NS,
+        PATCH_IRQ_NS / PATCH_PREEMPT_NS,
     )
 }
 
 /// The cost half as a [`Finding`]: "not measurable" when it failed or ran
 /// fewer than [`MIN_ROUNDS`] rounds, else [`RULE`]'s verdict.
-pub fn finding(cost: &Result<Seed004Cost, String>) -> Finding {
+pub fn finding(cost: &Result<CostHalf, String>) -> Finding {
     match cost {
         Err(e) => Finding::not_measured(METHOD, RULE, e.clone()),
         Ok(c) => Finding {
@@ -404,8 +416,8 @@ pub fn finding(cost: &Result<Seed004Cost, String>) -> Finding {
     }
 }
 
-/// Why our absolute figures are not the seed's, naming ours.
-pub fn why_absolute_differs(c: &Seed004Cost) -> String {
+/// Why our absolute figures are not the patch's, naming ours.
+pub fn why_absolute_differs(c: &CostHalf) -> String {
     let irq = if c.irq_has_flags_round_trip {
         "`irq` is an emulation: a soft mask plus the pushf/popf flags round trip \
          (popf at user level cannot change the interrupt flag, but costs what it does in the kernel)"
@@ -413,18 +425,18 @@ pub fn why_absolute_differs(c: &Seed004Cost) -> String {
         "`irq` is an emulation, and on this architecture the soft mask alone (no flags round trip)"
     };
     format!(
-        "The absolute figures differ: the seed's 179-210 ns is an event of the kernel's ring \
+        "The absolute figures differ: the patch's 179-210 ns is an event of the kernel's ring \
          buffer in 2009, on a 2009 CPU, where raw_local_irq_save/restore disabled irqs for real \
          (pushf; cli, then a popf that restored the interrupt flag); here an entry of a userspace ring costs about {:.0} ns of \
-         producer CPU, and {irq}. The seed's 31 ns names no CPU frequency; at 2-3 GHz it is \
+         producer CPU, and {irq}. The patch's 31 ns names no CPU frequency; at 2-3 GHz it is \
          60-95 cycles.",
         c.preempt_ns.p50
     )
 }
 
 /// The cost half in lines, indented two spaces, for `ringtrace clocks` and
-/// the report's seed 004 section.
-pub fn text(c: &Seed004Cost) -> String {
+/// the report's trace_clock_local section.
+pub fn text(c: &CostHalf) -> String {
     let mut out = format!(
         "  cost, as ring_buffer_benchmark measures it (`hammer`, producer CPU ns per entry), \
          {} paired rounds of {} s per side:\n",
@@ -436,25 +448,25 @@ pub fn text(c: &Seed004Cost) -> String {
         out.push('\n');
     };
     line(format!(
-        "sched@preempt  {} ns per entry   (seed: {SEED_PREEMPT_NS:.0} ns)",
+        "sched@preempt  {} ns per entry   (patch: {PATCH_PREEMPT_NS:.0} ns)",
         spread_text(&c.preempt_ns, 1)
     ));
     line(format!(
-        "sched@irq      {} ns per entry   (seed: {SEED_IRQ_NS:.0} ns)",
+        "sched@irq      {} ns per entry   (patch: {PATCH_IRQ_NS:.0} ns)",
         spread_text(&c.irq_ns, 1)
     ));
     line(format!(
         "irq - preempt  {} ns per entry, per round; irq dearer in {} of {} rounds   \
-         (seed: +{SEED_DIFF_NS:.0} ns)",
+         (patch: +{PATCH_DIFF_NS:.0} ns)",
         signed_spread_text(&c.diff_ns),
         c.irq_dearer_rounds,
         c.rounds
     ));
     line(format!("               {}", cycles_text(c)));
     line(format!(
-        "irq / preempt  {}, per round   (seed: {:.2})",
+        "irq / preempt  {}, per round   (patch: {:.2})",
         spread_text(&c.ratio, 2),
-        SEED_IRQ_NS / SEED_PREEMPT_NS
+        PATCH_IRQ_NS / PATCH_PREEMPT_NS
     ));
     line(format!(
         "wall ns per entry (the module's own figure, counts waits for a CPU): \
@@ -517,8 +529,8 @@ mod tests {
             .collect()
     }
 
-    fn cost(pairs: &[(f64, f64)]) -> Seed004Cost {
-        Seed004Cost::from_rounds(rounds(pairs), RUN, Ok(2_500_000_000), true)
+    fn cost(pairs: &[(f64, f64)]) -> CostHalf {
+        CostHalf::from_rounds(rounds(pairs), RUN, Ok(2_500_000_000), true)
     }
 
     #[test]
@@ -586,7 +598,7 @@ mod tests {
         let c = cost(&[(25.0, 29.0); 5]);
         assert_eq!(c.diff_cycles.map(|s| s.p50), Some(10.0));
         let none =
-            Seed004Cost::from_rounds(rounds(&[(25.0, 29.0); 5]), RUN, Err("no tsc".into()), false);
+            CostHalf::from_rounds(rounds(&[(25.0, 29.0); 5]), RUN, Err("no tsc".into()), false);
         assert_eq!(none.diff_cycles, None);
         assert!(text(&none).contains("no TSC cycles: no tsc"));
         assert!(text(&c).contains("at 2.500 GHz"));
@@ -599,13 +611,13 @@ mod tests {
     }
 
     #[test]
-    fn the_text_names_the_seed_figures_and_the_reason_they_differ() {
+    fn the_text_names_the_patch_figures_and_the_reason_they_differ() {
         let t = text(&cost(&[(25.0, 29.0); 5]));
         for want in [
-            "seed: 179 ns",
-            "seed: 210 ns",
-            "seed: +31 ns",
-            "seed: 1.17",
+            "patch: 179 ns",
+            "patch: 210 ns",
+            "patch: +31 ns",
+            "patch: 1.17",
             "about 25 ns",
             "pushf/popf",
         ] {

@@ -1,15 +1,15 @@
-//! Seed 004, both halves, in one run: "tracing: do not disable interrupts
-//! for trace_clock_local" (Steven Rostedt, 2009).
+//! "tracing: do not disable interrupts for trace_clock_local" (Steven
+//! Rostedt, 2009), both halves, in one run.
 //!
 //! The patch traded correctness for speed: reading `sched_clock()` with
 //! irqs disabled cost 210 ns per recorded event in ring_buffer_benchmark,
 //! with preemption disabled 179 ns (irq/preempt = 1.17), at the price of "a
 //! seldom incorrect timestamp" when the timer interrupt lands mid-read.
 //!
-//! - **Cost**: ring_buffer_benchmark's figure, in [`crate::seed004_cost`]:
+//! - **Cost**: ring_buffer_benchmark's figure, in [`crate::clock_local::cost`]:
 //!   hammer runs with `sched@preempt` and `sched@irq` back to back in
 //!   rounds, producer CPU ns per entry, difference and ratio per round.
-//! - **Wrong timestamps**: [`crate::seed004_tear`]: the faithful read
+//! - **Wrong timestamps**: [`crate::clock_local::tear`]: the faithful read
 //!   (`sched@preempt`, its data loads back to back as in 2009) under
 //!   updates at the user's rate, and the amplified one (`sched-wide`,
 //!   20 kHz); torn readings per update with a 95% interval.
@@ -17,27 +17,26 @@
 //!   cannot tear (irq-masked, latched) must show no wrong reading in either
 //!   handler mode; a count there would mean the checker fools itself.
 
+pub mod cost;
+pub mod tear;
+
 use crate::clocks::ClockRow;
 use crate::finding::{Finding, Verdict};
-use crate::seed004_cost;
-use crate::seed004_tear::{self, TearRun};
 use serde::Serialize;
+use tear::TearRun;
 
-pub use crate::seed004_cost::{SEED_IRQ_NS, SEED_PREEMPT_NS};
-
-/// The cost half: ring_buffer_benchmark's figure, irq against preempt
-/// ([`seed004_cost`]).
-pub type CostHalf = seed004_cost::Seed004Cost;
+pub use cost::{CostHalf, PATCH_IRQ_NS, PATCH_PREEMPT_NS};
 
 /// Measures the cost half: `rounds` paired rounds of hammer runs of
-/// [`seed004_cost::RUN`] per side.
-pub fn cost_half(rounds: usize) -> Result<CostHalf, Box<dyn std::error::Error>> {
-    Ok(seed004_cost::measure(rounds, seed004_cost::RUN)?)
+/// [`cost::RUN`] per side.
+pub fn cost_half(rounds: usize) -> Result<CostHalf, cost::CostError> {
+    cost::measure(rounds, cost::RUN)
 }
 
 /// Wrong readings where none can occur: one clock that cannot tear, under
 /// updates, in one handler mode.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Control {
     /// The clock name.
     pub clock: String,
@@ -52,21 +51,34 @@ pub struct Control {
     pub updates: u64,
 }
 
+/// A read that cannot tear: a clock source under a protection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ControlRead {
+    /// The clock source's name.
+    pub clock: &'static str,
+    /// The protection's name (`raw`: none).
+    pub protection: &'static str,
+}
+
+const fn read(clock: &'static str, protection: &'static str) -> ControlRead {
+    ControlRead { clock, protection }
+}
+
 /// The reads that cannot tear: irq-masked or latched, the amplified
 /// window included.
-pub const CONTROLS: [(&str, &str); 6] = [
-    ("sched", "irq"),
-    ("sched", "irq-soft"),
-    ("sched", "irq-hard"),
-    ("sched-wide", "irq"),
-    ("sched-latch", "raw"),
-    ("sched-latch", "preempt"),
+pub const CONTROLS: [ControlRead; 6] = [
+    read("sched", "irq"),
+    read("sched", "irq-soft"),
+    read("sched", "irq-hard"),
+    read("sched-wide", "irq"),
+    read("sched-latch", "raw"),
+    read("sched-latch", "preempt"),
 ];
 
 /// The controls, read off the `clocks` rows (both handler modes).
 pub fn controls(rows: &[ClockRow]) -> Vec<Control> {
     let mut out = Vec::new();
-    for (clock, protection) in CONTROLS {
+    for ControlRead { clock, protection } in CONTROLS {
         let name = if protection == "raw" {
             clock.to_owned()
         } else {
@@ -112,7 +124,8 @@ pub fn controls(rows: &[ClockRow]) -> Vec<Control> {
 
 /// Both halves and what they say.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Seed004 {
+#[non_exhaustive]
+pub struct ClockLocal {
     /// irq over preempt, per recorded event.
     pub cost: Result<CostHalf, String>,
     /// The faithful tear: `sched@preempt` under updates at the user's rate.
@@ -122,23 +135,23 @@ pub struct Seed004 {
     /// Reads that cannot tear, under updates: each must show none.
     pub controls: Vec<Control>,
     /// Disabling irqs costs more per recorded event
-    /// ([`seed004_cost::RULE`]).
+    /// ([`cost::RULE`]).
     pub cost_reproduced: bool,
 }
 
 /// The tear's rule, as the legend prints it.
 pub const TEAR_RULE: &str = "the tear is reproduced when the faithful read (its data loads back to back, as 2009's __cycles_2_ns) shows torn readings whose 95% Wilson interval per update excludes 0; when only the amplified read tears, the verdict says so with the faithful bound; either way only if every control (irq-masked and latched reads, both handler modes) shows no wrong reading, since a count there means the checker is wrong";
 
-impl Seed004 {
+impl ClockLocal {
     /// Assembles the findings.
     pub fn new(
         cost: Result<CostHalf, String>,
         faithful: Result<TearRun, String>,
         amplified: Result<TearRun, String>,
         rows: &[ClockRow],
-    ) -> Seed004 {
-        let cost_reproduced = cost.as_ref().is_ok_and(seed004_cost::cost_reproduced);
-        Seed004 {
+    ) -> ClockLocal {
+        let cost_reproduced = cost.as_ref().is_ok_and(cost::cost_reproduced);
+        ClockLocal {
             cost,
             faithful,
             amplified,
@@ -177,7 +190,7 @@ impl Seed004 {
         }
         let bound = format!(
             "at faithful settings fewer than {:.1} per million updates (95%, {} updates)",
-            seed004_tear::per_million(faithful.rate.high),
+            tear::per_million(faithful.rate.high),
             faithful.source.updates
         );
         match &self.amplified {
@@ -191,10 +204,10 @@ impl Seed004 {
     }
 }
 
-/// The seeds table's finding for seed 004, both halves.
-pub fn finding(s: &Seed004) -> Finding {
+/// The patches table's finding for trace_clock_local, both halves.
+pub fn finding(s: &ClockLocal) -> Finding {
     let cost = match &s.cost {
-        Ok(c) => format!("cost: {}", seed004_cost::finding_text(c)),
+        Ok(c) => format!("cost: {}", cost::finding_text(c)),
         Err(e) => format!("cost: error: {e}"),
     };
     let tear = |r: &Result<TearRun, String>, label: &str| match r {
@@ -202,15 +215,15 @@ pub fn finding(s: &Seed004) -> Finding {
             "{label} {} torn in {} updates ({:.1} per million, 95% {:.1} to {:.1}; {} flattened)",
             t.torn,
             t.source.updates,
-            seed004_tear::per_million(t.rate.estimate),
-            seed004_tear::per_million(t.rate.low),
-            seed004_tear::per_million(t.rate.high),
+            tear::per_million(t.rate.estimate),
+            tear::per_million(t.rate.low),
+            tear::per_million(t.rate.high),
             t.flattened
         ),
         Err(e) => format!("{label}: error: {e}"),
     };
     let tear_verdict = s.tear_verdict();
-    let cost_verdict = seed004_cost::finding(&s.cost).verdict;
+    let cost_verdict = cost::finding(&s.cost).verdict;
     let verdict = if let Verdict::NotMeasurable(why) = cost_verdict {
         Verdict::NotMeasurable(format!("the cost half: {why}"))
     } else if !s.cost_reproduced {
@@ -235,28 +248,24 @@ pub fn finding(s: &Seed004) -> Finding {
         method: format!(
             "{}; sched@preempt read back to back under emulated frequency-change interrupts, \
              every reading checked against the exact reference",
-            seed004_cost::METHOD
+            cost::METHOD
         ),
-        rule: format!(
-            "both halves: the cost is {}; {TEAR_RULE}",
-            seed004_cost::RULE
-        ),
+        rule: format!("both halves: the cost is {}; {TEAR_RULE}", cost::RULE),
         verdict,
     }
 }
 
 /// The findings in words, with the numbers behind them.
-pub fn text(s: &Seed004) -> String {
-    let mut out =
-        String::from("trace_clock_local without irq disabling (seed 004), both halves:\n");
+pub fn text(s: &ClockLocal) -> String {
+    let mut out = String::from("trace_clock_local without irq disabling, both halves:\n");
     match &s.cost {
-        Ok(c) => out.push_str(&seed004_cost::text(c)),
+        Ok(c) => out.push_str(&cost::text(c)),
         Err(e) => out.push_str(&format!("  cost: error: {e}\n")),
     }
     for (label, run) in [("faithful", &s.faithful), ("amplified", &s.amplified)] {
         match run {
             Ok(t) => {
-                out.push_str(&format!("  {label}: {}\n", seed004_tear::line(t)));
+                out.push_str(&format!("  {label}: {}\n", tear::line(t)));
                 for k in &t.at_kernel_rates {
                     out.push_str(&format!(
                         "    at {} ({:.0}/s): {:.3} to {:.3} torn readings per hour{}\n",
@@ -299,7 +308,7 @@ pub fn text(s: &Seed004) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seed004_tear::{summarise, SourceRun};
+    use crate::clock_local::tear::{summarise, SourceRun};
 
     fn tear(amplified: bool, torn: u64, updates: u64) -> Result<TearRun, String> {
         let source = SourceRun {
@@ -335,21 +344,21 @@ mod tests {
         }
     }
 
-    fn seed(faithful: Result<TearRun, String>, amplified: Result<TearRun, String>) -> Seed004 {
-        let mut s = Seed004::new(Err("not run".into()), faithful, amplified, &[]);
+    fn both(faithful: Result<TearRun, String>, amplified: Result<TearRun, String>) -> ClockLocal {
+        let mut s = ClockLocal::new(Err("not run".into()), faithful, amplified, &[]);
         s.controls = vec![control(0), control(0)];
         s
     }
 
     #[test]
     fn a_faithful_tear_whose_interval_excludes_zero_is_reproduced() {
-        let s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        let s = both(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
         assert_eq!(s.tear_verdict(), Verdict::Reproduced);
     }
 
     #[test]
     fn a_tear_only_when_amplified_says_so_with_the_faithful_bound() {
-        let s = seed(tear(false, 0, 30_000), tear(true, 1_300, 10_000));
+        let s = both(tear(false, 0, 30_000), tear(true, 1_300, 10_000));
         let Verdict::Seen(what) = s.tear_verdict() else {
             panic!("{:?}", s.tear_verdict());
         };
@@ -365,7 +374,7 @@ mod tests {
 
     #[test]
     fn no_tear_anywhere_is_seen_as_such_not_as_reproduced() {
-        let s = seed(tear(false, 0, 30_000), tear(true, 0, 10_000));
+        let s = both(tear(false, 0, 30_000), tear(true, 0, 10_000));
         assert!(
             matches!(s.tear_verdict(), Verdict::Seen(w) if w.starts_with("no tear even when amplified"))
         );
@@ -373,7 +382,7 @@ mod tests {
 
     #[test]
     fn a_control_counted_wrong_makes_the_tear_not_measurable() {
-        let mut s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        let mut s = both(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
         s.controls.push(control(1));
         assert!(
             matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("sched@irq (update) 1"))
@@ -382,7 +391,7 @@ mod tests {
 
     #[test]
     fn a_control_no_update_reached_proves_nothing() {
-        let mut s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+        let mut s = both(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
         s.controls.push(Control {
             updates: 0,
             ..control(0)
@@ -394,15 +403,15 @@ mod tests {
 
     #[test]
     fn no_update_reaching_the_reader_is_not_measurable() {
-        let s = seed(tear(false, 0, 0), tear(true, 1_300, 10_000));
+        let s = both(tear(false, 0, 0), tear(true, 1_300, 10_000));
         assert!(matches!(s.tear_verdict(), Verdict::NotMeasurable(_)));
-        let s = seed(Err("no timer".into()), tear(true, 1_300, 10_000));
+        let s = both(Err("no timer".into()), tear(true, 1_300, 10_000));
         assert!(matches!(s.tear_verdict(), Verdict::NotMeasurable(w) if w.contains("no timer")));
     }
 
     #[test]
-    fn the_seed_verdict_needs_the_cost_half_measured() {
-        let s = seed(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
+    fn the_finding_needs_the_cost_half_measured() {
+        let s = both(tear(false, 3, 30_000), tear(true, 1_300, 10_000));
         assert!(
             matches!(finding(&s).verdict, Verdict::NotMeasurable(w) if w.starts_with("the cost half"))
         );
