@@ -52,11 +52,17 @@
 //!   every quiescent point ([`Stats`]); `hit` counts a reservation when it
 //!   ends, so one whose writer died is in no count.
 //!
-//! The reserve path is argued step by step at
-//! `CpuBuffer::reserve` (steps A to F) and the page claim at
-//! `CpuBuffer::prepare_page`; the bit layouts are in the `meta` module and the
-//! byte format in [`format`](mod@format) and docs/format.md. Every atomic goes through
-//! a facade that loom replaces under `cfg(loom)`.
+//! Inside, the crate is laid out by role (docs/design.md has the map):
+//! `page` is layout and storage; `shared` the state writers and readers
+//! both see; `write` the writer's half of the protocol and `read` the
+//! reader's, which never import each other; `file` the ring files; `ring`
+//! the whole. The reserve path is argued step by step at
+//! `write::reserve::reserve` (steps A to F) and the page claim at
+//! `write::claim::prepare_page`; every ordering stronger than Relaxed is
+//! a named constant of `order`, argued there; the bit layouts are in
+//! `page::meta` and the byte format in [`format`](mod@format) and
+//! docs/format.md. Every atomic goes through a facade that loom replaces
+//! under `cfg(loom)`.
 //!
 //! An event whose payload is at hand is written in one call:
 //! [`RingBuffer::write`], [`RingBuffer::write_on`], or a [`CpuWriter`] bound

@@ -178,7 +178,7 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
-    /// The whole-event path (`CpuBuffer::write_whole`), with the general
+    /// The whole-event path (`write::whole::write_whole`), with the general
     /// way behind it where it misses, places, stamps and encodes every
     /// event as the general loop does, on every clock sequence; and it
     /// does take the events it should (a short event in the open page

@@ -1,5 +1,5 @@
 //! A loom model of the rseq write path's remote-update protocol
-//! (`src/rseq/remote.rs`, `src/per_cpu_ops.rs`). loom cannot run the
+//! (`src/rseq/remote.rs`, `src/write/percpu.rs`). loom cannot run the
 //! sections themselves (assembly that the kernel restarts), so this models
 //! what the argument rests on:
 //!

@@ -19,7 +19,7 @@ pub(crate) struct RareCounters {
     pub fixups_refused: AtomicU64,
     /// Claims that may overrun unread events, started and finished: while
     /// they differ, an overrun the slot words already show may not be in
-    /// `overrun` yet. See `CpuBuffer::loss_mark`.
+    /// `overrun` yet. See `read::count::loss_mark`.
     pub overrun_claims_started: AtomicU64,
     pub overrun_claims_done: AtomicU64,
     /// The page the reader holds out of the ring, for recovery: 0 for none,

@@ -22,7 +22,7 @@
 //! |--------|-----------|-------------------------------------------------|
 //! | 0..20  | bytes     | bytes committed: header, events, discards, padding |
 //! | 20     | HEADER    | the page header is written (added with its bytes by the writer that opens the page) |
-//! | 21     | ZEROED    | a file ring's claim has zeroed the page (see `CpuBuffer::prepare_page`) |
+//! | 21     | ZEROED    | a file ring's claim has zeroed the page (see `write::claim::prepare_page`) |
 //! | 24..40 | events    | data events committed                           |
 //! | 40     | OPENING   | claimed for generation `tag`, slot not yet moved; `events` still holds the old generation's count |
 //! | 41     | RECLAIMED | taken out of its slot by a fixup; commits that find it count their event as lost |

@@ -1,7 +1,7 @@
 //! A file ring's pages zeroed ahead of the claims that need them.
 //!
 //! A file ring's claim must put a zeroed page into the slot it moves on
-//! (see `CpuBuffer::prepare_page`): a recovered file must never show an
+//! (see `write::claim::prepare_page`): a recovered file must never show an
 //! older lap's bytes where a reservation had not yet written its header.
 //! Zeroing the claimed page in place made every other writer of the CPU
 //! wait for the claimer, for as long as it was preempted. Instead a claim

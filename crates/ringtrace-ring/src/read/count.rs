@@ -11,7 +11,7 @@ use crate::sync::Ordering;
 use std::time::{Duration, Instant};
 
 /// How long a reader waits for an overrunning claim to finish counting
-/// before it reports the losses it can see (see `CpuBuffer::loss_mark`).
+/// before it reports the losses it can see (see `read::count::loss_mark`).
 const LOSS_MARK_WAIT: Duration = Duration::from_millis(20);
 
 /// This buffer's counters; `entries` is computed under the reader lock.

@@ -39,7 +39,7 @@ pub struct RingBuffer<C: Clock> {
     /// [`Clock::inline_read`]): a clock built from its name costs per event
     /// what the concrete clock does.
     inline_read: InlineRead,
-    /// Writes take the whole-event path (`CpuBuffer::write_whole`): the
+    /// Writes take the whole-event path (`write::whole::write_whole`): the
     /// clock is a bare rdtsc and the buffers are on the rseq path. Decided
     /// once, with the path.
     #[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
@@ -324,7 +324,7 @@ impl<C: Clock> RingBuffer<C> {
         self.reserve_stamped(b, len)
     }
 
-    /// `CpuBuffer::reserve` stamped by the ring's clock, read as decided
+    /// `write::reserve::reserve` stamped by the ring's clock, read as decided
     /// once (`inline_read`).
     #[inline(always)]
     fn reserve_stamped<'a>(
@@ -341,7 +341,7 @@ impl<C: Clock> RingBuffer<C> {
         reserve::reserve(b.shared(), clock, len)
     }
 
-    /// The general loop's claim on `b` (`CpuBuffer::reserve_placed`), where
+    /// The general loop's claim on `b` (`write::whole::reserve_placed`), where
     /// the rseq path's fast reserve missed: out of line, so that its
     /// registers are not saved on every reservation (every page switch
     /// comes here).
@@ -415,7 +415,7 @@ impl<C: Clock> RingBuffer<C> {
     }
 
     /// Whether writes take the whole-event path (see
-    /// `CpuBuffer::write_whole`): the ring's clock is a bare rdtsc and its
+    /// `write::whole::write_whole`): the ring's clock is a bare rdtsc and its
     /// buffers are on the rseq path.
     #[cfg(ringtrace_rseq)]
     #[inline(always)]

@@ -3,7 +3,7 @@
 //!
 //! The sections address the gate and glibc's rseq offset through it rather
 //! than taking them as operands, and the whole-event write
-//! (`CpuBuffer::write_whole`) finds the open page, the state and the commit
+//! (`write::whole::write_whole`) finds the open page, the state and the commit
 //! lines through it, so that the fast path needs few registers: with the
 //! fallback's own arguments live beside them, a fast path that needs more
 //! than the caller-saved registers pushes callee-saved ones on every event,

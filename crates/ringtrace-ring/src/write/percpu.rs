@@ -22,7 +22,7 @@ use crate::sync::Ordering;
 /// its loads are Acquire loads (x86_64 orders them so: TSO), and the
 /// section is a compiler barrier; the failure's state is loaded with
 /// Acquire. What a locked CAS adds beyond that, a full barrier, no step
-/// relies on (the reserve steps in `CpuBuffer::reserve` say what each
+/// relies on (the reserve steps in `write::reserve::reserve` say what each
 /// ordering is for).
 #[inline(always)]
 pub(super) fn cas_state(
@@ -154,7 +154,7 @@ pub(super) fn keeps_hints(s: &SharedState) -> bool {
 /// reservation (`hits` 1: an event or a discard record), counts a hit;
 /// `hits` 0 for a page's header or padding. Returns whether the page
 /// had been reclaimed by a fixup before the add (a commit then counts
-/// its event as lost). Release: see `CpuBuffer::commit_bytes`.
+/// its event as lost). Release: see `write::claim::commit_bytes`.
 ///
 /// On the CAS path the hit goes to the hot line's `hit` (Relaxed: a
 /// statistic, see RareCounters::bump). On the rseq path one section

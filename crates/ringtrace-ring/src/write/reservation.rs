@@ -187,7 +187,7 @@ impl<'a> Reservation<'a> {
             // store on x86_64.
             header.store(this.header, order::RECORD_HEADER);
         }
-        // Release: see CpuBuffer::commit_bytes. The hit is counted now, not
+        // Release: see write::claim::commit_bytes. The hit is counted now, not
         // at reserve, so that a reservation that never ends is in no count.
         let reclaimed = add_to_line(this.buffer, this.commit, this.add, 1);
         if reclaimed {
@@ -219,7 +219,7 @@ impl Drop for Reservation<'_> {
                 order::RECORD_HEADER,
             );
         }
-        // Release: see CpuBuffer::commit_bytes.
+        // Release: see write::claim::commit_bytes.
         add_to_line(self.buffer, self.commit, size, 1);
         RareCounters::bump(&self.buffer.rare().discarded, 1);
     }

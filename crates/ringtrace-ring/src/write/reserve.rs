@@ -112,7 +112,7 @@ pub(super) fn event_header(len: usize, delta: u64) -> u32 {
 ///   anything else ran on the CPU in between (a preempting writer, a
 ///   signal handler that writes): a compare-and-swap by other means,
 ///   with the same failure, so B to F hold as written
-///   (`per_cpu_ops::cas_state`; off the CPU, a remote update).
+///   (`write::percpu::cas_state`; off the CPU, a remote update).
 /// - E: the space is ours. Refresh the hints (CAS path). If we moved
 ///   to a new page: pad the old page's tail and commit the padding, and
 ///   write and commit the new page's header.
@@ -230,7 +230,7 @@ pub(super) fn placed_parts<'a>(
 }
 
 /// The general loop's claim for a payload of `len` bytes, for the rseq
-/// path's fast reserve when it misses (`CpuBuffer::reserve_whole`): the
+/// path's fast reserve when it misses (`write::whole::reserve_whole`): the
 /// record placed (its length word and PENDING header stored, as
 /// `place` does), or why not.
 /// Reserves through the general loop only, skipping the fast path: the

@@ -6,7 +6,7 @@
 //! (and [`CpuWriter::reserve`](crate::CpuWriter::reserve)) hand a
 //! `Reservation` from.
 //!
-//! Both are `CpuBuffer::reserve`'s fast path (steps A to F there), with
+//! Both are `write::reserve::reserve`'s fast path (steps A to F there), with
 //! everything they read taken from the buffer's fast line
 //! ([`crate::rseq::FastLine`]): one claim (steps A to E), then either the
 //! payload copy and the commit with the payload known at the start (so
@@ -48,7 +48,7 @@ fn cold_path() {}
 
 /// A record claimed on a page, not yet written: by the reserve section on
 /// the open page (steps A to E of [`CpuBuffer::claim_whole`]) or by the
-/// general loop (`CpuBuffer::reserve_placed`).
+/// general loop (`write::whole::reserve_placed`).
 ///
 /// The record's address rather than its words: the caller makes the words
 /// from its own `len` ([`Claimed::words`]), which the compiler knows, so
@@ -85,7 +85,7 @@ impl<'a> Claimed<'a> {
 /// Claims room for a payload of `len` bytes on the open page, stamped
 /// by `clock`, or says why it did not (nothing was claimed then).
 ///
-/// The steps, as in `CpuBuffer::reserve`:
+/// The steps, as in `write::reserve::reserve`:
 ///
 /// - A: the state's two words by two plain loads, a guess that D checks.
 /// - B: read the clock (after A: see `reserve`, B).
@@ -222,7 +222,7 @@ pub(crate) fn write_whole<C: Clock + Copy>(
         head.store(header, order::RECORD_HEADER);
     }
     let add = size + meta::ONE_EVENT;
-    // SAFETY: as for `CpuBuffer::add_to_line`'s section.
+    // SAFETY: as for `write::percpu::add_to_line`'s section.
     let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::RECLAIMED) };
     if outcome != Outcome::Done {
         cold_path();
