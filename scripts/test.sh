@@ -6,6 +6,8 @@
 # Prints how long each part took at the end.
 #
 #   bash scripts/test.sh                 # everything, as CI runs it
+#   bash scripts/test.sh quick           # the first tier: lint and test
+#   bash scripts/test.sh full            # every tier (the same as no tier)
 #   bash scripts/test.sh --quick         # everything, briefly (local use)
 #   bash scripts/test.sh --only loom,miri  # some parts alone
 #   bash scripts/test.sh --list          # the parts, in the order they run
@@ -35,8 +37,10 @@ while [ $# -gt 0 ]; do
       for p in ${only//,/ }; do
         [[ " $parts " == *" $p "* ]] || { echo "scripts/test.sh: unknown part '$p' (valid: ${parts// /, })" >&2; exit 2; }
       done ;;
+    quick) only="lint,test" ;;
+    full) only="" ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "scripts/test.sh: unknown argument '$1' (valid: --quick, --only PARTS, --list, --help)" >&2; exit 2 ;;
+    *) echo "scripts/test.sh: unknown argument '$1' (valid: quick, full, --quick, --only PARTS, --list, --help)" >&2; exit 2 ;;
   esac
   shift
 done

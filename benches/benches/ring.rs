@@ -65,7 +65,8 @@ fn record_per_clock(c: &mut Criterion) {
         let payload = [0x3Cu8; 16];
         group.bench_function(spec.to_string(), |b| {
             b.iter(|| {
-                r.write_on(0, black_box(&payload))
+                r.cpu_writer(0)
+                    .write(black_box(&payload))
                     .expect("overwrite mode never refuses")
             })
         });

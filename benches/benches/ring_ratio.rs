@@ -8,7 +8,7 @@
 //!   `rdtsc` loop, all on one pinned CPU: on the rseq and the CAS write
 //!   paths (`ringtrace_ring::rseq`), each with the concrete `Tsc` and with
 //!   `"tsc"` built from its name (an `AnyClock`); made three ways: reserve,
-//!   write and commit as three calls, `write_on` as one (the whole-event
+//!   write and commit as three calls, `cpu_writer(cpu).write` as one (the whole-event
 //!   path on rseq), and `CpuWriter::write` (the same, the buffer looked up
 //!   once); beside them the peers, an
 //!   rtrb push + pop of an rdtsc-stamped slot (the per-thread SPSC design)
@@ -126,12 +126,12 @@ fn write_ratio(tsc: Tsc) {
         "bare rdtsc",
         "rseq, reserve+write+commit, Tsc",
         "rseq, reserve+write+commit, by name",
-        "rseq, write_on, Tsc",
-        "rseq, write_on, by name",
+        "rseq, cpu_writer(cpu).write, Tsc",
+        "rseq, cpu_writer(cpu).write, by name",
         "rseq, CpuWriter::write, by name",
         "CAS, reserve+write+commit, Tsc",
         "CAS, reserve+write+commit, by name",
-        "CAS, write_on, by name",
+        "CAS, cpu_writer(cpu).write, by name",
         "CAS, CpuWriter::write, by name",
         "rtrb push+pop",
         "Vec append (floor)",
@@ -192,7 +192,9 @@ fn write_ratio(tsc: Tsc) {
     if rseq.is_none() {
         println!(
             "  rseq path unavailable: {}",
-            ringtrace_ring::rseq::unavailable().unwrap_or_default()
+            ringtrace_ring::rseq::unavailable()
+                .map(|why| why.to_string())
+                .unwrap_or_default()
         );
     }
     println!(

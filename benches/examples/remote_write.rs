@@ -1,6 +1,6 @@
 //! What an event on another CPU's buffer costs, on each write path: a
-//! thread pinned to CPU 0 writes 8-byte events with `write_on(1, ..)`,
-//! then as `reserve_on(1, ..)`, write and commit, then with `write_on(0,
+//! thread pinned to CPU 0 writes 8-byte events with `cpu_writer(1).write(..)`,
+//! then as `cpu_writer(1).reserve(..)`, write and commit, then with `cpu_writer(0).write(
 //! ..)`, and prints ns per event, the remote updates (system calls) the
 //! rseq path made, and whether buffer 1 went into shared mode (it does
 //! after 64 of them within 10 ms: its remote updates then make none).
@@ -31,7 +31,8 @@ fn main() {
         let per_event = |cpu: usize| {
             let t = Instant::now();
             for i in 0..EVENTS {
-                ring.write_on(cpu, &i.to_le_bytes())
+                ring.cpu_writer(cpu)
+                    .write(&i.to_le_bytes())
                     .expect("overwrite mode never refuses");
             }
             t.elapsed().as_nanos() as f64 / EVENTS as f64
@@ -40,7 +41,10 @@ fn main() {
         let updates = ring.remote_updates();
         let t = Instant::now();
         for i in 0..EVENTS {
-            let mut r = ring.reserve_on(1, 8).expect("overwrite mode never refuses");
+            let mut r = ring
+                .cpu_writer(1)
+                .reserve(8)
+                .expect("overwrite mode never refuses");
             r.write(&i.to_le_bytes());
             r.commit();
         }
@@ -53,7 +57,7 @@ fn main() {
             ring.shared_updates()
         );
         println!(
-            "{path:?}: another CPU's buffer: write_on {other:.0} ns an event ({:.2} remote updates an event), reserve_on+write+commit {reserved:.0} ns ({:.2}); own CPU's buffer: write_on {own:.1} ns",
+            "{path:?}: another CPU's buffer: write {other:.0} ns an event ({:.2} remote updates an event), reserve+write+commit {reserved:.0} ns ({:.2}); own CPU's buffer: write {own:.1} ns",
             updates as f64 / EVENTS as f64,
             reserved_updates as f64 / EVENTS as f64
         );

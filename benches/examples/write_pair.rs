@@ -1,7 +1,7 @@
 //! A quick paired measurement of one event on a write path against a bare
 //! rdtsc, for trying changes to the fast path (ring_ratio is the full one):
 //! `cargo run --release -p ringtrace-benches --example write_pair -- [rseq|cas] [reserve|write|writer]`
-//! (reserve, write and commit as three calls; `write_on`; a `CpuWriter`).
+//! (reserve, write and commit as three calls; `cpu_writer(cpu).write`; a `CpuWriter` kept).
 use ringtrace_benches::{pin, ratio_to_rdtsc, record_16b, ring_on, write_16b, writer_16b};
 use ringtrace_clock::Tsc;
 use std::hint::black_box;

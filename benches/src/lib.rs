@@ -29,7 +29,10 @@ pub fn ring_on<C: ringtrace_clock::Clock>(
 /// [`record_16b`] for a ring stamped by a clock built from its name.
 #[inline(never)]
 pub fn record_16b_any(r: &RingBuffer<ringtrace_clock::AnyClock>, cpu: usize, payload: &[u8; 16]) {
-    let mut res = r.reserve_on(cpu, 16).expect("overwrite mode never refuses");
+    let mut res = r
+        .cpu_writer(cpu)
+        .reserve(16)
+        .expect("overwrite mode never refuses");
     res.write(payload);
     res.commit();
 }
@@ -47,23 +50,28 @@ pub fn tsc_file_ring(clock: Tsc, path: &std::path::Path) -> RingBuffer<Tsc> {
 /// around it cannot hoist or merge anything across events.
 #[inline(never)]
 pub fn record_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
-    let mut res = r.reserve_on(cpu, 16).expect("overwrite mode never refuses");
+    let mut res = r
+        .cpu_writer(cpu)
+        .reserve(16)
+        .expect("overwrite mode never refuses");
     res.write(payload);
     res.commit();
 }
 
-/// The same event in one call: [`RingBuffer::write_on`] `cpu`, which on
+/// The same event in one call: `cpu_writer(cpu).write`, which on
 /// the rseq path with a bare-rdtsc clock writes it whole.
 #[inline(never)]
 pub fn write_16b(r: &RingBuffer<Tsc>, cpu: usize, payload: &[u8; 16]) {
-    r.write_on(cpu, payload)
+    r.cpu_writer(cpu)
+        .write(payload)
         .expect("overwrite mode never refuses");
 }
 
 /// [`write_16b`] for a ring stamped by a clock built from its name.
 #[inline(never)]
 pub fn write_16b_any(r: &RingBuffer<ringtrace_clock::AnyClock>, cpu: usize, payload: &[u8; 16]) {
-    r.write_on(cpu, payload)
+    r.cpu_writer(cpu)
+        .write(payload)
         .expect("overwrite mode never refuses");
 }
 

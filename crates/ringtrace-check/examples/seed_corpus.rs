@@ -39,7 +39,7 @@ fn pages(page_size: usize) -> Vec<Vec<u8>> {
     {
         clock.set(ringtrace_clock::Clock::read(&clock).wrapping_add(*jump));
         let len = [4usize, 8, 13, 30, 104][i % 5];
-        if let Ok(mut r) = ring.reserve_on(0, len.min(page_size / 4)) {
+        if let Ok(mut r) = ring.cpu_writer(0).reserve(len.min(page_size / 4)) {
             r.write(&vec![i as u8; len]);
             if i % 7 != 3 {
                 r.commit();
@@ -84,13 +84,15 @@ fn ring_files(dir: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
             let _ = ring.append_metadata(format!("callsite {i} of {name}").as_bytes());
         }
         for i in 0..12u32 {
-            let _ = ring.write_on(i as usize % 2, &i.to_le_bytes()[..1 + i as usize % 4]);
+            let _ = ring
+                .cpu_writer(i as usize % 2)
+                .write(&i.to_le_bytes()[..1 + i as usize % 4]);
         }
         for _ in 0..read {
             let _ = ring.cpu_buffers()[0].read_event();
         }
         if pending {
-            if let Ok(mut r) = ring.reserve_on(1, 8) {
+            if let Ok(mut r) = ring.cpu_writer(1).reserve(8) {
                 r.write_at(0, &[9; 4]);
                 std::mem::forget(r);
             }

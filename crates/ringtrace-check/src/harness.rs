@@ -193,7 +193,7 @@ impl<'r> Run<'r> {
         how: Fill,
     ) -> Result<Option<Open<'r>>, Violation> {
         let reading = ringtrace_clock::Clock::read(self.clock);
-        let result = self.ring.reserve_on(cpu, len);
+        let result = self.ring.cpu_writer(cpu).reserve(len);
         self.clock.after_reserve();
         let max = format::max_payload(self.page_size);
         let mut r = match result {

@@ -443,7 +443,8 @@ pub fn run_until(
         rseq_unavailable: (ring.write_path() == ringtrace_ring::WritePath::Cas
             && config.write_path == ringtrace_ring::WritePath::Auto)
             .then(ringtrace_ring::rseq::unavailable)
-            .flatten(),
+            .flatten()
+            .map(|why| why.to_string()),
         remote_updates: ring.remote_updates(),
         shared_mode_entries: ring.shared_mode_entries(),
     })

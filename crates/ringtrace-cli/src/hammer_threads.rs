@@ -256,7 +256,7 @@ pub(crate) fn produce(
     // Relaxed: the flag only says "stop soon".
     while running.load(Ordering::Relaxed) && Instant::now() < until {
         for _ in 0..batch {
-            match ring.reserve_on(cpu, PAYLOAD) {
+            match ring.cpu_writer(cpu).reserve(PAYLOAD) {
                 Ok(mut r) => {
                     r.write(&payload(id, seq));
                     r.commit();

@@ -150,7 +150,7 @@ fn on_update(_signal: i32) {
         // The interrupted writer's reading stays its own.
         let _saved = SavedReading::save();
         // A failure (the buffer busy) only means no event this update.
-        let _ = ring.write_on(0, &[0x5A; 16]);
+        let _ = ring.cpu_writer(0).write(&[0x5A; 16]);
     }
 }
 
@@ -283,7 +283,7 @@ fn writer(
     while Instant::now() < until {
         for _ in 0..64 {
             let first = sched::updates();
-            let Ok(ts) = ring.write_on(0, &[0xA5; 16]) else {
+            let Ok(ts) = ring.cpu_writer(0).write(&[0xA5; 16]) else {
                 continue;
             };
             events += 1;

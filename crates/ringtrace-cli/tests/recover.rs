@@ -23,7 +23,7 @@ fn file_with_records(path: &str) {
     for r in records() {
         ring.append_metadata(&r).unwrap();
     }
-    ring.write_on(0, b"event").unwrap();
+    ring.cpu_writer(0).write(b"event").unwrap();
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use super::decode::Decoder;
 use super::metadata::{MetadataError, TraceMetadata};
-use ringtrace_ring::file::Recovery;
+use ringtrace_ring::file::{Recovery, UnreadableMetadata};
 
 /// Why a trace's metadata cannot decode its events.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -11,7 +11,7 @@ use ringtrace_ring::file::Recovery;
 pub enum UnusableMetadata {
     /// The file's metadata region could not be read (recovery says why).
     #[error("the file's metadata cannot be read: {0}")]
-    Unreadable(String),
+    Unreadable(#[from] UnreadableMetadata),
     /// It was read and is not valid metadata.
     #[error(transparent)]
     Invalid(#[from] MetadataError),

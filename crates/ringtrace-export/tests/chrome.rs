@@ -281,7 +281,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
     let ring = ring(&path, clock.clone());
     let at = |cpu: usize, p: &[u8], gap: u64| {
         clock.advance(gap);
-        ring.write_on(cpu, p).unwrap();
+        ring.cpu_writer(cpu).write(p).unwrap();
     };
     // Fillers on CPU 0, enough to wrap its ring many times over: the
     // oldest are overwritten.
@@ -500,8 +500,8 @@ fn a_clock_whose_ticks_are_not_time_exports_ticks_as_microseconds_and_says_so() 
         .file(&path)
         .metadata(metadata().to_bytes());
     let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    ring.write_on(0, &page_read(7, 1, "a")).unwrap();
-    ring.write_on(0, &page_read(7, 2, "b")).unwrap();
+    ring.cpu_writer(0).write(&page_read(7, 1, "a")).unwrap();
+    ring.cpu_writer(0).write(&page_read(7, 2, "b")).unwrap();
     drop(ring);
     let recovery = file::recover(&path).unwrap();
     let (_, json, _) = exported(&recovery, &dir);
@@ -563,7 +563,7 @@ proptest! {
         let ring = ring(&path, clock.clone());
         for r in &randoms {
             clock.advance(r.gap);
-            ring.write_on(r.cpu, &random_payload(r)).unwrap();
+            ring.cpu_writer(r.cpu).write(&random_payload(r)).unwrap();
         }
         drop(ring);
         let recovery = file::recover(&path).unwrap();

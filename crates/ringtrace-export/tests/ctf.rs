@@ -112,7 +112,7 @@ impl Ring {
 
     fn write(&self, ts: u64, cpu: usize, payload: &[u8]) {
         self.clock.now.store(ts, Ordering::SeqCst);
-        self.ring.write_on(cpu, payload).unwrap();
+        self.ring.cpu_writer(cpu).write(payload).unwrap();
     }
 
     fn export(&self, dir: &TempDir) -> (Recovery, PathBuf, ExportSummary) {

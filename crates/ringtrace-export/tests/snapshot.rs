@@ -41,10 +41,11 @@ fn a_live_in_memory_ring_exports_as_text_and_chrome_without_being_consumed() {
     let ring = RingBuffer::new(config, Counter::new()).unwrap();
     // CPU 0 wraps (its oldest events are overwritten); CPU 1 does not.
     for page in 0..100u64 {
-        ring.write_on(0, &page_read(7, page, page % 2 == 0))
+        ring.cpu_writer(0)
+            .write(&page_read(7, page, page % 2 == 0))
             .unwrap();
     }
-    ring.write_on(1, &page_read(8, 1000, true)).unwrap();
+    ring.cpu_writer(1).write(&page_read(8, 1000, true)).unwrap();
     let before = ring.stats();
     let snapshot = ring.snapshot(metadata());
     assert_eq!(ring.stats(), before, "a snapshot consumes nothing");

@@ -372,7 +372,8 @@ fn every_event_of_two_threads_on_two_cpus_reads_back_with_its_fields_cpu_pid_and
         |ring| {
             for (cpu, ticks, (tp, tid, values)) in &script {
                 clock.set(*ticks);
-                ring.write_on(*cpu, &payload(&tps[*tp], *tid, values))
+                ring.cpu_writer(*cpu)
+                    .write(&payload(&tps[*tp], *tid, values))
                     .unwrap();
             }
         },
@@ -452,11 +453,15 @@ fn an_overwritten_ring_shows_trace_cmds_dropped_events_line_with_the_count() {
             for i in 0..2000u64 {
                 clock.set(1_000_000 + i * 1000);
                 let (tp, tid, values) = small(7, i as i64);
-                ring.write_on(0, &payload(&tps[tp], tid, &values)).unwrap();
+                ring.cpu_writer(0)
+                    .write(&payload(&tps[tp], tid, &values))
+                    .unwrap();
             }
             clock.set(9_000_000);
             let (tp, tid, values) = request(8, 201, "/", true);
-            ring.write_on(1, &payload(&tps[tp], tid, &values)).unwrap();
+            ring.cpu_writer(1)
+                .write(&payload(&tps[tp], tid, &values))
+                .unwrap();
         },
     );
     let lost = r.cpus[0].events[0].lost_before;
@@ -507,7 +512,8 @@ fn a_preemptirq_event_reads_as_preemptirq_irq_disable_with_its_caller() {
             .enumerate()
             {
                 clock.set(10 + i as u64);
-                ring.write_on(0, &payload(&tps[2], 55, &[caller, parent]))
+                ring.cpu_writer(0)
+                    .write(&payload(&tps[2], 55, &[caller, parent]))
                     .unwrap();
             }
         },
@@ -651,7 +657,7 @@ mod random {
                             3 => untagged(values),
                             _ => payload(&tps[*tp], *tid, values),
                         };
-                        ring.write_on(*cpu, &p).unwrap();
+                        ring.cpu_writer(*cpu).write(&p).unwrap();
                     }
                 },
             );
@@ -688,7 +694,7 @@ fn undecodable_payloads_are_left_out_with_a_warning_and_no_metadata_is_an_error(
             .enumerate()
             {
                 clock.set(100 + i as u64);
-                ring.write_on(0, p).unwrap();
+                ring.cpu_writer(0).write(p).unwrap();
             }
         },
     );

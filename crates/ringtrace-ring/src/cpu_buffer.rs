@@ -83,7 +83,7 @@ impl CpuBuffer {
     /// use ringtrace_clock::Counter;
     /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
     /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    /// ring.write_on(0, b"abc").unwrap();
+    /// ring.cpu_writer(0).write(b"abc").unwrap();
     /// let ev = ring.cpu_buffer(0).unwrap().read_event().unwrap();
     /// assert_eq!(ev.payload, b"abc");
     /// assert!(ring.cpu_buffer(0).unwrap().read_event().is_none());
@@ -115,7 +115,7 @@ impl CpuBuffer {
     /// use ringtrace_clock::Counter;
     /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
     /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    /// let ts = ring.write_on(0, b"abc").unwrap();
+    /// let ts = ring.cpu_writer(0).write(b"abc").unwrap();
     /// let b = ring.cpu_buffer(0).unwrap();
     /// assert_eq!(b.peek_timestamp(), Some(ts));
     /// assert_eq!(b.read_event().unwrap().ts, ts); // still there
@@ -147,9 +147,9 @@ impl CpuBuffer {
     /// use ringtrace_clock::Counter;
     /// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024);
     /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    /// std::mem::forget(ring.reserve_on(0, 8).unwrap()); // its writer dies
+    /// std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap()); // its writer dies
     /// for i in 0..20u64 {
-    ///     ring.write_on(0, &i.to_le_bytes()).unwrap(); // the page closes
+    ///     ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap(); // the page closes
     /// }
     /// let b = ring.cpu_buffer(0).unwrap();
     /// assert!(b.fixup());
@@ -181,7 +181,7 @@ impl CpuBuffer {
 
     /// Updates of this buffer's per-CPU words that came from off its CPU
     /// on the rseq path (a writer that migrated between reserve and
-    /// commit, `reserve_on` another CPU, a flush or fixup from a reader):
+    /// commit, a `CpuWriter` of another CPU, a flush or fixup from a reader):
     /// each costs a membarrier system call. Always 0 on the CAS path.
     /// Those made in shared mode make none and are not counted here (see
     /// [`shared_updates`](Self::shared_updates)).

@@ -6,17 +6,18 @@ use crate::write::error::ReserveError;
 use crate::write::reservation::Reservation;
 use ringtrace_clock::Clock;
 
-/// Writes to one CPU's buffer of a ring: [`RingBuffer::write_on`] and
-/// [`RingBuffer::reserve_on`] with the buffer looked up once, when the
-/// writer was made ([`RingBuffer::cpu_writer`]).
+/// Writes to one CPU's buffer of a ring, whatever CPU the caller is on:
+/// the way to write to a chosen CPU's buffer, whole or in pieces, with the
+/// buffer looked up once, when the writer was made
+/// ([`RingBuffer::cpu_writer`]).
 ///
 /// For a thread that writes many events to one buffer, as a thread pinned
 /// to a CPU does (`ringtrace hammer`'s producers, a per-CPU worker): each
 /// event then skips the CPU number's range check and the buffer's address.
 /// Any thread may use it, on any CPU: off the buffer's CPU its writes are
-/// remote updates on the rseq path, exactly as `write_on` another CPU's
+/// remote updates on the rseq path, as any write to another CPU's
 /// buffer is (system calls, half a microsecond or more an event, until
-/// the buffer goes into shared mode: see [`RingBuffer::write_on`]). Copy it freely; it is two references.
+/// the buffer goes into shared mode: see [`RingBuffer::cpu_writer`]). Copy it freely; it is two references.
 ///
 /// ```
 /// use ringtrace_clock::Counter;
@@ -57,20 +58,22 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
         self.buffer.cpu()
     }
 
-    /// Records `payload` as one event; returns its timestamp. As
-    /// [`RingBuffer::write_on`] this writer's CPU.
+    /// Records `payload` as one event on this writer's CPU's buffer;
+    /// returns its timestamp. As [`RingBuffer::write`] does on the
+    /// caller's CPU: on the rseq path with a bare-rdtsc clock, written
+    /// whole.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(ringtrace_rseq)]
         if self.ring.writes_whole() {
             return self.ring.write_whole(self.buffer, payload);
         }
-        // Inline, as `RingBuffer::write_on` does it.
+        // Inline, as `RingBuffer::write` does it.
         self.ring.write_reserved(self.buffer, payload)
     }
 
-    /// Reserves `len` payload bytes. As [`RingBuffer::reserve_on`] this
-    /// writer's CPU.
+    /// Reserves `len` payload bytes on this writer's CPU's buffer, as
+    /// [`RingBuffer::reserve`] does on the caller's CPU.
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'a>, ReserveError> {
         self.ring.reserve_in(self.buffer, len)

@@ -65,8 +65,8 @@
 //! under `cfg(loom)`.
 //!
 //! An event whose payload is at hand is written in one call:
-//! [`RingBuffer::write`], [`RingBuffer::write_on`], or a [`CpuWriter`] bound
-//! to one CPU's buffer. On the rseq write path ([`rseq`]) with a clock read
+//! [`RingBuffer::write`] on the caller's CPU, or [`CpuWriter::write`] on a
+//! chosen CPU's buffer ([`RingBuffer::cpu_writer`]). On the rseq write path ([`rseq`]) with a clock read
 //! by a bare rdtsc, that call writes the event whole, the cheapest way
 //! there is; [`RingBuffer::reserve`] and [`Reservation`] are for payloads
 //! made piece by piece.
@@ -110,7 +110,7 @@ pub use event::{Event, PageBuf};
 pub use read::iter::CpuIter;
 pub use read::merge::MergedReader;
 pub use ring::RingBuffer;
-pub use rseq::{WritePath, WritePathError};
+pub use rseq::{RseqUnavailable, WritePath, WritePathError};
 pub use stats::Stats;
 pub use write::error::ReserveError;
 pub use write::reservation::{PayloadStream, Reservation};

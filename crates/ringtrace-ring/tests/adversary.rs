@@ -1,8 +1,8 @@
 //! Everything at once, through the public API only, as an outside check
 //! would do it: more writers than CPUs, each mixing reservations and
 //! one-call writes (whole-event writes with the TSC on the rseq path), on
-//! their own CPU's buffer and (with 64-byte pages) on others' (`write_on`,
-//! `reserve_on`, a `CpuWriter`, by CPU numbers past the buffer count too:
+//! their own CPU's buffer and (with 64-byte pages) on others' (a `CpuWriter`
+//! made per event or kept, writing whole or reserving, by CPU numbers past the buffer count too:
 //! remote updates, and shared mode on the rseq path), migrations, a
 //! timer signal whose handler writes inside the interrupted writer's
 //! event, writers that die between reserve and commit, a thread flushing
@@ -176,7 +176,7 @@ fn adversary(
                     let written = match seq % 6 {
                         // In one call (whole, where it can be).
                         1 => Some(s.ring.write(&p)),
-                        3 => Some(s.ring.write_on(target, &p)),
+                        3 => Some(s.ring.cpu_writer(target).write(&p)),
                         5 => Some(s.ring.cpu_writer(target).write(&p)),
                         _ => None,
                     };
@@ -185,7 +185,7 @@ fn adversary(
                         continue;
                     }
                     let reserved = match seq % 12 {
-                        2 => s.ring.reserve_on(target, p.len()),
+                        2 => s.ring.cpu_writer(target).reserve(p.len()),
                         4 => s.ring.cpu_writer(target).reserve(p.len()),
                         _ => s.ring.reserve(p.len()),
                     };

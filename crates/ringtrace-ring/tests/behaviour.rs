@@ -27,7 +27,7 @@ fn payloads_come_back_exactly_including_odd_lengths() {
     let ring = ring(Mode::Discard, 256, 4);
     let payloads: Vec<Vec<u8>> = (0..20).map(|n| (0..n as u8).collect()).collect();
     for p in &payloads {
-        ring.write_on(0, p).unwrap();
+        ring.cpu_writer(0).write(p).unwrap();
     }
     ring.flush();
     assert_eq!(drain(&ring), payloads);
@@ -37,9 +37,9 @@ fn payloads_come_back_exactly_including_odd_lengths() {
 fn page_is_unreadable_by_page_until_every_reservation_in_it_commits() {
     let ring = ring(Mode::Discard, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    let mut first = ring.reserve_on(0, 8).unwrap();
+    let mut first = ring.cpu_writer(0).reserve(8).unwrap();
     first.write(b"AAAAAAAA");
-    ring.write_on(0, b"BBBBBBBB").unwrap();
+    ring.cpu_writer(0).write(b"BBBBBBBB").unwrap();
     b.flush();
     assert!(
         b.read_page().is_none(),
@@ -55,11 +55,11 @@ fn page_is_unreadable_by_page_until_every_reservation_in_it_commits() {
 fn dropped_reservation_becomes_a_discard_record_and_is_counted() {
     let ring = ring(Mode::Discard, 128, 4);
     {
-        let mut r = ring.reserve_on(0, 12).unwrap();
+        let mut r = ring.cpu_writer(0).reserve(12).unwrap();
         r.write(b"never seen!!");
         // dropped: an early return or a panic unwinding
     }
-    ring.write_on(0, b"seen").unwrap();
+    ring.cpu_writer(0).write(b"seen").unwrap();
     ring.flush();
     assert_eq!(drain(&ring), vec![b"seen".to_vec()]);
     let s = ring.stats();
@@ -71,7 +71,7 @@ fn dropped_reservation_becomes_a_discard_record_and_is_counted() {
 fn overwrite_mode_counts_every_dropped_event_as_overrun() {
     let ring = ring(Mode::Overwrite, 128, 2);
     for i in 0..100u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let read = drain(&ring);
     let s = ring.stats();
@@ -94,7 +94,7 @@ fn discard_mode_counts_failed_reservations_as_missed() {
     let mut ok = 0u64;
     let mut failed = 0u64;
     for i in 0..100u32 {
-        match ring.write_on(0, &i.to_le_bytes()) {
+        match ring.cpu_writer(0).write(&i.to_le_bytes()) {
             Ok(_) => ok += 1,
             Err(ReserveError::Full) => failed += 1,
             Err(e) => panic!("{e}"),
@@ -117,11 +117,11 @@ fn timestamps_never_go_back_when_the_clock_does_and_each_fix_is_counted() {
     let ring = ring(Mode::Discard, 256, 4);
     let clock = ring.clock().clone();
     clock.set(5_000);
-    ring.write_on(0, b"t5000...").unwrap();
+    ring.cpu_writer(0).write(b"t5000...").unwrap();
     clock.set(4_000); // the clock steps back
-    ring.write_on(0, b"t4000...").unwrap();
+    ring.cpu_writer(0).write(b"t4000...").unwrap();
     clock.set(6_000);
-    ring.write_on(0, b"t6000...").unwrap();
+    ring.cpu_writer(0).write(b"t6000...").unwrap();
     ring.flush();
     let b = ring.cpu_buffer(0).unwrap();
     let ts: Vec<u64> = std::iter::from_fn(|| b.read_event())
@@ -137,11 +137,11 @@ fn large_time_gaps_are_carried_by_time_extend_records() {
     let clock = ring.clock().clone();
     let gaps = [1u64, 1 << 27, (1 << 27) - 1, 1 << 40, (1 << 59) + 12345];
     let mut expect = Vec::new();
-    ring.write_on(0, b"zero").unwrap();
+    ring.cpu_writer(0).write(b"zero").unwrap();
     expect.push(1_000);
     for gap in gaps {
         clock.advance(gap);
-        ring.write_on(0, b"next").unwrap();
+        ring.cpu_writer(0).write(b"next").unwrap();
         expect.push(clock.0.load(std::sync::atomic::Ordering::SeqCst));
     }
     ring.flush();
@@ -155,7 +155,7 @@ fn large_time_gaps_are_carried_by_time_extend_records() {
 #[test]
 fn event_larger_than_a_page_is_an_error_not_a_panic() {
     let ring = ring(Mode::Discard, 128, 4);
-    let err = ring.reserve_on(0, 4096).unwrap_err();
+    let err = ring.cpu_writer(0).reserve(4096).unwrap_err();
     assert!(
         matches!(err, ReserveError::TooLarge { len: 4096, .. }),
         "{err}"
@@ -169,7 +169,7 @@ fn lengths_near_usize_max_are_too_large_without_overflow_or_damage() {
     // length is checked first; a wrapped size would pass the fits-the-page
     // test and move the write offset backwards.
     let ring = ring(Mode::Discard, 128, 4);
-    ring.write_on(0, b"before").unwrap();
+    ring.cpu_writer(0).write(b"before").unwrap();
     for len in [
         usize::MAX,
         usize::MAX - 3,
@@ -177,13 +177,13 @@ fn lengths_near_usize_max_are_too_large_without_overflow_or_damage() {
         usize::MAX - 64,
         u32::MAX as usize + 8,
     ] {
-        let err = ring.reserve_on(0, len).unwrap_err();
+        let err = ring.cpu_writer(0).reserve(len).unwrap_err();
         assert!(
             matches!(err, ReserveError::TooLarge { len: l, .. } if l == len),
             "{len}: {err}"
         );
     }
-    ring.write_on(0, b"after").unwrap();
+    ring.cpu_writer(0).write(b"after").unwrap();
     ring.flush();
     assert_eq!(drain(&ring), vec![b"before".to_vec(), b"after".to_vec()]);
     let stats = ring.stats();
@@ -223,11 +223,11 @@ fn bad_configuration_names_what_is_valid() {
 fn vanished_writer_page_is_skipped_by_fixup_and_its_events_counted_lost() {
     let ring = ring(Mode::Overwrite, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    ring.write_on(0, b"before..").unwrap();
-    let vanished = ring.reserve_on(0, 8).unwrap();
+    ring.cpu_writer(0).write(b"before..").unwrap();
+    let vanished = ring.cpu_writer(0).reserve(8).unwrap();
     std::mem::forget(vanished); // the writer died between reserve and commit
     for i in 0..15u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     // The reader cannot pass the stuck page...
     assert!(b.read_event().is_none());
@@ -250,10 +250,10 @@ fn vanished_writer_page_is_skipped_by_fixup_and_its_events_counted_lost() {
 fn late_commit_after_fixup_counts_itself_lost() {
     let ring = ring(Mode::Overwrite, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    let mut slow = ring.reserve_on(0, 8).unwrap();
+    let mut slow = ring.cpu_writer(0).reserve(8).unwrap();
     slow.write(b"slowpoke");
     for i in 0..15u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     assert!(b.fixup());
     let lost_before = ring.stats().lost;
@@ -269,10 +269,10 @@ fn late_commit_after_fixup_counts_itself_lost() {
 fn lost_events_are_reported_where_they_happened() {
     let ring = ring(Mode::Overwrite, 128, 2);
     let b = ring.cpu_buffer(0).unwrap();
-    ring.write_on(0, b"first...").unwrap();
+    ring.cpu_writer(0).write(b"first...").unwrap();
     assert_eq!(b.read_event().unwrap().lost_before, 0);
     for i in 0..50u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let next = b.read_event().unwrap();
     assert_eq!(next.lost_before, ring.stats().overrun);
@@ -283,7 +283,7 @@ fn lost_events_are_reported_where_they_happened() {
 fn read_page_takes_whole_pages_that_decode_on_their_own() {
     let ring = ring(Mode::Discard, 128, 4);
     for i in 0..10u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     ring.flush();
     let b = ring.cpu_buffer(0).unwrap();
@@ -307,7 +307,7 @@ fn read_page_takes_whole_pages_that_decode_on_their_own() {
 fn iterator_does_not_consume_and_sees_what_a_reader_then_reads() {
     let ring = ring(Mode::Overwrite, 128, 4);
     for i in 0..15u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let b = ring.cpu_buffer(0).unwrap();
     let _ = b.read_event(); // part-consumed
@@ -325,9 +325,9 @@ fn stuck_page_is_taken_out_by_the_reader_after_the_bounded_wait() {
         .fixup_after(Some(std::time::Duration::from_millis(20)));
     let ring = RingBuffer::new(config, ManualClock::at(1)).unwrap();
     let b = ring.cpu_buffer(0).unwrap();
-    std::mem::forget(ring.reserve_on(0, 8).unwrap()); // a writer that died
+    std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap()); // a writer that died
     for i in 0..15u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     assert!(
         b.read_event().is_none(),
@@ -353,9 +353,9 @@ fn no_fixup_happens_on_its_own_when_the_bound_is_off() {
         .fixup_after(None);
     let ring = RingBuffer::new(config, ManualClock::at(1)).unwrap();
     let b = ring.cpu_buffer(0).unwrap();
-    std::mem::forget(ring.reserve_on(0, 8).unwrap());
+    std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap());
     for i in 0..15u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     for _ in 0..3 {
         assert!(b.read_event().is_none());
@@ -369,13 +369,13 @@ fn no_fixup_happens_on_its_own_when_the_bound_is_off() {
 fn iterator_detects_pages_overwritten_under_it_and_yields_no_torn_event() {
     let ring = ring(Mode::Overwrite, 128, 2);
     for i in 0..20u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let mut it = ring.iter(0).unwrap();
     let first = it.next().unwrap();
     // Lap the ring twice while the iterator holds its place.
     for i in 100..160u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let rest: Vec<u32> = it
         .by_ref()
@@ -389,4 +389,22 @@ fn iterator_detects_pages_overwritten_under_it_and_yields_no_torn_event() {
         "{rest:?}"
     );
     assert!(rest.windows(2).all(|w| w[0] < w[1]), "{rest:?}");
+}
+
+#[test]
+#[allow(deprecated)]
+fn the_deprecated_write_on_and_reserve_on_still_write_to_the_chosen_cpu() {
+    let ring = RingBuffer::new(
+        RingConfig::default().cpus(2).per_cpu_bytes(16 * 1024),
+        Counter::new(),
+    )
+    .unwrap();
+    ring.write_on(1, b"whole").unwrap();
+    let mut r = ring.reserve_on(3, 6).unwrap(); // 3 modulo 2: CPU 1
+    r.write(b"pieces");
+    r.commit();
+    assert!(ring.cpu_buffer(0).unwrap().read_event().is_none());
+    let b = ring.cpu_buffer(1).unwrap();
+    assert_eq!(b.read_event().unwrap().payload, b"whole");
+    assert_eq!(b.read_event().unwrap().payload, b"pieces");
 }

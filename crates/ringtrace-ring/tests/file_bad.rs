@@ -50,14 +50,14 @@ fn make_fixture(mode: Mode) -> Fixture {
     let before = if mode == Mode::Discard { 16 } else { 70 };
     let mut write = |cpu: usize, seq: u64| {
         let p = common::payload(cpu as u32, seq, 16 + (seq * 5 % 40) as usize);
-        ring.write_on(cpu, &p).unwrap();
+        ring.cpu_writer(cpu).write(&p).unwrap();
         written.insert(p);
     };
     for seq in 0..before {
         write(0, seq);
         write(1, seq);
     }
-    let mut r = ring.reserve_on(1, 40).unwrap();
+    let mut r = ring.cpu_writer(1).reserve(40).unwrap();
     let half = common::payload(1, 999, 40);
     r.write_at(0, &half[..20]);
     std::mem::forget(r);
@@ -579,7 +579,7 @@ fn append_to_a_file_whose_control_words_name_no_page_is_refused_or_repaired() {
         let path = scratch.path(&format!("t-{i}.ring"));
         let ring =
             RingBuffer::new(config(&path, Mode::Overwrite, 1, 256, 4), Counter::new()).unwrap();
-        ring.write_on(0, b"first").unwrap();
+        ring.cpu_writer(0).write(b"first").unwrap();
         drop(ring);
         let mut bytes = std::fs::read(&path).unwrap();
         let h = file::recover(&path).unwrap().header;
@@ -592,7 +592,7 @@ fn append_to_a_file_whose_control_words_name_no_page_is_refused_or_repaired() {
                 Err(e) => panic!("not a file error: {e}"),
                 Ok(ring) => {
                     for i in 0..40u32 {
-                        match ring.write_on(0, &i.to_le_bytes()) {
+                        match ring.cpu_writer(0).write(&i.to_le_bytes()) {
                             Ok(_) | Err(ReserveError::Busy) => {}
                             Err(e) => panic!("{e}"),
                         }

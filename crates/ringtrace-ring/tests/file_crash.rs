@@ -7,7 +7,7 @@
 //! order comes back, every event the child reported committed is there,
 //! and a reservation that never ended is counted, never returned. The
 //! same of metadata records a third thread appends while it is killed,
-//! and of events written in one call (`write_on`) stamped by the TSC,
+//! and of events written in one call (`CpuWriter::write`) stamped by the TSC,
 //! which on the rseq path take the whole-event path.
 
 mod common;
@@ -139,9 +139,9 @@ fn writer(shared: &Shared, t: u32) {
         }
         let p = common::payload(t, seq, len_for(t, seq));
         let written = if shared.whole && seq % 2 == 1 {
-            shared.ring.write_on(i, &p).map(drop)
+            shared.ring.cpu_writer(i).write(&p).map(drop)
         } else {
-            shared.ring.reserve_on(i, p.len()).map(|mut r| {
+            shared.ring.cpu_writer(i).reserve(p.len()).map(|mut r| {
                 let half = (p.len() / 2) & !3;
                 r.write_at(0, &p[..half]);
                 r.write_at(half, &p[half..]);
@@ -197,7 +197,7 @@ fn doom(shared: &Shared, cpu: usize) -> ringtrace_ring::Reservation<'_> {
         std::thread::yield_now();
     }
     let p = common::payload(DOOMED, 0, 64);
-    let r = shared.ring.reserve_on(cpu, p.len());
+    let r = shared.ring.cpu_writer(cpu).reserve(p.len());
     if r.is_err() {
         // Let the writer go before failing, or joining it would hang.
         shared.pause[cpu].store(false, Ordering::Release);
@@ -896,7 +896,7 @@ fn append_waits_for_the_writer_to_be_gone_then_goes_on_after_its_events() {
             let next = span.map_or(0, |(_, last)| last + 1);
             for seq in next..next + 10 {
                 let p = common::payload(t as u32, seq, len_for(t as u32, seq));
-                match ring.write_on(t, &p) {
+                match ring.cpu_writer(t).write(&p) {
                     Ok(_) => added[t] += 1,
                     // Discard mode full, or overwrite mode come round to
                     // the dead writer's open reservation.

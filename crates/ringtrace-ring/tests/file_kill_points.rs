@@ -83,7 +83,8 @@ fn write_seqs<C: ringtrace_clock::Clock>(
     seqs: std::ops::Range<u64>,
 ) -> Vec<u64> {
     seqs.inspect(|&seq| {
-        ring.write_on(0, &common::payload(0, seq, len_for(0, seq)))
+        ring.cpu_writer(0)
+            .write(&common::payload(0, seq, len_for(0, seq)))
             .unwrap();
     })
     .collect()
@@ -173,7 +174,7 @@ fn append_after_a_kill_mid_reservation_keeps_the_new_events() {
     let cfg = || config(&path, Mode::Discard, 1, 1024, 8);
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     let mut want = write_seqs(&ring, 0..3);
-    std::mem::forget(ring.reserve_on(0, 40).unwrap());
+    std::mem::forget(ring.cpu_writer(0).reserve(40).unwrap());
     drop(ring); // a forgotten ring would keep the file open in this process
     let mut img = Image::load(&path);
     let (_, _, phys) = img.slot(0);
@@ -212,7 +213,7 @@ fn append_after_a_kill_between_a_whole_record_and_its_commit_counts_it_once() {
     let cfg = || config(&path, Mode::Discard, 1, 1024, 8);
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     let mut want = write_seqs(&ring, 0..3);
-    let mut r = ring.reserve_on(0, 40).unwrap();
+    let mut r = ring.cpu_writer(0).reserve(40).unwrap();
     r.write(&common::payload(0, 3, 40));
     std::mem::forget(r);
     drop(ring);
@@ -256,7 +257,7 @@ fn append_after_a_kill_between_a_page_switch_and_its_header_keeps_the_new_events
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     let mut want = write_seqs(&ring, 0..2);
     ring.flush(); // the next reservation opens page 1
-    std::mem::forget(ring.reserve_on(0, 40).unwrap());
+    std::mem::forget(ring.cpu_writer(0).reserve(40).unwrap());
     drop(ring); // a forgotten ring would keep the file open in this process
     let mut img = Image::load(&path);
     let (_, _, phys) = img.slot(1);
@@ -302,10 +303,10 @@ fn append_after_a_kill_before_a_page_tail_was_padded_pads_it() {
     let cfg = || config(&path, Mode::Discard, 1, 1024, 8);
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     for _ in 0..81 {
-        ring.write_on(0, &[1u8; 8]).unwrap(); // 12 bytes each
+        ring.cpu_writer(0).write(&[1u8; 8]).unwrap(); // 12 bytes each
     }
-    ring.write_on(0, &[2u8; 12]).unwrap(); // 16 bytes: page 0 ends at 1020
-    ring.write_on(0, &[3u8; 8]).unwrap(); // on page 1; page 0's tail padded
+    ring.cpu_writer(0).write(&[2u8; 12]).unwrap(); // 16 bytes: page 0 ends at 1020
+    ring.cpu_writer(0).write(&[3u8; 8]).unwrap(); // on page 1; page 0's tail padded
     drop(ring);
     let mut img = Image::load(&path);
     let (_, _, phys) = img.slot(0);
@@ -323,7 +324,7 @@ fn append_after_a_kill_before_a_page_tail_was_padded_pads_it() {
     let from = dead.merged().last().map_or(0, |e| e.ts) + 100;
     let ring = RingBuffer::new(cfg().append(true), CounterFrom(AtomicU64::new(from))).unwrap();
     for _ in 0..5 {
-        ring.write_on(0, &[4u8; 8]).unwrap();
+        ring.cpu_writer(0).write(&[4u8; 8]).unwrap();
     }
     drop(ring);
     let rec = file::recover(&path).unwrap();

@@ -28,7 +28,7 @@ fn write_events(
     (first..first + count)
         .map(|seq| {
             let p = common::payload(writer, seq, len_for(writer, seq));
-            let ts = ring.write_on(cpu, &p).unwrap();
+            let ts = ring.cpu_writer(cpu).write(&p).unwrap();
             (ts, p)
         })
         .collect()
@@ -182,7 +182,7 @@ fn an_existing_file_is_refused_without_append_and_the_error_names_it() {
         Counter::new(),
     )
     .unwrap();
-    ring.write_on(0, b"first run").unwrap();
+    ring.cpu_writer(0).write(b"first run").unwrap();
     drop(ring);
     let before = std::fs::read(&ring_path).unwrap();
     let made = RingBuffer::new(
@@ -217,7 +217,7 @@ fn append_continues(forget_first: bool) {
     let mut pending = 0;
     if forget_first {
         // The first run dies in the middle of an event, too.
-        let mut r = ring.reserve_on(1, 64).unwrap();
+        let mut r = ring.cpu_writer(1).reserve(64).unwrap();
         r.write_at(0, &[0xAB; 32]);
         std::mem::forget(r);
         pending = 1;
@@ -303,7 +303,7 @@ fn append_to_a_ring_of_another_shape_or_clock_is_a_mismatch_and_leaves_it_alone(
     let path = scratch.path("t.ring");
     let base = || config(&path, Mode::Discard, 2, 1024, 8).metadata(b"abc".to_vec());
     let ring = RingBuffer::new(base(), Counter::new()).unwrap();
-    ring.write_on(0, b"kept").unwrap();
+    ring.cpu_writer(0).write(b"kept").unwrap();
     drop(ring);
     let before = std::fs::read(&path).unwrap();
     let abc = || b"abc".to_vec();
@@ -375,7 +375,7 @@ fn recovery_after_the_writer_vanished_returns_every_committed_event_exactly() {
         for (cpu, w) in want.iter_mut().enumerate() {
             let len = (i * 37 + cpu * 11) % 301;
             let p: Vec<u8> = (0..len).map(|b| (b * 31 + i + cpu) as u8).collect();
-            let ts = ring.write_on(cpu, &p).unwrap();
+            let ts = ring.cpu_writer(cpu).write(&p).unwrap();
             w.push((ts, p));
         }
     }
@@ -423,7 +423,7 @@ fn a_reservation_forgotten_mid_write_is_counted_pending_and_never_returned() {
         let ring =
             RingBuffer::new(config(&path, Mode::Discard, 1, 1024, 16), Counter::new()).unwrap();
         let mut want = write_events(&ring, 0, 0, 0, 2);
-        let mut r = ring.reserve_on(0, len).unwrap();
+        let mut r = ring.cpu_writer(0).reserve(len).unwrap();
         if written > 0 {
             assert_eq!(r.write_at(0, &vec![0xEE; written]), written);
         }
@@ -505,7 +505,7 @@ fn recovery_leaves_out_what_a_reader_consumed_and_its_counts_agree() {
                         let p = common::payload(w, seq, len_for(w, seq));
                         let cpu = (seq % 3 % 2) as usize; // both buffers, unevenly
                         loop {
-                            match ring.reserve_on(cpu, p.len()) {
+                            match ring.cpu_writer(cpu).reserve(p.len()) {
                                 Ok(mut r) => {
                                     r.write(&p);
                                     if seq % 97 == 0 {
@@ -634,7 +634,7 @@ fn metadata_is_kept_with_the_header_whether_set_before_or_after_the_file() {
     ];
     for (path, cfg) in cfgs {
         let ring = RingBuffer::new(cfg, Counter::new()).unwrap();
-        ring.write_on(0, b"x").unwrap();
+        ring.cpu_writer(0).write(b"x").unwrap();
         drop(ring);
         let rec = file::recover(&path).unwrap();
         assert_eq!(rec.metadata.as_deref(), Ok(&meta[..]), "{}", path.display());
@@ -743,7 +743,8 @@ fn recovering_a_live_ring_and_reader_returns_only_whole_written_events_in_order(
             s.spawn(move || {
                 let mut seq = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    ring.write_on(w as usize, &common::payload(w, seq, len_for(w, seq)))
+                    ring.cpu_writer(w as usize)
+                        .write(&common::payload(w, seq, len_for(w, seq)))
                         .unwrap();
                     seq += 1;
                     written.store(seq, Ordering::Relaxed);
@@ -873,8 +874,8 @@ fn a_live_ring_written_whole_and_in_pieces_is_never_recovered_as_damaged() {
                 while !stop.load(Ordering::Relaxed) {
                     let p = common::payload(w, seq, len_for(w, seq));
                     if seq % 2 == 0 {
-                        ring.write_on(w as usize, &p).unwrap();
-                    } else if let Ok(mut r) = ring.reserve_on(w as usize, p.len()) {
+                        ring.cpu_writer(w as usize).write(&p).unwrap();
+                    } else if let Ok(mut r) = ring.cpu_writer(w as usize).reserve(p.len()) {
                         let half = (p.len() / 2) & !3;
                         r.write_at(0, &p[..half]);
                         std::hint::spin_loop();

@@ -91,7 +91,9 @@ fn two_writers_racing_for_one_buffer_lose_and_duplicate_nothing() {
                 let ring = Arc::clone(&ring);
                 thread::spawn(move || {
                     for i in 0..2u32 {
-                        ring.write_on(0, &(w * 10 + i).to_le_bytes()).unwrap();
+                        ring.cpu_writer(0)
+                            .write(&(w * 10 + i).to_le_bytes())
+                            .unwrap();
                     }
                 })
             })
@@ -116,13 +118,13 @@ fn nested_write_with_non_lifo_commit_against_a_second_writer() {
         let ring = ring(Mode::Discard, 2);
         let other = {
             let ring = Arc::clone(&ring);
-            thread::spawn(move || ring.write_on(0, &100u32.to_le_bytes()).unwrap())
+            thread::spawn(move || ring.cpu_writer(0).write(&100u32.to_le_bytes()).unwrap())
         };
         // A write, interrupted by a nested write (a signal handler), whose
         // commit comes after the nested one's: not LIFO.
-        let mut outer = ring.reserve_on(0, 4).unwrap();
+        let mut outer = ring.cpu_writer(0).reserve(4).unwrap();
         outer.write(&1u32.to_le_bytes());
-        let mut nested = ring.reserve_on(0, 4).unwrap();
+        let mut nested = ring.cpu_writer(0).reserve(4).unwrap();
         nested.write(&2u32.to_le_bytes());
         outer.commit();
         nested.commit();
@@ -163,15 +165,15 @@ fn a_fast_path_write_over_the_previous_lap_reads_as_written() {
         let step: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let other = thread::spawn(move || {
             wait_for_step(step, 1);
-            let one = ring.write_on(0, &long_payload(1));
+            let one = ring.cpu_writer(0).write(&long_payload(1));
             step.store(2, Relaxed);
             wait_for_step(step, 3);
-            (one, ring.write_on(0, &100u32.to_le_bytes()))
+            (one, ring.cpu_writer(0).write(&100u32.to_le_bytes()))
         });
-        let zero = ring.write_on(0, &long_payload(0));
+        let zero = ring.cpu_writer(0).write(&long_payload(0));
         step.store(1, Relaxed);
         wait_for_step(step, 2);
-        let two = ring.write_on(0, &2u32.to_le_bytes());
+        let two = ring.cpu_writer(0).write(&2u32.to_le_bytes());
         step.store(3, Relaxed);
         let (one, late) = other.join().unwrap();
         assert!(zero.is_ok(), "{zero:?}");
@@ -197,9 +199,9 @@ fn a_reservation_dropped_last_reads_as_a_discard() {
     loom::model(|| {
         let ring = ring(Mode::Discard, 2);
         // The first record of page 0 is held; ids 1..=3 fill the page.
-        let held = ring.reserve_on(0, 4).unwrap();
+        let held = ring.cpu_writer(0).reserve(4).unwrap();
         for i in 1..=3u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let reader = {
             let ring = Arc::clone(&ring);
@@ -231,7 +233,7 @@ fn a_flushed_page_read_whole_ends_at_its_padding() {
         // memory, where lap 1's ids 1..=3 still follow it.
         let ring = ring(Mode::Overwrite, 2);
         for i in 0..=8u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let reader = {
             let ring = Arc::clone(&ring);
@@ -262,7 +264,7 @@ fn reader_racing_writer_reads_each_event_once_in_order() {
             let ring = Arc::clone(&ring);
             thread::spawn(move || {
                 for i in 0..3u32 {
-                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                    ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
                 }
             })
         };
@@ -289,13 +291,13 @@ fn overwrite_claim_and_in_place_read_count_each_event_once() {
         // never both, never neither.
         let ring = ring(Mode::Overwrite, 2);
         for i in 0..4u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let writer = {
             let ring = Arc::clone(&ring);
             thread::spawn(move || {
                 for i in 4..9u32 {
-                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                    ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
                 }
             })
         };
@@ -322,14 +324,14 @@ fn fixup_racing_a_page_switch_never_wedges_the_buffer() {
         // slot, or that slot never completes and the ring refuses writes.
         let ring = ring(Mode::Overwrite, 3);
         for i in 0..3u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let writer = {
             let ring = Arc::clone(&ring);
             thread::spawn(move || {
                 let mut long = [0u8; 12];
                 long[..4].copy_from_slice(&3u32.to_le_bytes());
-                ring.write_on(0, &long).unwrap();
+                ring.cpu_writer(0).write(&long).unwrap();
             })
         };
         ring.cpu_buffer(0).unwrap().fixup();
@@ -337,7 +339,8 @@ fn fixup_racing_a_page_switch_never_wedges_the_buffer() {
         // On until slot 0 is claimed again: the rest of page 1, page 2,
         // and the first event of page 3, which lives in slot 0.
         for i in 4..11u32 {
-            ring.write_on(0, &i.to_le_bytes())
+            ring.cpu_writer(0)
+                .write(&i.to_le_bytes())
                 .expect("a page switch left a slot that never completes");
         }
         let read = drain(&ring);
@@ -355,9 +358,9 @@ fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
         // neither the ring nor the reader's free list can reach it.
         // Leaked, so that the held reservation can move to the writer.
         let ring = leaked_ring(Mode::Overwrite, 2);
-        let held = ring.reserve_on(0, 4).unwrap();
+        let held = ring.cpu_writer(0).reserve(4).unwrap();
         for i in 1..5u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap(); // 1..3 fill page 0
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap(); // 1..3 fill page 0
         }
         let writer = {
             thread::spawn(move || {
@@ -365,7 +368,7 @@ fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
                 held.write(&0u32.to_le_bytes());
                 held.commit();
                 for i in 5..9u32 {
-                    ring.write_on(0, &i.to_le_bytes()).unwrap(); // into page 2 = slot 0
+                    ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap(); // into page 2 = slot 0
                 }
             })
         };
@@ -378,7 +381,7 @@ fn fixup_racing_a_claim_of_the_same_page_strands_no_page() {
         // row can be taken out only if none was stranded.
         let mut stuck = Vec::new();
         for _ in 0..3 {
-            stuck.push(ring.reserve_on(0, 4).unwrap());
+            stuck.push(ring.cpu_writer(0).reserve(4).unwrap());
             ring.flush();
             assert!(b.fixup(), "a physical page was stranded");
         }
@@ -398,12 +401,12 @@ fn iterator_never_reads_an_open_reservation_as_committed() {
         // bytes as an event.
         let ring = ring(Mode::Overwrite, 2);
         for i in 0..=8u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
-        let held = ring.reserve_on(0, 4).unwrap();
+        let held = ring.cpu_writer(0).reserve(4).unwrap();
         let writer = {
             let ring = Arc::clone(&ring);
-            thread::spawn(move || ring.write_on(0, &100u32.to_le_bytes()).unwrap())
+            thread::spawn(move || ring.cpu_writer(0).write(&100u32.to_le_bytes()).unwrap())
         };
         let seen: Vec<u32> = ring.iter(0).unwrap().map(|e| id_of(&e.payload)).collect();
         writer.join().unwrap();
@@ -432,7 +435,7 @@ fn iterator_racing_a_writer_that_laps_onto_its_page_yields_nothing_torn() {
         // page 1's if it threw page 0 away.
         let ring = leaked_ring(Mode::Overwrite, 2);
         let mut stamps: Vec<u64> = (0..8u32)
-            .map(|i| ring.write_on(0, &i.to_le_bytes()).unwrap())
+            .map(|i| ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap())
             .collect();
         let iter = ring.iter(0).unwrap();
         let iterator = thread::spawn(move || {
@@ -440,7 +443,7 @@ fn iterator_racing_a_writer_that_laps_onto_its_page_yields_nothing_torn() {
                 .map(|e| (e.ts, id_of(&e.payload)))
                 .collect::<Vec<_>>()
         });
-        stamps.push(ring.write_on(0, &8u32.to_le_bytes()).unwrap());
+        stamps.push(ring.cpu_writer(0).write(&8u32.to_le_bytes()).unwrap());
         let seen = iterator.join().unwrap();
         assert!(seen.windows(2).all(|w| w[0].1 < w[1].1), "{seen:?}");
         for (ts, id) in &seen {
@@ -466,7 +469,7 @@ fn iterator_racing_a_reader_that_recycles_its_page_yields_nothing_torn() {
         // base time (0).
         let ring = leaked_ring(Mode::Discard, 2);
         let stamps: Vec<u64> = (0..8u32)
-            .map(|i| ring.write_on(0, &i.to_le_bytes()).unwrap())
+            .map(|i| ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap())
             .collect();
         let iter = ring.iter(0).unwrap();
         let iterator =
@@ -496,13 +499,13 @@ fn a_reader_racing_an_overrunning_writer_reports_each_loss_where_it_happened() {
         // claims in flight), not after (it marks before securing a page).
         let ring = ring(Mode::Overwrite, 2);
         for i in 0..4u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let writer = {
             let ring = Arc::clone(&ring);
             thread::spawn(move || {
                 for i in 4..9u32 {
-                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                    ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
                 }
             })
         };
@@ -546,13 +549,13 @@ fn a_writer_racing_a_file_rings_claim_is_never_refused_nor_wiped() {
             .file("modelled-in-memory.ring");
         let ring = Arc::new(RingBuffer::new(config, Counter::new()).unwrap());
         for i in 0..8u32 {
-            ring.write_on(0, &i.to_le_bytes()).unwrap();
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
         let other = {
             let ring = Arc::clone(&ring);
-            thread::spawn(move || ring.write_on(0, &100u32.to_le_bytes()).ok())
+            thread::spawn(move || ring.cpu_writer(0).write(&100u32.to_le_bytes()).ok())
         };
-        let mine = ring.write_on(0, &8u32.to_le_bytes()).ok();
+        let mine = ring.cpu_writer(0).write(&8u32.to_le_bytes()).ok();
         let theirs = other.join().unwrap();
         let read = drain(&ring);
         let ids: Vec<u32> = read.iter().map(|r| r.1).collect();

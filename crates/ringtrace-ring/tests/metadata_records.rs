@@ -59,7 +59,7 @@ fn committed(path: &Path) -> (usize, u64) {
 fn file_with_records(path: &Path, n: u64) -> Vec<Vec<u8>> {
     let ring = RingBuffer::new(config(path, Mode::Discard, 1, 1024, 4), Counter::new()).unwrap();
     let records = append(&ring, 0..n);
-    ring.write_on(0, b"event").unwrap();
+    ring.cpu_writer(0).write(b"event").unwrap();
     drop(ring);
     records
 }
@@ -78,7 +78,9 @@ fn records_appended_to_a_file_ring_come_back_from_recover_in_order() {
         let mut want = Vec::new();
         for seq in 0..300 {
             want.extend(append(&ring, seq..seq + 1));
-            ring.write_on(seq as usize % 2, &seq.to_le_bytes()).unwrap();
+            ring.cpu_writer(seq as usize % 2)
+                .write(&seq.to_le_bytes())
+                .unwrap();
         }
         assert_eq!(ring.metadata_records(), want);
         if forget {
@@ -105,7 +107,7 @@ fn append_mode_keeps_the_first_runs_records_and_adds_the_second_runs_after_them(
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
     assert_eq!(ring.metadata_records(), want, "the first run's, at once");
     want.extend(append(&ring, 5..9));
-    ring.write_on(0, b"second").unwrap();
+    ring.cpu_writer(0).write(b"second").unwrap();
     drop(ring);
     // A third run goes on after both.
     let ring = RingBuffer::new(cfg(), Counter::new()).unwrap();
@@ -163,7 +165,7 @@ fn a_snapshot_carries_the_records_of_a_memory_ring_and_of_a_file_ring() {
         RingBuffer::new(config(&path, Mode::Discard, 1, 1024, 4), Counter::new()).unwrap();
     for ring in [&memory, &in_file] {
         let want = append(ring, 0..4);
-        ring.write_on(0, b"event").unwrap();
+        ring.cpu_writer(0).write(b"event").unwrap();
         let snapshot = ring.snapshot(b"{}".to_vec());
         assert_eq!(snapshot.metadata_records(), want);
         assert!(!snapshot.has_problems());

@@ -21,11 +21,11 @@ fn a_payload_never_shows_an_older_laps_bytes_when_not_fully_written() {
     let b = ring.cpu_buffer(0).unwrap();
     // Fill both pages a few times over with a recognisable payload.
     for _ in 0..21 {
-        ring.write_on(0, b"SECRET!!").unwrap();
+        ring.cpu_writer(0).write(b"SECRET!!").unwrap();
     }
     while b.read_event().is_some() {}
-    ring.reserve_on(0, 8).unwrap().commit(); // nothing written
-    let mut part = ring.reserve_on(0, 8).unwrap();
+    ring.cpu_writer(0).reserve(8).unwrap().commit(); // nothing written
+    let mut part = ring.cpu_writer(0).reserve(8).unwrap();
     assert_eq!(part.write_at(0, b"ab"), 2); // a piece only
     part.commit();
     ring.flush();
@@ -39,11 +39,11 @@ fn a_payload_never_shows_an_older_laps_bytes_when_not_fully_written() {
 fn an_iterator_made_before_a_page_is_consumed_yields_nothing_stale() {
     let ring = ring(Mode::Overwrite, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    ring.write_on(0, b"AAAA-old").unwrap();
-    ring.write_on(0, b"AAAA-two").unwrap();
+    ring.cpu_writer(0).write(b"AAAA-old").unwrap();
+    ring.cpu_writer(0).write(b"AAAA-two").unwrap();
     ring.flush();
     assert_eq!(b.read_page().unwrap().events().count(), 2);
-    ring.write_on(0, b"BBBB-new").unwrap();
+    ring.cpu_writer(0).write(b"BBBB-new").unwrap();
     ring.flush();
     let iter = ring.iter(0).unwrap();
     // The page goes, and the slot gets a spare that once held AAAA events.
@@ -62,9 +62,13 @@ fn a_fixup_while_a_page_is_half_read_reads_nothing_twice() {
     // commits then complete them (and count themselves lost).
     let mut held = Vec::new();
     for tag in ["OLD0", "OLD1"] {
-        let r = ring.reserve_on(0, 8).unwrap();
-        ring.write_on(0, format!("{tag}-aa").as_bytes()).unwrap();
-        ring.write_on(0, format!("{tag}-bb").as_bytes()).unwrap();
+        let r = ring.cpu_writer(0).reserve(8).unwrap();
+        ring.cpu_writer(0)
+            .write(format!("{tag}-aa").as_bytes())
+            .unwrap();
+        ring.cpu_writer(0)
+            .write(format!("{tag}-bb").as_bytes())
+            .unwrap();
         ring.flush();
         assert!(b.fixup());
         held.push(r);
@@ -75,17 +79,21 @@ fn a_fixup_while_a_page_is_half_read_reads_nothing_twice() {
     }
     // A page taken by the reader and read in part.
     for i in 0..3 {
-        ring.write_on(0, format!("P2-{i}").as_bytes()).unwrap();
+        ring.cpu_writer(0)
+            .write(format!("P2-{i}").as_bytes())
+            .unwrap();
     }
     ring.flush();
     assert_eq!(text(&b.read_event().unwrap().payload), "P2-0");
     // Then a stuck page, and enough after it that the reader falls behind
     // and the fixup moves its position past the half-read page.
-    let stuck = ring.reserve_on(0, 8).unwrap();
-    ring.write_on(0, b"P3-x").unwrap();
+    let stuck = ring.cpu_writer(0).reserve(8).unwrap();
+    ring.cpu_writer(0).write(b"P3-x").unwrap();
     ring.flush();
     for p in 4..7 {
-        ring.write_on(0, format!("P{p}-x").as_bytes()).unwrap();
+        ring.cpu_writer(0)
+            .write(format!("P{p}-x").as_bytes())
+            .unwrap();
         ring.flush();
     }
     assert!(b.fixup());
@@ -102,8 +110,8 @@ fn a_fixup_while_a_page_is_half_read_reads_nothing_twice() {
 fn a_merge_dropped_part_way_leaves_unyielded_events_in_their_buffers() {
     let config = RingConfig::default().cpus(2).per_cpu_bytes(16 * 1024);
     let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    ring.write_on(0, b"cpu0").unwrap();
-    ring.write_on(1, b"cpu1").unwrap();
+    ring.cpu_writer(0).write(b"cpu0").unwrap();
+    ring.cpu_writer(1).write(b"cpu1").unwrap();
     let first = ring.merged().next().unwrap();
     assert_eq!(first.payload, b"cpu0");
     let rest: Vec<Vec<u8>> = ring.merged().map(|e| e.payload).collect();
@@ -115,14 +123,16 @@ fn a_merge_dropped_part_way_leaves_unyielded_events_in_their_buffers() {
 fn losses_are_reported_with_the_first_event_after_them() {
     let ring = ring(Mode::Overwrite, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    ring.write_on(0, b"A1").unwrap();
-    ring.write_on(0, b"A2").unwrap();
+    ring.cpu_writer(0).write(b"A1").unwrap();
+    ring.cpu_writer(0).write(b"A2").unwrap();
     ring.flush();
     let a1 = b.read_event().unwrap(); // takes the page whole
     assert_eq!((text(&a1.payload).as_str(), a1.lost_before), ("A1", 0));
     // Five more pages: the fifth overwrites P1, the page after A's.
     for p in 1..=5 {
-        ring.write_on(0, format!("P{p}").as_bytes()).unwrap();
+        ring.cpu_writer(0)
+            .write(format!("P{p}").as_bytes())
+            .unwrap();
         ring.flush();
     }
     let order: Vec<(String, u64)> = std::iter::from_fn(|| b.read_event())
@@ -170,7 +180,7 @@ fn fixups_racing_a_writer_and_a_reader_keep_accounting_and_leak_no_page() {
         s.spawn(|| {
             let mut i = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                ring.write_on(0, &i.to_le_bytes()).unwrap();
+                ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
                 i = i.wrapping_add(1);
             }
         });
@@ -192,7 +202,7 @@ fn fixups_racing_a_writer_and_a_reader_keep_accounting_and_leak_no_page() {
     // Still writable and readable.
     let b = ring.cpu_buffer(0).unwrap();
     for i in 0..1000u32 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         while b.read_event().is_some() {}
     }
     // No page stranded: three stuck pages in a row can still be taken out
@@ -201,8 +211,8 @@ fn fixups_racing_a_writer_and_a_reader_keep_accounting_and_leak_no_page() {
     while b.read_event().is_some() {}
     let mut held = Vec::new();
     for _ in 0..3 {
-        held.push(ring.reserve_on(0, 4).unwrap());
-        ring.write_on(0, b"zzzz").unwrap();
+        held.push(ring.cpu_writer(0).reserve(4).unwrap());
+        ring.cpu_writer(0).write(b"zzzz").unwrap();
         ring.flush();
         while b.read_event().is_some() {}
         assert!(b.fixup(), "a spare page was lost");

@@ -59,10 +59,10 @@ fn attempt<C: Clock>(ring: &RingBuffer<C>, way: Way, len: usize) -> Result<(), R
     };
     match way {
         Way::Write => ring.write(&payload).map(drop),
-        Way::WriteOn => ring.write_on(0, &payload).map(drop),
+        Way::WriteOn => ring.cpu_writer(0).write(&payload).map(drop),
         Way::CpuWriter => ring.cpu_writer(0).write(&payload).map(drop),
         Way::Reserve => ring.reserve(len).map(commit),
-        Way::ReserveOn => ring.reserve_on(0, len).map(commit),
+        Way::ReserveOn => ring.cpu_writer(0).reserve(len).map(commit),
         Way::CpuWriterReserve => ring.cpu_writer(0).reserve(len).map(commit),
     }
 }
@@ -128,7 +128,7 @@ fn config(path: WritePath, mode: Mode) -> RingConfig {
 fn each_cause_is_counted<C: Clock>(ring: &RingBuffer<C>, mode: Mode, way: Way) -> Stats {
     let what = format!("{way:?} on the {} path, {mode:?}", ring.write_path().name());
     let mut refused = Refused::default();
-    let held = ring.reserve_on(0, max_payload(PAGE)).unwrap();
+    let held = ring.cpu_writer(0).reserve(max_payload(PAGE)).unwrap();
     let mut accepted = attempts(ring, way, 32, 60, &mut refused);
     assert!(refused.busy > 0 && refused.full == 0, "{what}: {refused:?}");
     let busy = refused.busy;

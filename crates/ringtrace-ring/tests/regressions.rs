@@ -37,12 +37,12 @@ fn iterator_never_yields_a_reservation_that_is_still_open() {
     // committed count equal a frontier read before it.
     let ring = TORN.get_or_init(|| counter_ring(Mode::Overwrite, 1024, 4));
     for _ in 0..200 {
-        ring.write_on(0, &[0xAA; 60]).unwrap();
+        ring.cpu_writer(0).write(&[0xAA; 60]).unwrap();
     }
     let signal = libc::SIGRTMIN() + 9;
     interrupt::install_irq_handler(signal, |_| {
         if let Some(ring) = TORN.get() {
-            if ring.write_on(0, &[0xBB; 60]).is_ok() {
+            if ring.cpu_writer(0).write(&[0xBB; 60]).is_ok() {
                 HANDLER_WRITES.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -54,7 +54,7 @@ fn iterator_never_yields_a_reservation_that_is_still_open() {
     let mut rounds = 0u64;
     let mut torn = None;
     while Instant::now() < deadline && torn.is_none() {
-        let Ok(mut held) = ring.reserve_on(0, 60) else {
+        let Ok(mut held) = ring.cpu_writer(0).reserve(60) else {
             // The held page of the last round is still being lapped onto.
             std::thread::yield_now();
             continue;
@@ -91,9 +91,11 @@ fn a_reader_that_only_takes_pages_keeps_recovering_from_fixups() {
     let ring = counter_ring(Mode::Discard, 256, 8);
     let b = ring.cpu_buffer(0).unwrap();
     for round in 0..12u64 {
-        let held = ring.reserve_on(0, 8).unwrap();
+        let held = ring.cpu_writer(0).reserve(8).unwrap();
         for i in 0..8u64 {
-            ring.write_on(0, &(round * 100 + i).to_le_bytes()).unwrap();
+            ring.cpu_writer(0)
+                .write(&(round * 100 + i).to_le_bytes())
+                .unwrap();
         }
         ring.flush();
         while b.read_page().is_some() {}
@@ -113,7 +115,8 @@ fn a_reader_that_only_takes_pages_keeps_recovering_from_fixups() {
 fn fill_page_and_read(ring: &RingBuffer<Counter>, next: &mut u64, read: &mut Vec<u64>) {
     let b = ring.cpu_buffer(0).unwrap();
     for _ in 0..20 {
-        ring.write_on(0, &next.to_le_bytes())
+        ring.cpu_writer(0)
+            .write(&next.to_le_bytes())
             .unwrap_or_else(|e| panic!("event {next}: {e}"));
         *next += 1;
     }
@@ -138,7 +141,7 @@ fn writers_that_die_mid_event_never_wedge_a_buffer() {
     let b = ring.cpu_buffer(0).unwrap();
     let (mut next, mut read) = (0u64, Vec::new());
     for dead in 0..40 {
-        std::mem::forget(ring.reserve_on(0, 8).unwrap()); // the writer dies
+        std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap()); // the writer dies
         fill_page_and_read(&ring, &mut next, &mut read);
         // The bounded wait passes; the reader takes the page out.
         std::thread::sleep(Duration::from_millis(2));
@@ -168,11 +171,11 @@ fn the_dead_writer_limit_is_configurable_reported_and_not_silent() {
     let b = ring.cpu_buffer(0).unwrap();
     let (mut next, mut read) = (0u64, Vec::new());
     for dead in 0..2 {
-        std::mem::forget(ring.reserve_on(0, 8).unwrap());
+        std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap());
         fill_page_and_read(&ring, &mut next, &mut read);
         assert!(b.fixup(), "dead writer {dead}");
     }
-    std::mem::forget(ring.reserve_on(0, 8).unwrap());
+    std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap());
     fill_page_and_read(&ring, &mut next, &mut read);
     assert!(!b.fixup(), "a third page was quarantined past the limit");
     assert!(!b.fixup());
@@ -180,7 +183,7 @@ fn the_dead_writer_limit_is_configurable_reported_and_not_silent() {
     assert_eq!((s.pages_quarantined, s.fixups_refused), (2, 1), "{s:?}");
     // A reservation that cannot be placed says why.
     let busy = (0..100)
-        .map(|_| ring.reserve_on(0, 8).map(|r| r.commit()))
+        .map(|_| ring.cpu_writer(0).reserve(8).map(|r| r.commit()))
         .find_map(Result::err);
     assert_eq!(busy, Some(ReserveError::Busy));
 }
@@ -197,7 +200,7 @@ fn a_late_commit_to_a_quarantined_page_releases_it() {
     let b = ring.cpu_buffer(0).unwrap();
     let (mut next, mut read) = (0u64, Vec::new());
     for round in 0..10 {
-        let slow = ring.reserve_on(0, 8).unwrap();
+        let slow = ring.cpu_writer(0).reserve(8).unwrap();
         fill_page_and_read(&ring, &mut next, &mut read);
         assert!(b.fixup(), "round {round}");
         assert_eq!(ring.stats().pages_quarantined, 1, "round {round}");
@@ -213,10 +216,10 @@ fn a_late_commit_to_a_quarantined_page_releases_it() {
 fn a_forgotten_reservation_keeps_the_accounting_identity_after_the_fixup() {
     let ring = counter_ring(Mode::Overwrite, 128, 4);
     let b = ring.cpu_buffer(0).unwrap();
-    ring.write_on(0, b"before..").unwrap();
-    std::mem::forget(ring.reserve_on(0, 8).unwrap());
+    ring.cpu_writer(0).write(b"before..").unwrap();
+    std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap());
     for i in 0..15u64 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     assert!(b.fixup());
     let s = ring.stats();
@@ -235,14 +238,14 @@ fn read_page_reports_no_loss_on_the_rest_of_a_page_read_by_event() {
     let ring = counter_ring(Mode::Overwrite, 256, 4);
     let b = ring.cpu_buffer(0).unwrap();
     for i in 0..72u64 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     ring.flush();
     let first = b.read_event().unwrap(); // takes page 0 whole
     assert_eq!((id(&first.payload), first.lost_before), (0, 0));
     // Lap the ring while page 0 is out: pages after it are overwritten.
     for i in 72..200u64 {
-        ring.write_on(0, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
     }
     let page = b.read_page().unwrap();
     let rest: Vec<u64> = page.events().map(|(_, p)| id(p)).collect();
@@ -268,15 +271,15 @@ fn a_clock_that_wraps_past_u64_max_never_makes_time_go_back() {
         .per_cpu_bytes(1024);
     let clock = ManualClock::at(u64::MAX - 1000);
     let ring = RingBuffer::new(config, clock.clone()).unwrap();
-    let mut stamps = vec![ring.write_on(0, b"a").unwrap()];
+    let mut stamps = vec![ring.cpu_writer(0).write(b"a").unwrap()];
     clock.set(u64::MAX);
-    stamps.push(ring.write_on(0, b"b").unwrap());
+    stamps.push(ring.cpu_writer(0).write(b"b").unwrap());
     clock.set(5);
-    stamps.push(ring.write_on(0, b"c").unwrap());
+    stamps.push(ring.cpu_writer(0).write(b"c").unwrap());
     assert_eq!(stamps, [u64::MAX - 1000, u64::MAX, u64::MAX]);
     assert_eq!(ring.stats().ts_fixups, 1);
     ring.flush();
-    stamps.push(ring.write_on(0, b"d").unwrap());
+    stamps.push(ring.cpu_writer(0).write(b"d").unwrap());
     let b = ring.cpu_buffer(0).unwrap();
     let read: Vec<u64> = std::iter::from_fn(|| b.read_event())
         .map(|e| e.ts)

@@ -183,7 +183,7 @@ fn a_concurrent_reader_learns_of_each_loss_exactly_where_it_happened() {
             let until = Instant::now() + Duration::from_millis(800);
             while Instant::now() < until {
                 for _ in 0..64 {
-                    ring.write_on(0, &i.to_le_bytes()).unwrap();
+                    ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
                     i += 1;
                 }
             }

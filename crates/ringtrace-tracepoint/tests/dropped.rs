@@ -77,7 +77,8 @@ fn main() {
     // come round to that page again they find it busy (nothing on it a
     // reader could have, nothing to reuse yet).
     let held = ring
-        .reserve_on(0, ringtrace_ring::format::max_payload(PAGE))
+        .cpu_writer(0)
+        .reserve(ringtrace_ring::format::max_payload(PAGE))
         .unwrap();
     let fired = 200u32;
     let before = dropped_by_cause();

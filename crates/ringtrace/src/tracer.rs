@@ -171,7 +171,7 @@ impl Tracer {
     }
 
     /// The ring itself, for everything the tracer does not wrap (per-CPU
-    /// buffers, `reserve_on`, the geometry).
+    /// buffers, `cpu_writer`, the geometry).
     pub fn ring(&self) -> &RingBuffer<AnyClock> {
         &self.ring
     }

@@ -127,7 +127,8 @@ fn a_file_tracer_survives_its_program_and_reads_back_with_recover() {
     for i in 0u64..50 {
         tracer
             .ring()
-            .write_on((i % 2) as usize, &i.to_le_bytes())
+            .cpu_writer((i % 2) as usize)
+            .write(&i.to_le_bytes())
             .unwrap();
     }
     let stats = tracer.finish().unwrap();

@@ -118,3 +118,28 @@ pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
         "regular file"
     }
 }
+
+/// Why a recovered file's metadata region (the tracepoint descriptions
+/// written when the file was made) cannot be used: the rest of the file
+/// may still be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum UnreadableMetadata {
+    /// The header gives a length this machine cannot address.
+    #[error("{len} bytes of metadata is too many")]
+    TooLong {
+        /// The length the header gives.
+        len: u64,
+    },
+    /// The file ends before the metadata does.
+    #[error("the file ends inside the metadata ({got} of {len} bytes)")]
+    Truncated {
+        /// The bytes there are.
+        got: usize,
+        /// The length the header gives.
+        len: usize,
+    },
+    /// The metadata's checksum in the header does not match its bytes.
+    #[error("the metadata's checksum does not match: it is corrupt")]
+    Checksum,
+}

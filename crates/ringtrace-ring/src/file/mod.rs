@@ -53,7 +53,7 @@ mod walk;
 
 #[cfg(not(loom))]
 pub(crate) use create::{RingFile, Writer};
-pub use error::FileError;
+pub use error::{FileError, UnreadableMetadata};
 
 /// The [`Recovery::path`] of a snapshot of a ring that has no file: there
 /// is nothing to read again.

@@ -1,7 +1,7 @@
 //! Opening a ring file for reading and reading its header, whatever the
 //! file holds: every length is checked before it is used.
 
-use super::error::{kind_of, FileError};
+use super::error::{kind_of, FileError, UnreadableMetadata};
 use super::header::{FileHeader, MAGIC, OLDEST_VERSION, VERSION};
 use super::layout::STATUS_OFFSET;
 use std::fs::File;
@@ -117,7 +117,7 @@ impl Source {
     pub(crate) fn header(
         &self,
         path: &Path,
-    ) -> Result<(FileHeader, Result<Vec<u8>, String>), FileError> {
+    ) -> Result<(FileHeader, Result<Vec<u8>, UnreadableMetadata>), FileError> {
         let head = self.read_at(0, STATUS_OFFSET, path)?;
         let shown = head.len().min(MAGIC.len());
         if head[..shown] != MAGIC[..shown] {
@@ -159,16 +159,18 @@ impl Source {
         })?;
         let l = &header.layout;
         let metadata = match usize::try_from(l.metadata_len) {
-            Err(_) => Err(format!("{} bytes of metadata is too many", l.metadata_len)),
+            Err(_) => Err(UnreadableMetadata::TooLong {
+                len: l.metadata_len,
+            }),
             Ok(len) => {
                 let bytes = self.read_at(l.metadata_offset, len, path)?;
                 if bytes.len() < len {
-                    Err(format!(
-                        "the file ends inside the metadata ({} of {len} bytes)",
-                        bytes.len()
-                    ))
+                    Err(UnreadableMetadata::Truncated {
+                        got: bytes.len(),
+                        len,
+                    })
                 } else if super::header::fnv1a64(&bytes) != header.metadata_checksum {
-                    Err("the metadata's checksum does not match: it is corrupt".to_owned())
+                    Err(UnreadableMetadata::Checksum)
                 } else {
                     Ok(bytes)
                 }

@@ -7,7 +7,7 @@
 //! being written while it was read (a live ring), and is left out and
 //! counted. A file whose writer is dead reads the same twice.
 
-use super::error::FileError;
+use super::error::{FileError, UnreadableMetadata};
 use super::header::FileHeader;
 use super::layout::{self as lay};
 use super::read::Source;
@@ -88,7 +88,7 @@ pub struct Recovery {
     /// Its header.
     pub header: FileHeader,
     /// Its metadata (the tracepoint descriptions), or what is wrong with it.
-    pub metadata: Result<Vec<u8>, String>,
+    pub metadata: Result<Vec<u8>, UnreadableMetadata>,
     /// The writer's state when the file was read.
     pub writer: WriterState,
     /// One entry per CPU buffer.

@@ -61,7 +61,7 @@ pub(crate) fn read_event_with<R>(
 /// use ringtrace_clock::Counter;
 /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
 /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-/// let ts = ring.write_on(0, b"abc").unwrap();
+/// let ts = ring.cpu_writer(0).write(b"abc").unwrap();
 /// let b = ring.cpu_buffer(0).unwrap();
 /// assert_eq!(b.peek_timestamp(), Some(ts));
 /// assert_eq!(b.read_event().unwrap().ts, ts); // still there

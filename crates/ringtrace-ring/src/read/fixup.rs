@@ -25,9 +25,9 @@ use std::time::Instant;
 /// use ringtrace_clock::Counter;
 /// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024);
 /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-/// std::mem::forget(ring.reserve_on(0, 8).unwrap()); // its writer dies
+/// std::mem::forget(ring.cpu_writer(0).reserve(8).unwrap()); // its writer dies
 /// for i in 0..20u64 {
-///     ring.write_on(0, &i.to_le_bytes()).unwrap(); // the page closes
+///     ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap(); // the page closes
 /// }
 /// let b = ring.cpu_buffer(0).unwrap();
 /// assert!(b.fixup());

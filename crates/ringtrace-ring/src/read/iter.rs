@@ -23,8 +23,8 @@ use crate::sync::Mutex;
 /// use ringtrace_clock::Counter;
 /// let config = RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024);
 /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-/// ring.write_on(0, b"one").unwrap();
-/// ring.write_on(0, b"two").unwrap();
+/// ring.cpu_writer(0).write(b"one").unwrap();
+/// ring.cpu_writer(0).write(b"two").unwrap();
 /// let seen: Vec<Vec<u8>> = ring.iter(0).unwrap().map(|e| e.payload).collect();
 /// assert_eq!(seen, vec![b"one".to_vec(), b"two".to_vec()]);
 /// assert_eq!(ring.stats().entries, 2); // still there

@@ -22,8 +22,8 @@ use std::marker::PhantomData;
 /// use ringtrace_clock::Counter;
 /// let config = RingConfig::default().cpus(2).per_cpu_bytes(16 * 1024);
 /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
-/// ring.write_on(1, b"first").unwrap();
-/// ring.write_on(0, b"second").unwrap();
+/// ring.cpu_writer(1).write(b"first").unwrap();
+/// ring.cpu_writer(0).write(b"second").unwrap();
 /// let order: Vec<usize> = ring.merged().map(|e| e.cpu).collect();
 /// assert_eq!(order, vec![1, 0]);
 /// ```

@@ -259,28 +259,14 @@ impl<C: Clock> RingBuffer<C> {
     /// Lock-free, no system call, no allocation; async-signal-safe.
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'_>, ReserveError> {
-        self.reserve_on(crate::cpu::current_cpu(), len)
+        self.reserve_in(self.buffer_for(crate::cpu::current_cpu()), len)
     }
 
-    /// Reserves on the buffer of `cpu` (taken modulo the buffer count),
-    /// whatever CPU the caller is on.
-    ///
-    /// On the rseq path ([`write_path`](Self::write_path)), an event on a
-    /// buffer other than the caller's CPU's makes remote updates (see
-    /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
-    /// system call: one for an event written in one call with a bare-rdtsc
-    /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
-    /// the 2-vCPU hosts of docs/results.md, far more when several threads
-    /// make them at once), two for a reservation and its commit, against
-    /// tens of nanoseconds on the caller's own CPU's buffer. A buffer that
-    /// gets them often goes into shared mode
-    /// ([`CpuBuffer::shared_mode_entries`]), where they make none: then
-    /// about 50 ns an event, a few times the CAS path's, and the buffer's
-    /// own CPU writes at the CAS path's cost until remote writes stop. A
-    /// design in which threads write to buffers not their CPU's all the
-    /// time does best on the CAS path
-    /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
-    /// costs the same.
+    /// Reserves on the buffer of `cpu` (taken modulo the buffer count):
+    /// `ring.cpu_writer(cpu).reserve(len)`, which is the one way now (see
+    /// [`cpu_writer`](Self::cpu_writer) for the cost of writing to another
+    /// CPU's buffer).
+    #[deprecated(since = "0.2.0", note = "use `ring.cpu_writer(cpu).reserve(len)`")]
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
         self.reserve_in(self.buffer_for(cpu), len)
@@ -380,30 +366,23 @@ impl<C: Clock> RingBuffer<C> {
     /// nothing kept between reserve and commit.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
-        self.write_on(crate::cpu::current_cpu(), payload)
+        self.write_to(crate::cpu::current_cpu(), payload)
     }
 
     /// Records `payload` on the buffer of `cpu` (taken modulo the buffer
-    /// count), whatever CPU the caller is on; returns its timestamp.
-    ///
-    /// On the rseq path ([`write_path`](Self::write_path)), an event on a
-    /// buffer other than the caller's CPU's makes remote updates (see
-    /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
-    /// system call: one for an event written in one call with a bare-rdtsc
-    /// clock (`write_on`, `CpuWriter::write`; about half a microsecond on
-    /// the 2-vCPU hosts of docs/results.md, far more when several threads
-    /// make them at once), two for a reservation and its commit, against
-    /// tens of nanoseconds on the caller's own CPU's buffer. A buffer that
-    /// gets them often goes into shared mode
-    /// ([`CpuBuffer::shared_mode_entries`]), where they make none: then
-    /// about 50 ns an event, a few times the CAS path's, and the buffer's
-    /// own CPU writes at the CAS path's cost until remote writes stop. A
-    /// design in which threads write to buffers not their CPU's all the
-    /// time does best on the CAS path
-    /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
-    /// costs the same.
+    /// count): `ring.cpu_writer(cpu).write(payload)`, which is the one way
+    /// now (see [`cpu_writer`](Self::cpu_writer) for the cost of writing to
+    /// another CPU's buffer).
+    #[deprecated(since = "0.2.0", note = "use `ring.cpu_writer(cpu).write(payload)`")]
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
+        self.write_to(cpu, payload)
+    }
+
+    /// Records `payload` on the buffer of `cpu`, taken modulo the buffer
+    /// count.
+    #[inline]
+    pub(crate) fn write_to(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
         #[cfg(ringtrace_rseq)]
         if let (true, Some(b)) = (self.writes_whole, self.buffers.get(cpu)) {
             return self.write_whole(b, payload);
@@ -484,9 +463,28 @@ impl<C: Clock> RingBuffer<C> {
     }
 
     /// A writer for the buffer of `cpu` (taken modulo the buffer count):
-    /// [`write_on`](Self::write_on) and [`reserve_on`](Self::reserve_on)
-    /// with the buffer looked up once, for a thread that writes to one
-    /// CPU's buffer many times (one pinned to that CPU, say).
+    /// the way to write to a chosen CPU's buffer, whole
+    /// ([`CpuWriter::write`]) or in pieces ([`CpuWriter::reserve`]), with
+    /// the buffer looked up once. Make one per event or keep it, for a
+    /// thread that writes to one CPU's buffer many times (one pinned to
+    /// that CPU, say): it is two references.
+    ///
+    /// On the rseq path ([`write_path`](Self::write_path)), an event on a
+    /// buffer other than the caller's CPU's makes remote updates (see
+    /// [`remote_updates`](Self::remote_updates)), each a `membarrier`
+    /// system call: one for an event written in one call with a bare-rdtsc
+    /// clock (`CpuWriter::write`; about half a microsecond on
+    /// the 2-vCPU hosts of docs/results.md, far more when several threads
+    /// make them at once), two for a reservation and its commit, against
+    /// tens of nanoseconds on the caller's own CPU's buffer. A buffer that
+    /// gets them often goes into shared mode
+    /// ([`CpuBuffer::shared_mode_entries`]), where they make none: then
+    /// about 50 ns an event, a few times the CAS path's, and the buffer's
+    /// own CPU writes at the CAS path's cost until remote writes stop. A
+    /// design in which threads write to buffers not their CPU's all the
+    /// time does best on the CAS path
+    /// ([`WritePath::Cas`](crate::WritePath::Cas)), where every buffer
+    /// costs the same.
     ///
     /// ```
     /// use ringtrace_clock::Counter;

@@ -11,7 +11,7 @@
 //! signal before that store, so it is atomic with respect to everything
 //! else on the CPU, as the kernel's `local_t` operations are with respect
 //! to interrupts. Anything that is not on the CPU (a writer that migrated
-//! between reserve and commit, `reserve_on` another CPU, a flush or fixup
+//! between reserve and commit, a `CpuWriter` of another CPU, a flush or fixup
 //! from a reader) goes through a remote update (`remote`): it raises
 //! the buffer's flag, fences the CPU with membarrier and then uses the
 //! CAS path's locked instruction, so it never races a plain store.
@@ -109,7 +109,46 @@ pub enum WritePathError {
     #[error(
         "the rseq write path is unavailable: {0}; use `cas` (or `auto`, which falls back to it)"
     )]
-    Unavailable(String),
+    Unavailable(#[from] RseqUnavailable),
+}
+
+/// Why the rseq write path cannot run in this process.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RseqUnavailable {
+    /// Built for another machine: the path is x86_64 Linux only.
+    #[error("it is written for x86_64 Linux only")]
+    NotX86Linux,
+    /// Built for loom's model or run under Miri, which cannot run its
+    /// assembly.
+    #[error("not under Miri or loom, which cannot run its assembly")]
+    Modelled,
+    /// glibc registered no rseq area for the process's threads.
+    #[error("glibc registered no rseq area (glibc before 2.35, GLIBC_TUNABLES=glibc.pthread.rseq=0, or an emulator such as qemu-user)")]
+    NoRseqArea,
+    /// glibc's `__rseq_offset` is 0, which no glibc sets.
+    #[error("glibc's __rseq_offset is 0, which no glibc sets")]
+    ZeroOffset,
+    /// The CPU has no AVX, so a 16-byte store is not guaranteed atomic.
+    #[error("this CPU has no AVX, so a 16-byte store is not guaranteed atomic")]
+    NoAvx,
+    /// The kernel has no membarrier system call.
+    #[error("membarrier is not available ({errno}); the rseq path needs Linux 5.10 or later")]
+    NoMembarrier {
+        /// What the system call said.
+        errno: String,
+    },
+    /// The kernel's membarrier cannot restart rseq sections.
+    #[error(
+        "membarrier cannot restart rseq sections on this kernel (Linux 5.10 or later is needed)"
+    )]
+    NoRseqFence,
+    /// membarrier refused to register the process.
+    #[error("membarrier refused to register this process for rseq fences ({errno})")]
+    RegisterRefused {
+        /// What the system call said.
+        errno: String,
+    },
 }
 
 /// The environment variable that overrides [`WritePath::Auto`].
@@ -117,23 +156,20 @@ pub const WRITE_PATH_ENV: &str = "RINGTRACE_WRITE_PATH";
 
 /// Why the rseq path cannot run in this process, or `None` if it can.
 /// Checked once (it registers the process with membarrier).
-pub fn unavailable() -> Option<String> {
+pub fn unavailable() -> Option<RseqUnavailable> {
     probe().err()
 }
 
 #[cfg(ringtrace_rseq)]
-fn probe() -> Result<std::num::NonZeroIsize, String> {
-    static PROBE: std::sync::OnceLock<Result<std::num::NonZeroIsize, String>> =
+fn probe() -> Result<std::num::NonZeroIsize, RseqUnavailable> {
+    static PROBE: std::sync::OnceLock<Result<std::num::NonZeroIsize, RseqUnavailable>> =
         std::sync::OnceLock::new();
     PROBE
         .get_or_init(|| {
-            let offset = crate::cpu::rseq_offset().ok_or_else(|| {
-                "glibc registered no rseq area (glibc before 2.35, GLIBC_TUNABLES=glibc.pthread.rseq=0, or an emulator such as qemu-user)".to_string()
-            })?;
-            let offset = std::num::NonZeroIsize::new(offset)
-                .ok_or("glibc's __rseq_offset is 0, which no glibc sets")?;
+            let offset = crate::cpu::rseq_offset().ok_or(RseqUnavailable::NoRseqArea)?;
+            let offset = std::num::NonZeroIsize::new(offset).ok_or(RseqUnavailable::ZeroOffset)?;
             if !std::arch::is_x86_feature_detected!("avx") {
-                return Err("this CPU has no AVX, so a 16-byte store is not guaranteed atomic".into());
+                return Err(RseqUnavailable::NoAvx);
             }
             remote::register()?;
             Ok(offset)
@@ -142,11 +178,11 @@ fn probe() -> Result<std::num::NonZeroIsize, String> {
 }
 
 #[cfg(not(ringtrace_rseq))]
-fn probe() -> Result<std::num::NonZeroIsize, String> {
+fn probe() -> Result<std::num::NonZeroIsize, RseqUnavailable> {
     Err(if cfg!(miri) || cfg!(loom) {
-        "not under Miri or loom, which cannot run its assembly".to_string()
+        RseqUnavailable::Modelled
     } else {
-        "it is written for x86_64 Linux only".to_string()
+        RseqUnavailable::NotX86Linux
     })
 }
 
@@ -345,7 +381,7 @@ mod tests {
             return;
         }
         let why = unavailable().expect("rseq was expected to be unavailable");
-        assert!(why.contains("rseq"), "{why}");
+        assert_eq!(why, RseqUnavailable::NoRseqArea, "{why}");
         let e = resolve(WritePath::Rseq, 4096).unwrap_err().to_string();
         assert!(e.contains("unavailable") && e.contains("cas"), "{e}");
         if std::env::var(WRITE_PATH_ENV).is_err() {

@@ -39,7 +39,7 @@
 //!
 //! It costs a system call and an interrupt of the owning CPU, so it is
 //! for what is rare: a writer that migrated between reserve and commit,
-//! `reserve_on` a CPU the caller is not on, a flush or a fixup from a
+//! a `CpuWriter` of a CPU the caller is not on, a flush or a fixup from a
 //! reader, a thread with no rseq registration. The ring counts them
 //! (`RingBuffer::remote_updates`).
 
@@ -61,22 +61,21 @@ fn membarrier(cmd: libc::c_int, flags: libc::c_uint, cpu: libc::c_int) -> libc::
 }
 
 /// Registers this process for rseq fences; `Err` says why it cannot be.
-pub(crate) fn register() -> Result<(), String> {
+pub(crate) fn register() -> Result<(), super::RseqUnavailable> {
+    use super::RseqUnavailable;
     let supported = membarrier(MEMBARRIER_CMD_QUERY, 0, 0);
     if supported < 0 {
-        return Err(format!(
-            "membarrier is not available ({}); the rseq path needs Linux 5.10 or later",
-            std::io::Error::last_os_error()
-        ));
+        return Err(RseqUnavailable::NoMembarrier {
+            errno: std::io::Error::last_os_error().to_string(),
+        });
     }
     if supported & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) == 0 {
-        return Err("membarrier cannot restart rseq sections on this kernel (Linux 5.10 or later is needed)".into());
+        return Err(RseqUnavailable::NoRseqFence);
     }
     if membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ, 0, 0) != 0 {
-        return Err(format!(
-            "membarrier refused to register this process for rseq fences ({})",
-            std::io::Error::last_os_error()
-        ));
+        return Err(RseqUnavailable::RegisterRefused {
+            errno: std::io::Error::last_os_error().to_string(),
+        });
     }
     Ok(())
 }

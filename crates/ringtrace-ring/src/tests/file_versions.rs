@@ -22,7 +22,7 @@ fn a_version_1_file_recovers_without_records_and_is_not_appended_to() {
             .file(&path)
     };
     let ring = RingBuffer::new(config(), Counter::new()).unwrap();
-    ring.write_on(0, b"old").unwrap();
+    ring.cpu_writer(0).write(b"old").unwrap();
     drop(ring);
     // The same file as version 1 wrote it: 11 layout words, no annex.
     let mut bytes = std::fs::read(&path).unwrap();

@@ -29,7 +29,7 @@ fn with_the_remote_flag_up_writers_on_the_cpu_use_locked_sections_not_system_cal
     b.shared().path().hold_flag(true);
     // Enough events to cross pages: the slow path's CAS and commits too.
     for i in 0..2_000u32 {
-        ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(cpu).write(&i.to_le_bytes()).unwrap();
     }
     b.shared().path().hold_flag(false);
     assert_eq!(
@@ -38,7 +38,7 @@ fn with_the_remote_flag_up_writers_on_the_cpu_use_locked_sections_not_system_cal
         "a flagged section made a system call"
     );
     for i in 0..2_000u32 {
-        ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(cpu).write(&i.to_le_bytes()).unwrap();
     }
     assert_eq!(b.remote_updates(), 0);
     let s = ring.stats();
@@ -69,7 +69,7 @@ fn writes_to_another_cpus_buffer_are_remote_updates_and_land_exactly() {
         return;
     };
     for i in 0..100u32 {
-        ring.write_on(other, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(other).write(&i.to_le_bytes()).unwrap();
     }
     let b = ring.cpu_buffer(other).unwrap();
     // Reserve (state), then commit word and hit under one: two each,
@@ -93,7 +93,7 @@ fn a_buffer_written_from_another_cpu_often_goes_shared_and_back_when_that_stops(
     };
     let b = ring.cpu_buffer(other).unwrap();
     for i in 0..1_000u32 {
-        ring.write_on(other, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(other).write(&i.to_le_bytes()).unwrap();
     }
     assert_eq!(b.shared_mode_entries(), 1);
     // Entered after 64 system calls (more only if this thread lost its
@@ -110,17 +110,19 @@ fn a_buffer_written_from_another_cpu_often_goes_shared_and_back_when_that_stops(
             // 256-byte pages of 12-byte events: 17 pages and more
             // over 50 ms with no remote update end shared mode.
             for i in 1_000..1_250u32 {
-                ring.write_on(other, &i.to_le_bytes()).unwrap();
+                ring.cpu_writer(other).write(&i.to_le_bytes()).unwrap();
             }
             std::thread::sleep(std::time::Duration::from_millis(60));
             for i in 1_250..1_500u32 {
-                ring.write_on(other, &i.to_le_bytes()).unwrap();
+                ring.cpu_writer(other).write(&i.to_le_bytes()).unwrap();
             }
         });
     });
     assert_eq!(b.remote_updates(), fenced, "on the CPU, no system call");
     // Back: a remote write fences again.
-    ring.write_on(other, &1_500u32.to_le_bytes()).unwrap();
+    ring.cpu_writer(other)
+        .write(&1_500u32.to_le_bytes())
+        .unwrap();
     assert!(b.remote_updates() > fenced);
     assert_eq!(b.shared_mode_entries(), 1);
     assert_eq!(b.stats().hit, 1_501);
@@ -154,10 +156,10 @@ fn commits_on_the_cpu_count_hits_per_page_and_stats_and_recovery_sum_them() {
         return;
     }
     for i in 0..300u32 {
-        ring.write_on(cpu, &i.to_le_bytes()).unwrap();
+        ring.cpu_writer(cpu).write(&i.to_le_bytes()).unwrap();
     }
     // A dropped reservation ends too: a discard record, and a hit.
-    drop(ring.reserve_on(cpu, 8).unwrap());
+    drop(ring.cpu_writer(cpu).reserve(8).unwrap());
     let b = ring.cpu_buffer(cpu).unwrap();
     let on_pages: u64 = b
         .shared()

@@ -61,7 +61,10 @@ fn whole_writes_of_every_length_read_back_in_order_across_pages() {
     let n = 1_000u32;
     let mut last = 0;
     for i in 0..n {
-        let ts = ring.write_on(cpu, &payload(i, i as usize % 41)).unwrap();
+        let ts = ring
+            .cpu_writer(cpu)
+            .write(&payload(i, i as usize % 41))
+            .unwrap();
         assert!(ts >= last);
         last = ts;
     }
@@ -88,7 +91,7 @@ fn fast_reservations_of_every_length_and_kind_read_back_in_order_across_pages() 
     for i in 0..n {
         let len = i as usize % 41;
         let p = payload(i, len);
-        let mut r = ring.reserve_on(cpu, len).unwrap();
+        let mut r = ring.cpu_writer(cpu).reserve(len).unwrap();
         assert_eq!((r.len(), r.cpu()), (len, cpu));
         assert!(r.timestamp() >= last);
         last = r.timestamp();
@@ -147,7 +150,9 @@ fn whole_writes_to_a_file_ring_recover_intact_with_their_hits() {
         return;
     };
     for i in 0..200u32 {
-        ring.write_on(cpu, &payload(i, 8 + i as usize % 9)).unwrap();
+        ring.cpu_writer(cpu)
+            .write(&payload(i, 8 + i as usize % 9))
+            .unwrap();
     }
     assert_eq!(ring.stats().hit, 200);
     drop(ring);

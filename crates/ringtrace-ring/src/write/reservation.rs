@@ -150,7 +150,7 @@ impl<'a> Reservation<'a> {
     /// # use ringtrace_ring::{RingBuffer, RingConfig};
     /// # use ringtrace_clock::Counter;
     /// # let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(16 * 1024), Counter::new()).unwrap();
-    /// let mut r = ring.reserve_on(0, 7).unwrap();
+    /// let mut r = ring.cpu_writer(0).reserve(7).unwrap();
     /// let mut w = r.stream();
     /// w.put(&[1, 2, 3]);
     /// w.put(&[4, 5, 6, 7]);
@@ -447,7 +447,7 @@ mod tests {
         let payload: Vec<u8> = (1..=len).collect();
         for first in 0..payload.len() {
             for second in first..payload.len() {
-                let mut r = ring.reserve_on(0, payload.len() + 2).unwrap();
+                let mut r = ring.cpu_writer(0).reserve(payload.len() + 2).unwrap();
                 {
                     let mut w = r.stream();
                     assert_eq!(w.put(&payload[..first]), first);

@@ -1,8 +1,8 @@
 //! The rseq path's fast way into the ring, for a ring whose clock is a
 //! bare rdtsc: a whole event in one call, taken by
-//! [`RingBuffer::write`](crate::RingBuffer::write) and `write_on` (and
+//! [`RingBuffer::write`](crate::RingBuffer::write) (and
 //! [`CpuWriter::write`](crate::CpuWriter::write)), and the reserve that
-//! [`RingBuffer::reserve`](crate::RingBuffer::reserve) and `reserve_on`
+//! [`RingBuffer::reserve`](crate::RingBuffer::reserve)
 //! (and [`CpuWriter::reserve`](crate::CpuWriter::reserve)) hand a
 //! `Reservation` from.
 //!
