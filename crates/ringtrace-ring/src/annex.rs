@@ -27,6 +27,7 @@ pub(crate) const COMMITTED_WORD: usize = 8;
 
 /// Why a metadata record was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AppendMetadataError {
     /// The record does not fit in what is left of the annex (a ring
     /// without one, `capacity` 0, has room for none).

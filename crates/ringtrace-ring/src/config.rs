@@ -149,6 +149,7 @@ impl Default for RingConfig {
 
 /// A validated configuration, with what follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Geometry {
     /// Bytes per page.
     pub page_size: usize,

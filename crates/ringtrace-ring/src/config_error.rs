@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Bad configuration, named with what is valid.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The page size is not a power of two in range.
     #[error("page size {given} is invalid: it must be a power of two from {min} to {max} bytes")]

@@ -143,6 +143,7 @@ pub fn max_payload(page_size: usize) -> usize {
 
 /// A page that cannot be decoded: what is wrong and where.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The buffer is not a whole page.
     #[error("page of {len} bytes is invalid: a page is a power of two of at least {min} bytes")]

@@ -366,17 +366,20 @@ pub(crate) const ITER_FENCE: Fence = Fence(if cfg!(ringtrace_weaken = "iter_fenc
 /// the shared mark's load in the SeqCst order (see `rseq::shared_mode`).
 /// Not weakenable: the loom models do not run the rseq path, whose gate
 /// protocol tests/loom_rseq_protocol.rs models on its own.
+#[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 pub(crate) const GATE_RAISE: Ordering = Ordering::SeqCst;
 
 /// Lowering the gate after a remote update (step 4). Release: the locked
 /// update made under it is visible to any section that loads the gate as
 /// zero after this.
+#[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 pub(crate) const GATE_LOWER: Ordering = Release;
 
 /// Shared mode's mark, set and cleared by CAS and read by a remote updater
 /// after its raise. SeqCst with [`GATE_RAISE`]: an updater that reads the
 /// mark clear after its raise cannot miss a lasting raise that a leaver
 /// has not yet taken back, nor skip a fence it needs.
+#[cfg_attr(not(ringtrace_rseq), allow(dead_code))]
 pub(crate) const SHARED_MARK: Ordering = Ordering::SeqCst;
 
 /// A ring file's status word (open, closed). Release, for the file's

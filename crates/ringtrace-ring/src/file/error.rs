@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// A ring file that cannot be created, opened or read.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum FileError {
     /// The path exists and appending was not asked for.
     #[error("{} already exists; pass --append (RingConfig::append) to write into it, or choose another path", path.display())]

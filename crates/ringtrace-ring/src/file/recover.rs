@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// What recovery made of one CPU buffer's events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct RecoveryCounts {
     /// Events read back.
     pub recovered: u64,
@@ -45,6 +46,7 @@ impl RecoveryCounts {
 
 /// One CPU buffer, recovered.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct CpuRecovery {
     /// The buffer.
     pub cpu: usize,
@@ -82,6 +84,7 @@ pub enum WriterState {
 
 /// Everything recovered from a ring file.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Recovery {
     /// The file.
     pub path: PathBuf,

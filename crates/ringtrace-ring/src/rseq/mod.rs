@@ -57,6 +57,7 @@ mod shared_mode;
 /// # Ok::<(), ringtrace_ring::ConfigError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum WritePath {
     /// The rseq path where available, the CAS path otherwise (the
     /// default); `RINGTRACE_WRITE_PATH` may choose instead.
@@ -98,6 +99,7 @@ impl std::fmt::Display for WritePath {
 
 /// A write path that cannot be had.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum WritePathError {
     /// Not a path's name.
     #[error("unknown write path {0:?}: valid are auto, rseq and cas")]

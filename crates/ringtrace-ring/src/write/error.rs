@@ -3,6 +3,11 @@
 use thiserror::Error;
 
 /// Why a reservation failed.
+///
+/// Closed on purpose (not `#[non_exhaustive]`): the three causes are what
+/// [`Stats`](crate::Stats) counts a refusal by (`missed` is their sum), so
+/// a program may match them all, and a fourth would change the counts'
+/// meaning, not only add a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ReserveError {
     /// Discard mode, and the next page is not yet read.
