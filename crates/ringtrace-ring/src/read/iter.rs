@@ -46,7 +46,7 @@ impl<'a> CpuIter<'a> {
     pub(crate) fn new(buffer: &'a SharedState, reader: &Mutex<ReaderState>) -> Self {
         let st = reader.lock();
         let (seq, page, pos, ts, skip) = match st.taken_copy() {
-            Some((seq, bytes, pos, ts, skip)) => (seq + 1, bytes, pos, ts, skip),
+            Some(t) => (t.seq + 1, t.bytes, t.pos, t.ts, t.skip),
             None => (st.position(), Vec::new(), 0, 0, 0),
         };
         drop(st);

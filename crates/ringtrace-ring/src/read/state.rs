@@ -84,12 +84,33 @@ impl ReaderState {
     }
 }
 
+/// The page the reader holds out of the ring, copied, and where the
+/// reader is in it: an iterator starts there.
+#[derive(Debug)]
+pub(crate) struct TakenCopy {
+    /// Its virtual page.
+    pub seq: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// The reader's byte position in it.
+    pub pos: usize,
+    /// The time at that position.
+    pub ts: u64,
+    /// Events before the position the slot counted as consumed.
+    pub skip: u32,
+}
+
 impl ReaderState {
-    /// A copy of the taken page for an iterator: (seq, bytes, pos, ts, skip).
-    pub(crate) fn taken_copy(&self) -> Option<(u64, Vec<u8>, usize, u64, u32)> {
-        self.taken
-            .as_ref()
-            .map(|t| (t.seq, t.bytes.clone(), t.pos, t.ts, t.skip))
+    /// A copy of the taken page, where the reader is in it, for an
+    /// iterator.
+    pub(crate) fn taken_copy(&self) -> Option<TakenCopy> {
+        self.taken.as_ref().map(|t| TakenCopy {
+            seq: t.seq,
+            bytes: t.bytes.clone(),
+            pos: t.pos,
+            ts: t.ts,
+            skip: t.skip,
+        })
     }
 
     /// The next page the reader will consume.
