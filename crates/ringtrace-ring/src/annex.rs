@@ -186,6 +186,16 @@ impl Annex {
         }
     }
 
+    /// Bytes of records so far (each with its length word): grows with
+    /// every append, so a reader can tell there are new ones cheaply.
+    pub(crate) fn len(&self) -> usize {
+        match &*self.store.lock() {
+            Store::Memory(framed) => framed.len(),
+            #[cfg(not(loom))]
+            Store::File(f) => f.used,
+        }
+    }
+
     /// Appends `record`, or says why not.
     pub(crate) fn append(&self, record: &[u8]) -> Result<(), AppendMetadataError> {
         if record.is_empty() {

@@ -127,7 +127,22 @@ pub struct RingConfig {
     /// default) takes the rseq path where this machine allows it and the
     /// CAS path elsewhere; see [`crate::rseq`].
     pub write_path: crate::WritePath,
+    /// Discard mode only: how long a writer that finds its buffer full
+    /// waits for a reader to make room before it gives up and the event
+    /// is refused and counted ([`Stats::timed_out`](crate::Stats::timed_out)).
+    /// A writer refused because the page it needs is busy (another
+    /// writer's reservation still open in it, or its claimer still
+    /// zeroing it) waits the same way, for that thread to run.
+    /// `None` (the default): refused at once. LTTng's blocking mode
+    /// (`--blocking-timeout`), for a ring drained by a recorder. A writer
+    /// never waits in a signal handler (see [`crate::SignalScope`]) or an
+    /// emulated interrupt: there it is refused at once, as without it. At
+    /// most [`MAX_BLOCK_FOR`].
+    pub block_for: Option<std::time::Duration>,
 }
+
+/// The longest a blocking writer may wait for room: one minute.
+pub const MAX_BLOCK_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Default for RingConfig {
     fn default() -> Self {
@@ -143,6 +158,7 @@ impl Default for RingConfig {
             metadata: Vec::new(),
             metadata_capacity: DEFAULT_METADATA_CAPACITY,
             write_path: crate::WritePath::Auto,
+            block_for: None,
         }
     }
 }
@@ -167,6 +183,9 @@ pub struct Geometry {
     pub quarantine_pages: usize,
     /// Bytes of the metadata annex (see [`RingConfig::metadata_capacity`]).
     pub metadata_capacity: usize,
+    /// How long a writer waits for room in a full discard buffer (see
+    /// [`RingConfig::block_for`]).
+    pub block_for: Option<std::time::Duration>,
     /// log2 of the page size, kept so the write path need not compute it.
     page_shift: u32,
 }
@@ -310,6 +329,22 @@ impl RingConfig {
         self
     }
 
+    /// Discard mode: writers that find their buffer full wait up to
+    /// `timeout` for a reader to make room (see [`RingConfig::block_for`]).
+    ///
+    /// ```
+    /// use ringtrace_ring::{Mode, RingConfig};
+    /// use std::time::Duration;
+    /// let ok = RingConfig::default().mode(Mode::Discard).blocking(Duration::from_millis(100));
+    /// assert!(ok.validate().is_ok());
+    /// let err = RingConfig::default().blocking(Duration::from_millis(100)).validate().unwrap_err();
+    /// assert!(err.to_string().contains("use discard mode"), "{err}");
+    /// ```
+    pub fn blocking(mut self, timeout: std::time::Duration) -> Self {
+        self.block_for = Some(timeout);
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         if self.file.is_none() {
@@ -351,6 +386,17 @@ impl RingConfig {
                 max: MAX_METADATA_CAPACITY,
             });
         }
+        if let Some(wait) = self.block_for {
+            if self.mode != Mode::Discard {
+                return Err(ConfigError::BlockingMode { mode: self.mode });
+            }
+            if wait.is_zero() || wait > MAX_BLOCK_FOR {
+                return Err(ConfigError::BlockFor {
+                    given: wait,
+                    max: MAX_BLOCK_FOR,
+                });
+            }
+        }
         let cpus = self.cpus.unwrap_or_else(crate::cpu::possible_cpus);
         if !(1..=MAX_CPUS).contains(&cpus) {
             return Err(ConfigError::Cpus {
@@ -382,6 +428,7 @@ impl RingConfig {
             fixup_after: self.fixup_after,
             quarantine_pages: self.quarantine_pages,
             metadata_capacity: self.metadata_capacity,
+            block_for: self.block_for,
             page_shift: page_size.trailing_zeros(),
         })
     }

@@ -74,6 +74,20 @@ pub enum ConfigError {
     /// A write path that is unknown, or unavailable here.
     #[error(transparent)]
     WritePath(#[from] crate::WritePathError),
+    /// A blocking wait asked of a ring that is not in discard mode.
+    #[error("a blocking writer (block_for, --blocking-timeout) waits for room in a full discard-mode buffer; this ring is in {mode} mode, where writers never find it full: use discard mode")]
+    BlockingMode {
+        /// The ring's mode.
+        mode: crate::Mode,
+    },
+    /// A blocking wait of zero or longer than ringtrace allows.
+    #[error("a blocking writer's wait of {given:?} is out of range: it must be more than zero and at most {max:?}")]
+    BlockFor {
+        /// What was asked for.
+        given: std::time::Duration,
+        /// The longest wait.
+        max: std::time::Duration,
+    },
     /// `append` or `metadata` without `file`.
     #[error("`{0}` applies to a file ring only; set a file with RingConfig::file (--file on the command line)")]
     NeedsFile(&'static str),

@@ -10,7 +10,7 @@ use crate::event::{Event, PageBuf};
 #[cfg(not(loom))]
 use crate::page::memory::CpuMemory;
 use crate::read::state::ReaderState;
-use crate::read::{consume, count, fixup};
+use crate::read::{consume, count, drain, fixup};
 use crate::shared::{Fresh, SharedState};
 use crate::stats::Stats;
 use crate::sync::Mutex;
@@ -52,6 +52,22 @@ impl CpuBuffer {
     #[cfg(not(loom))]
     pub(crate) fn adopt(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Result<Self, String> {
         crate::file::adopt::adopt(cpu, geometry, memory).map(Self::from_fresh)
+    }
+
+    /// A reader over a ring file another process writes (see
+    /// `file::LiveFile`): the words as they are, no page of its own, no
+    /// zeroed pool (it never claims).
+    #[cfg(not(loom))]
+    pub(crate) fn drainer(cpu: usize, geometry: Geometry, memory: CpuMemory) -> Self {
+        Self::from_fresh(Fresh {
+            state: SharedState::assemble(
+                cpu,
+                geometry,
+                memory,
+                crate::page::zero_pool::ZeroPool::new([]),
+            ),
+            reader_pages: Vec::new(),
+        })
     }
 
     /// The state writers and readers share.
@@ -133,6 +149,69 @@ impl CpuBuffer {
         consume::read_page(&self.shared, &mut self.reader.lock())
     }
 
+    /// Consumes the committed records of the oldest page that has unread
+    /// ones, in place, without taking the page out of the ring: what a
+    /// reader that owns no pages does (one in another process, draining a
+    /// ring file: see [`file::LiveFile`](crate::file::LiveFile)). The
+    /// records come back page-shaped (docs/format.md): the header's
+    /// `base_ts` is the time just before them, `commit` where they end,
+    /// `events` how many, `lost` the losses since the last page handed
+    /// out; a page still being written comes in pieces, each with its
+    /// page's `seq`. `None` when nothing is readable now, including while
+    /// the oldest page waits for a writer inside its reservation (this
+    /// reader never fixes a page up). In a discard-mode ring, a page whose
+    /// records are all consumed is free for writers again.
+    ///
+    /// ```
+    /// use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024).mode(Mode::Discard);
+    /// let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    /// let w = ring.cpu_writer(0);
+    /// w.write(b"one!").unwrap();
+    /// let b = ring.cpu_buffer(0).unwrap();
+    /// let piece = b.read_committed().unwrap(); // the open page, so far
+    /// assert_eq!(piece.events().map(|(_, p)| p.to_vec()).collect::<Vec<_>>(), [b"one!".to_vec()]);
+    /// assert!(b.read_committed().is_none());
+    /// w.write(b"two!").unwrap();
+    /// let next = b.read_committed().unwrap(); // only what is new
+    /// assert_eq!((next.header().seq, next.events().count()), (piece.header().seq, 1));
+    /// // Consumed pages are free again: a discard ring drained as it
+    /// // fills never refuses.
+    /// for i in 0..1000u32 {
+    ///     w.write(&i.to_le_bytes()).unwrap();
+    ///     while b.read_committed().is_some() {}
+    /// }
+    /// assert_eq!(ring.stats().missed, 0);
+    /// ```
+    pub fn read_committed(&self) -> Option<PageBuf> {
+        drain::read_committed(&self.shared, &mut self.reader.lock())
+    }
+
+    /// [`read_committed`](Self::read_committed) into `page`, whose
+    /// allocation is kept from one call to the next (what a recorder
+    /// draining all the time wants): on `Some`, `page` holds the records
+    /// read and the result says what the copy found of them (their count,
+    /// first and last times, the losses before them), so that they need
+    /// not be walked again. On `None`, `page` is left as it was.
+    ///
+    /// ```
+    /// use ringtrace_ring::{PageBuf, RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let ring = RingBuffer::new(RingConfig::default().cpus(1), Counter::new()).unwrap();
+    /// let b = ring.cpu_buffer(0).unwrap();
+    /// let mut page = PageBuf { cpu: 0, bytes: Vec::new() };
+    /// assert!(b.read_committed_into(&mut page).is_none());
+    /// let first = ring.cpu_writer(0).write(b"one!").unwrap();
+    /// let last = ring.cpu_writer(0).write(b"two!").unwrap();
+    /// let got = b.read_committed_into(&mut page).unwrap();
+    /// assert_eq!((got.events, got.first_ts, got.last_ts), (2, first, last));
+    /// assert_eq!(page.events().count(), 2);
+    /// ```
+    pub fn read_committed_into(&self, page: &mut PageBuf) -> Option<crate::DrainedPage> {
+        drain::read_committed_into(&self.shared, &mut self.reader.lock(), page)
+    }
+
     /// Takes the oldest closed page that is waiting for a commit out of the
     /// ring now, instead of after the bounded wait: its committed, unread
     /// events are counted as lost, and later commits to it as well. The
@@ -160,6 +239,20 @@ impl CpuBuffer {
     /// ```
     pub fn fixup(&self) -> bool {
         fixup::fixup(&self.shared, &mut self.reader.lock())
+    }
+
+    /// This buffer's loss counters alone: a few loads, no lock, nothing
+    /// walked (what a drainer reads every round; [`stats`](Self::stats)
+    /// walks every page).
+    pub fn losses(&self) -> crate::stats::Losses {
+        let rare = self.shared.rare();
+        // Relaxed: statistics, as in `stats`.
+        crate::stats::Losses {
+            missed: rare.missed.load(crate::sync::Ordering::Relaxed),
+            timed_out: rare.timed_out.load(crate::sync::Ordering::Relaxed),
+            overrun: rare.overrun.load(crate::sync::Ordering::Relaxed),
+            lost: rare.lost.load(crate::sync::Ordering::Relaxed),
+        }
     }
 
     /// This buffer's counters; `entries` is computed under the reader lock.

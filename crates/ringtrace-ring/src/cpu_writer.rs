@@ -64,18 +64,24 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     /// whole.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
-        #[cfg(ringtrace_rseq)]
-        if self.ring.writes_whole() {
-            return self.ring.write_whole(self.buffer, payload);
-        }
         // Inline, as `RingBuffer::write` does it.
-        self.ring.write_reserved(self.buffer, payload)
+        match self.ring.write_in(self.buffer, payload) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.ring.blocks() => {
+                self.ring.write_blocking(self.buffer, payload, e)
+            }
+            r => r,
+        }
     }
 
     /// Reserves `len` payload bytes on this writer's CPU's buffer, as
     /// [`RingBuffer::reserve`] does on the caller's CPU.
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'a>, ReserveError> {
-        self.ring.reserve_in(self.buffer, len)
+        match self.ring.reserve_in(self.buffer, len) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.ring.blocks() => {
+                self.ring.reserve_blocking(self.buffer, len, e)
+            }
+            r => r,
+        }
     }
 }

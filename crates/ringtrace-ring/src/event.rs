@@ -2,6 +2,45 @@
 
 use crate::format::{PageHeader, Record, RecordCursor};
 
+/// What a drained page holds, as the drain found it while copying it
+/// ([`CpuBuffer::read_committed_into`]): what a recorder needs to index
+/// the page without walking its records again.
+///
+/// [`CpuBuffer::read_committed_into`]: crate::CpuBuffer::read_committed_into
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DrainedPage {
+    /// Its events (those past the header's `skip`).
+    pub events: u32,
+    /// The first one's time; the header's `base_ts` if it has none.
+    pub first_ts: u64,
+    /// The last one's time; the header's `base_ts` if it has none.
+    pub last_ts: u64,
+    /// Events lost just before it (the header's `lost`).
+    pub lost: u64,
+}
+
+impl DrainedPage {
+    /// What `bytes` (a page as readers hand it out) holds, walked: `None`
+    /// when its header does not parse.
+    pub(crate) fn walk(bytes: &[u8]) -> Option<DrainedPage> {
+        let header = PageHeader::parse(bytes).ok()?;
+        let mut out = DrainedPage {
+            events: 0,
+            first_ts: header.base_ts,
+            last_ts: header.base_ts,
+            lost: u64::from(header.lost),
+        };
+        let mut cursor = RecordCursor::new(bytes).ok()?;
+        if cursor.skip_events(header.skip) == header.skip && cursor.skip_events(1) == 1 {
+            out.first_ts = cursor.timestamp();
+            out.events = 1 + cursor.skip_events(u32::MAX);
+            out.last_ts = cursor.timestamp();
+        }
+        Some(out)
+    }
+}
+
 /// One event as a consuming reader or iterator returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {

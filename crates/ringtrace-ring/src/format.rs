@@ -190,6 +190,7 @@ pub enum Record<'a> {
     },
 }
 
+#[inline]
 fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
@@ -290,9 +291,24 @@ impl<'a> RecordCursor<'a> {
         })
     }
 
-    /// A cursor resumed at `pos` with running time `ts`, reading no further
-    /// than `limit` (for reading a page that is still being written).
-    pub(crate) fn resume(page: &'a [u8], pos: usize, ts: u64, limit: usize) -> Self {
+    /// A cursor resumed at byte `pos` with running time `ts`, reading no
+    /// further than `limit` nor than the end of `page`: for a page still
+    /// being written, or a piece of one (a drained piece cut at its
+    /// commit, which [`new`](RecordCursor::new) refuses for not being a
+    /// page's length). Never panics, whatever the arguments.
+    ///
+    /// ```
+    /// use ringtrace_ring::format::{PageBuilder, PageHeader, RecordCursor, PAGE_HEADER};
+    ///
+    /// let mut b = PageBuilder::new(256, 0);
+    /// b.push(10, &[1, 2, 3, 4]);
+    /// let page = b.finish(0);
+    /// let h = PageHeader::parse(&page).unwrap();
+    /// let piece = &page[..h.commit as usize]; // not a page's length
+    /// let events = RecordCursor::resume(piece, PAGE_HEADER, h.base_ts, piece.len()).count();
+    /// assert_eq!(events, 1);
+    /// ```
+    pub fn resume(page: &'a [u8], pos: usize, ts: u64, limit: usize) -> Self {
         RecordCursor {
             page,
             pos,
@@ -320,99 +336,321 @@ impl<'a> RecordCursor<'a> {
         }))
     }
 
+    #[inline]
     fn word(&self, at: usize) -> Option<u32> {
         (at + 4 <= self.limit).then(|| u32_at(self.page, at))
+    }
+}
+
+/// One record passed by [`RecordCursor::step`], without building the
+/// [`Record`] (or the error) a reader of values needs.
+enum Step {
+    /// A data event: its payload's range in the page.
+    Event(usize, usize),
+    /// A discarded reservation.
+    Discard,
+    /// A time extend or absolute time stamp (the running time moved).
+    Time,
+    /// The end of the records (their limit, or padding).
+    End,
+    /// A record that cannot be right: the cursor has not moved past it.
+    Bad(&'static str),
+}
+
+impl<'a> RecordCursor<'a> {
+    /// Passes one record, updating the position and running time.
+    #[inline(always)]
+    fn step(&mut self) -> Step {
+        let Some(head) = self.word(self.pos) else {
+            return Step::End;
+        };
+        let type_len = head & 31;
+        if head & PENDING != 0 {
+            return Step::Bad("record was reserved but never committed");
+        }
+        let delta = u64::from(head >> 5);
+        match type_len {
+            0 => Step::Bad("record header is zero (never written)"),
+            1..=TYPE_DATA_MAX => {
+                let len = type_len as usize * 4;
+                let start = self.pos + 4;
+                if start + len > self.limit {
+                    return Step::Bad("data record runs past the end of the page");
+                }
+                self.ts = self.ts.saturating_add(delta);
+                self.pos = start + len;
+                Step::Event(start, len)
+            }
+            TYPE_DISCARD => {
+                let Some(total) = self.word(self.pos + 4) else {
+                    return Step::Bad("discard record is cut off");
+                };
+                let total = total as usize;
+                if total < 8 || total % 4 != 0 || self.pos + total > self.limit {
+                    return Step::Bad("discard record has an impossible length");
+                }
+                self.ts = self.ts.saturating_add(delta);
+                self.pos += total;
+                Step::Discard
+            }
+            TYPE_DATA_LONG => {
+                let Some(len) = self.word(self.pos + 4) else {
+                    return Step::Bad("long data record is cut off");
+                };
+                let len = len as usize;
+                let start = self.pos + 8;
+                match start.checked_add(len.next_multiple_of(4)) {
+                    Some(end) if end <= self.limit => {
+                        self.ts = self.ts.saturating_add(delta);
+                        self.pos = end;
+                        Step::Event(start, len)
+                    }
+                    _ => Step::Bad("long data record runs past the end of the page"),
+                }
+            }
+            TYPE_PADDING => Step::End,
+            TYPE_TIME_EXTEND => {
+                let Some(high) = self.word(self.pos + 4) else {
+                    return Step::Bad("time extend is cut off");
+                };
+                self.ts = self
+                    .ts
+                    .saturating_add(delta | (u64::from(high) << DELTA_BITS));
+                self.pos += 8;
+                Step::Time
+            }
+            _ => {
+                // TYPE_TIME_STAMP
+                let (Some(low), Some(high)) = (self.word(self.pos + 4), self.word(self.pos + 8))
+                else {
+                    return Step::Bad("time stamp is cut off");
+                };
+                let abs = u64::from(low) | (u64::from(high) << 32);
+                // A reader's time never goes back, even on a bad page.
+                self.ts = self.ts.max(abs);
+                self.pos += 12;
+                Step::Time
+            }
+        }
+    }
+
+    /// Moves past up to `n` events and the records before each, and stops
+    /// just after the last event it passed: the `n`th, or the last before
+    /// the end of the records or a record that cannot be right (records
+    /// after it are left for [`next`](Iterator::next), which reports the
+    /// bad one). Returns how many events it passed;
+    /// [`timestamp`](Self::timestamp) is then the last one's time. What a
+    /// reader that counts events, rather than looks at them, walks with:
+    /// no record is built.
+    ///
+    /// ```
+    /// use ringtrace_ring::format::{PageBuilder, RecordCursor};
+    ///
+    /// let mut b = PageBuilder::new(256, 100);
+    /// for (ts, byte) in [(100, 1u8), (105, 2), (109, 3)] {
+    ///     b.push(ts, &[byte; 4]);
+    /// }
+    /// let page = b.finish(0);
+    /// let mut cursor = RecordCursor::new(&page).unwrap();
+    /// assert_eq!(cursor.skip_events(2), 2);
+    /// assert_eq!(cursor.timestamp(), 105);
+    /// assert_eq!(cursor.skip_events(u32::MAX), 1);
+    /// assert_eq!(cursor.timestamp(), 109);
+    /// assert!(cursor.next().is_none());
+    /// ```
+    pub fn skip_events(&mut self, n: u32) -> u32 {
+        let mut passed = 0;
+        let mut after = (self.pos, self.ts);
+        while passed < n {
+            // The common record, a committed short data record inside the
+            // limit, in a loop of its own with the cursor in registers;
+            // anything else (and its checks) goes through `step`.
+            let (mut pos, mut ts) = (self.pos, self.ts);
+            let before = passed;
+            let records = &self.page[..self.limit.min(self.page.len())];
+            while passed < n {
+                let Some(&[b0, b1, b2, b3]) = records.get(pos..pos + 4) else {
+                    break;
+                };
+                let head = u32::from_le_bytes([b0, b1, b2, b3]);
+                let type_len = head & 31;
+                let end = pos + 4 + type_len as usize * 4;
+                // type_len 1..=TYPE_DATA_MAX: 0 wraps to u32::MAX.
+                if head & PENDING != 0
+                    || type_len.wrapping_sub(1) >= TYPE_DATA_MAX
+                    || end > records.len()
+                {
+                    break;
+                }
+                ts = ts.saturating_add(u64::from(head >> 5));
+                pos = end;
+                passed += 1;
+            }
+            (self.pos, self.ts) = (pos, ts);
+            if passed > before {
+                after = (pos, ts);
+            }
+            if passed >= n {
+                break;
+            }
+            match self.step() {
+                Step::Event(..) => {
+                    passed += 1;
+                    after = (self.pos, self.ts);
+                }
+                Step::Discard | Step::Time => {}
+                Step::End | Step::Bad(_) => break,
+            }
+        }
+        (self.pos, self.ts) = after;
+        passed
     }
 }
 
 impl<'a> Iterator for RecordCursor<'a> {
     type Item = Result<Record<'a>, FormatError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while !self.done {
-            let Some(head) = self.word(self.pos) else {
-                self.done = true;
-                return None;
-            };
-            let type_len = head & 31;
-            if head & PENDING != 0 {
-                return self.corrupt("record was reserved but never committed");
-            }
-            let delta = u64::from(head >> 5);
-            match type_len {
-                0 => return self.corrupt("record header is zero (never written)"),
-                1..=TYPE_DATA_MAX => {
-                    let len = type_len as usize * 4;
-                    let start = self.pos + 4;
-                    if start + len > self.limit {
-                        return self.corrupt("data record runs past the end of the page");
-                    }
-                    self.ts = self.ts.saturating_add(delta);
-                    self.pos = start + len;
+            match self.step() {
+                Step::Event(start, len) => {
                     return Some(Ok(Record::Event {
                         ts: self.ts,
                         payload: &self.page[start..start + len],
                     }));
                 }
-                TYPE_DISCARD => {
-                    let Some(total) = self.word(self.pos + 4) else {
-                        return self.corrupt("discard record is cut off");
-                    };
-                    let total = total as usize;
-                    if total < 8 || total % 4 != 0 || self.pos + total > self.limit {
-                        return self.corrupt("discard record has an impossible length");
-                    }
-                    self.ts = self.ts.saturating_add(delta);
-                    self.pos += total;
-                    return Some(Ok(Record::Discard { ts: self.ts }));
-                }
-                TYPE_DATA_LONG => {
-                    let Some(len) = self.word(self.pos + 4) else {
-                        return self.corrupt("long data record is cut off");
-                    };
-                    let len = len as usize;
-                    let start = self.pos + 8;
-                    let end = start.checked_add(len.next_multiple_of(4));
-                    match end {
-                        Some(end) if end <= self.limit => {
-                            self.ts = self.ts.saturating_add(delta);
-                            self.pos = end;
-                            return Some(Ok(Record::Event {
-                                ts: self.ts,
-                                payload: &self.page[start..start + len],
-                            }));
-                        }
-                        _ => return self.corrupt("long data record runs past the end of the page"),
-                    }
-                }
-                TYPE_PADDING => {
-                    self.done = true;
-                    return None;
-                }
-                TYPE_TIME_EXTEND => {
-                    let Some(high) = self.word(self.pos + 4) else {
-                        return self.corrupt("time extend is cut off");
-                    };
-                    self.ts = self
-                        .ts
-                        .saturating_add(delta | (u64::from(high) << DELTA_BITS));
-                    self.pos += 8;
-                }
-                _ => {
-                    // TYPE_TIME_STAMP
-                    let (Some(low), Some(high)) =
-                        (self.word(self.pos + 4), self.word(self.pos + 8))
-                    else {
-                        return self.corrupt("time stamp is cut off");
-                    };
-                    let abs = u64::from(low) | (u64::from(high) << 32);
-                    // A reader's time never goes back, even on a bad page.
-                    self.ts = self.ts.max(abs);
-                    self.pos += 12;
-                }
+                Step::Discard => return Some(Ok(Record::Discard { ts: self.ts })),
+                Step::Time => {}
+                Step::End => self.done = true,
+                Step::Bad(reason) => return self.corrupt(reason),
             }
         }
         None
+    }
+}
+
+/// Encodes events into a page of the ring's format (docs/format.md), as
+/// writers would have: for a reader's copy of events that are no longer in
+/// pages (a recovery's, handed on to a session), so that everything
+/// downstream reads pages.
+///
+/// ```
+/// use ringtrace_ring::format::{PageBuilder, RecordCursor, Record};
+/// let mut b = PageBuilder::new(256, 7);
+/// assert!(b.push(1_000, b"abcd"));
+/// assert!(b.push(1_000 + (1 << 30), b"a longer payload")); // a time extend
+/// assert!(!b.push(2_000, &[0; 300])); // does not fit: start another page
+/// let page = b.finish(5);
+/// let times: Vec<u64> = RecordCursor::new(&page).unwrap().filter_map(|r| match r {
+///     Ok(Record::Event { ts, .. }) => Some(ts),
+///     _ => None,
+/// }).collect();
+/// assert_eq!(times, [1_000, 1_000 + (1 << 30)]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct PageBuilder {
+    bytes: Vec<u8>,
+    page_size: usize,
+    seq: u64,
+    base_ts: Option<u64>,
+    last_ts: u64,
+    events: u32,
+}
+
+impl PageBuilder {
+    /// An empty page of `page_size` bytes (a power of two, at least 64;
+    /// anything else is rounded up to one), numbered `seq`.
+    pub fn new(page_size: usize, seq: u64) -> PageBuilder {
+        let page_size = page_size
+            .max(crate::config::MIN_PAGE_SIZE)
+            .next_power_of_two();
+        let mut bytes = Vec::with_capacity(page_size);
+        bytes.resize(PAGE_HEADER, 0);
+        PageBuilder {
+            bytes,
+            page_size,
+            seq,
+            base_ts: None,
+            last_ts: 0,
+            events: 0,
+        }
+    }
+
+    /// Events in the page so far.
+    pub fn events(&self) -> u32 {
+        self.events
+    }
+
+    /// Appends an event at time `ts` (raised to the last one's if earlier:
+    /// a page's times never go back); false, appending nothing, if it does
+    /// not fit.
+    pub fn push(&mut self, ts: u64, payload: &[u8]) -> bool {
+        let ts = ts.max(self.last_ts);
+        let base = *self.base_ts.get_or_insert(ts);
+        let delta = ts - if self.events == 0 { base } else { self.last_ts };
+        let prefix = TimePrefix::for_delta(delta, ts);
+        let need = prefix.size() + event_size(payload.len());
+        if self.bytes.len() + need > self.page_size {
+            if self.events == 0 {
+                self.base_ts = None;
+            }
+            return false;
+        }
+        let word = |b: &mut Vec<u8>, w: u32| b.extend_from_slice(&w.to_le_bytes());
+        let own_delta = match prefix {
+            TimePrefix::None => delta,
+            TimePrefix::Extend(d) => {
+                word(
+                    &mut self.bytes,
+                    record_header(TYPE_TIME_EXTEND, d & MAX_DELTA),
+                );
+                word(&mut self.bytes, (d >> DELTA_BITS) as u32);
+                0
+            }
+            TimePrefix::Stamp(t) => {
+                word(&mut self.bytes, record_header(TYPE_TIME_STAMP, 0));
+                self.bytes.extend_from_slice(&t.to_le_bytes());
+                0
+            }
+        };
+        if is_short(payload.len()) {
+            word(
+                &mut self.bytes,
+                record_header((payload.len() / 4) as u32, own_delta),
+            );
+            self.bytes.extend_from_slice(payload);
+        } else {
+            word(&mut self.bytes, record_header(TYPE_DATA_LONG, own_delta));
+            word(&mut self.bytes, payload.len() as u32);
+            self.bytes.extend_from_slice(payload);
+            self.bytes.resize(self.bytes.len().next_multiple_of(4), 0);
+        }
+        self.last_ts = ts;
+        self.events += 1;
+        true
+    }
+
+    /// The page: its header (`lost`: events lost just before its first),
+    /// the records, then zeros, its length the next power of two that
+    /// holds them (at most the page size).
+    pub fn finish(self, lost: u32) -> Vec<u8> {
+        let commit = self.bytes.len();
+        let len = commit
+            .next_power_of_two()
+            .clamp(crate::config::MIN_PAGE_SIZE, self.page_size);
+        let mut bytes = self.bytes;
+        bytes.resize(len, 0);
+        PageHeader {
+            base_ts: self.base_ts.unwrap_or(0),
+            seq: self.seq,
+            commit: commit as u32,
+            events: self.events,
+            skip: 0,
+            lost,
+        }
+        .write_to(&mut bytes);
+        bytes
     }
 }
 
@@ -501,5 +739,48 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert!(err.to_string().contains("past the end"), "{err}");
+    }
+
+    /// The events `next` yields before the end or the first error.
+    fn events_of(cursor: RecordCursor<'_>) -> Vec<u64> {
+        cursor
+            .map_while(Result::ok)
+            .filter_map(|r| match r {
+                Record::Event { ts, .. } => Some(ts),
+                Record::Discard { .. } => None,
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 8 } else { 512 },
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+        #[test]
+        fn skipping_counts_what_next_yields(
+            words in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..24),
+            types in proptest::collection::vec(0u32..32, 0..24),
+            n in 0u32..30,
+        ) {
+            // Words with plausible record types now and then, so that
+            // whole records, not only corruption, are walked.
+            let records: Vec<u32> = words
+                .iter()
+                .zip(types.iter().chain(std::iter::repeat(&0)))
+                .map(|(w, t)| if t % 3 == 0 { w & !PENDING } else { (w & !31 & !PENDING) | (t % 27).max(1) })
+                .collect();
+            let page = page_with(&records, 1000);
+            let all = events_of(RecordCursor::new(&page).unwrap());
+            let mut cursor = RecordCursor::new(&page).unwrap();
+            let passed = cursor.skip_events(n) as usize;
+            proptest::prop_assert_eq!(passed, all.len().min(n as usize));
+            if passed > 0 {
+                proptest::prop_assert_eq!(cursor.timestamp(), all[passed - 1]);
+            }
+            // What is left reads as the rest.
+            proptest::prop_assert_eq!(events_of(cursor), all[passed..].to_vec());
+        }
     }
 }

@@ -6,7 +6,7 @@
 /// or drop; a reservation whose writer died never ends, and is in no
 /// count): `hit == read + overrun + lost + entries + discarded`.
 /// `missed` counts reservations that failed and so never reached `hit`,
-/// whatever the cause: `missed == full() + busy + too_large`.
+/// whatever the cause: `missed == full() + busy + too_large + timed_out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Stats {
@@ -65,6 +65,44 @@ pub struct Stats {
     /// full: from then on that CPU buffer's reader waits at the page, and in
     /// overwrite mode writers get `Busy` when they come round to it.
     pub fixups_refused: u64,
+    /// Writes that found their buffer full (or the page they needed busy),
+    /// waited for a reader to make room or the other thread to finish
+    /// ([`RingConfig::block_for`](crate::RingConfig::block_for)), and got
+    /// in: in `hit`, never in `missed`.
+    pub blocked: u64,
+    /// Of `missed`: writes refused after waiting their whole
+    /// [`RingConfig::block_for`](crate::RingConfig::block_for) for room.
+    /// Not in [`full`](Stats::full) nor in `busy`.
+    pub timed_out: u64,
+}
+
+/// The counts a drainer needs each round, read without the reader lock
+/// and without walking the buffer's pages ([`CpuBuffer::losses`]), so
+/// that reading them costs a few loads.
+///
+/// [`CpuBuffer::losses`]: crate::CpuBuffer::losses
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Losses {
+    /// As [`Stats::missed`]: every refused write.
+    pub missed: u64,
+    /// As [`Stats::timed_out`]: of `missed`, blocking writes that gave up.
+    pub timed_out: u64,
+    /// As [`Stats::overrun`].
+    pub overrun: u64,
+    /// As [`Stats::lost`].
+    pub lost: u64,
+}
+
+impl From<&Stats> for Losses {
+    fn from(s: &Stats) -> Losses {
+        Losses {
+            missed: s.missed,
+            timed_out: s.timed_out,
+            overrun: s.overrun,
+            lost: s.lost,
+        }
+    }
 }
 
 impl Stats {
@@ -96,6 +134,7 @@ impl Stats {
         self.missed
             .saturating_sub(self.busy)
             .saturating_sub(self.too_large)
+            .saturating_sub(self.timed_out)
     }
 
     pub(crate) fn add(&mut self, other: &Stats) {
@@ -112,5 +151,7 @@ impl Stats {
         self.pages_reclaimed += other.pages_reclaimed;
         self.pages_quarantined += other.pages_quarantined;
         self.fixups_refused += other.fixups_refused;
+        self.blocked += other.blocked;
+        self.timed_out += other.timed_out;
     }
 }

@@ -27,6 +27,13 @@ const WRITERS: usize = 3;
 const EVENTS_PER_WRITER: u64 = 60_000;
 /// Aborts the writers must see between them.
 const ABORTS_WANTED: u64 = 50;
+/// The most a writer writes, whatever the aborts: the consumer keeps every
+/// event it reads (for the checks at the end), and a reader that keeps up
+/// with three writers for the whole deadline would hold tens of millions.
+const MAX_EVENTS_PER_WRITER: u64 = 400_000;
+/// The most signals sent: each makes a handler write an event, which the
+/// consumer keeps too.
+const MAX_SIGNALS: u64 = 600_000;
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
 
@@ -106,7 +113,7 @@ fn signals_and_migrations_abort_rseq_sections_and_nothing_is_lost_or_torn() {
             let mut sent = 0u64;
             // SAFETY: getpid has no preconditions.
             let pid = unsafe { libc::getpid() };
-            while writing.load(Ordering::Acquire) {
+            while writing.load(Ordering::Acquire) && sent < MAX_SIGNALS {
                 for tid in tids.iter() {
                     let tid = tid.load(Ordering::Acquire);
                     if tid == 0 {
@@ -126,7 +133,8 @@ fn signals_and_migrations_abort_rseq_sections_and_nothing_is_lost_or_torn() {
     };
     // Each writer writes at least EVENTS_PER_WRITER events, and goes on
     // until the writers have seen ABORTS_WANTED aborts between them (or
-    // the deadline passes: then the assertion below says how many).
+    // it has written MAX_EVENTS_PER_WRITER, or the deadline passes: then
+    // the assertion below says how many).
     let aborts_seen = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(20);
     let writers: Vec<_> = (0..WRITERS)
@@ -142,6 +150,7 @@ fn signals_and_migrations_abort_rseq_sections_and_nothing_is_lost_or_torn() {
                         aborts_seen.fetch_add(mine - reported, Ordering::Relaxed);
                         reported = mine;
                         if aborts_seen.load(Ordering::Relaxed) >= ABORTS_WANTED
+                            || seq >= MAX_EVENTS_PER_WRITER
                             || Instant::now() > deadline
                         {
                             break;

@@ -105,7 +105,11 @@ fn run_once(config: RingConfig, consume: bool) -> Tally {
                 Priority::of(w).apply();
                 start.wait();
                 // Events refused because the ring was full: the only
-                // refusal allowed, and only where a reader keeps up.
+                // refusal allowed, and only where a reader keeps up. A
+                // ring that comes round to the page a sleeping writer's
+                // reservation still holds is full too (the reader stops
+                // at that page, so every other page is unread), but says
+                // `Busy`: nothing on that page is free to reuse.
                 let mut full = Vec::new();
                 for seq in 0..EVENTS_PER_WRITER {
                     let p = common::payload(w as u32, seq, 16 + (seq % 48) as usize);
@@ -119,7 +123,9 @@ fn run_once(config: RingConfig, consume: bool) -> Tally {
                     };
                     match written {
                         Ok(()) => {}
-                        Err(ReserveError::Full) if full_allowed => full.push(seq),
+                        Err(ReserveError::Full | ReserveError::Busy) if full_allowed => {
+                            full.push(seq)
+                        }
                         Err(e) => panic!("writer {w} event {seq}: {e}"),
                     }
                 }

@@ -31,6 +31,53 @@ pub trait TraceField {
     fn encoded_len(&self) -> usize;
     /// Appends the encoding to `out` (a sink of bytes).
     fn encode(&self, out: &mut dyn FnMut(&[u8]));
+    /// The encoding's length whatever the value, for a type whose
+    /// encoding has one size (the integers, `f64`, `bool`): `None`, the
+    /// default, for one that varies (`&str`). A tracepoint whose fields
+    /// all have one size builds its event on the stack and writes it to
+    /// the ring in one piece, the ring's cheapest write. An implementation
+    /// that sets it must encode exactly that many bytes.
+    const FIXED_LEN: Option<usize> = None;
+    /// Writes the encoding at the start of `buf`; returns its length.
+    /// `buf` holds at least [`encoded_len`](Self::encoded_len) bytes
+    /// (what does not fit is left out). The default goes through
+    /// [`encode`](Self::encode); the fixed-size types write directly.
+    ///
+    /// ```
+    /// use ringtrace_tracepoint::TraceField;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(0x0102_u16.encode_into(&mut buf), 2);
+    /// assert_eq!(buf[..2], [2, 1]);
+    /// assert_eq!(<u16 as TraceField>::FIXED_LEN, Some(2));
+    /// assert_eq!(<&str as TraceField>::FIXED_LEN, None);
+    /// assert_eq!("hi".encode_into(&mut buf), 4);
+    /// assert_eq!(buf[..4], [2, 0, b'h', b'i']);
+    /// ```
+    fn encode_into(&self, buf: &mut [u8]) -> usize {
+        let mut at = 0;
+        self.encode(&mut |bytes| {
+            let end = (at + bytes.len()).min(buf.len());
+            buf[at..end].copy_from_slice(&bytes[..end - at]);
+            at = end;
+        });
+        at
+    }
+}
+
+/// The sum of `lens` if every one is `Some`: a tracepoint's fields'
+/// [`TraceField::FIXED_LEN`], at compile time.
+#[doc(hidden)]
+pub const fn fixed_len(lens: &[Option<usize>]) -> Option<usize> {
+    let mut sum = 0usize;
+    let mut i = 0;
+    while i < lens.len() {
+        match lens[i] {
+            Some(n) => sum = sum.saturating_add(n),
+            None => return None,
+        }
+        i += 1;
+    }
+    Some(sum)
 }
 
 macro_rules! fixed_field {
@@ -45,6 +92,15 @@ macro_rules! fixed_field {
             fn encode(&self, out: &mut dyn FnMut(&[u8])) {
                 out(&self.to_le_bytes());
             }
+            const FIXED_LEN: Option<usize> = Some(std::mem::size_of::<$ty>());
+            #[inline(always)]
+            fn encode_into(&self, buf: &mut [u8]) -> usize {
+                const N: usize = std::mem::size_of::<$ty>();
+                if let Some(dst) = buf.get_mut(..N) {
+                    dst.copy_from_slice(&self.to_le_bytes());
+                }
+                N
+            }
         }
     )*};
 }
@@ -58,6 +114,14 @@ impl TraceField for bool {
     }
     fn encode(&self, out: &mut dyn FnMut(&[u8])) {
         out(&[u8::from(*self)]);
+    }
+    const FIXED_LEN: Option<usize> = Some(1);
+    #[inline(always)]
+    fn encode_into(&self, buf: &mut [u8]) -> usize {
+        if let Some(b) = buf.first_mut() {
+            *b = u8::from(*self);
+        }
+        1
     }
 }
 

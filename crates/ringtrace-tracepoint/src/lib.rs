@@ -63,8 +63,9 @@ pub use tracepoint::{fnv1a, Field, KeyHandle, Tracepoint, TracepointNames, RESER
 /// What the macros need from this crate's dependencies. Not public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::field::fixed_len;
     pub use crate::registry::Registered;
-    pub use crate::sink::record;
+    pub use crate::sink::{record, record_whole, EVENT_HEADER_LEN};
     pub use inventory;
     #[cfg(feature = "static-keys")]
     pub use static_keys;

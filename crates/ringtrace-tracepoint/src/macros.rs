@@ -101,7 +101,27 @@ macro_rules! __tracepoints {
             /// costs nothing at the call site while the key is off.
             #[cold]
             #[inline(never)]
+            #[allow(clippy::too_many_arguments)] // one per field, as declared
             pub fn emit($($field: $ty),*) {
+                // Fields of fixed sizes: the event built on the stack and
+                // written whole. (Constants: one branch is compiled.)
+                const FIXED: ::core::option::Option<usize> = $crate::__private::fixed_len(
+                    &[$(<$ty as $crate::TraceField>::FIXED_LEN),*],
+                );
+                if let ::core::option::Option::Some(_) = FIXED {
+                    const LEN: usize = $crate::__private::EVENT_HEADER_LEN + match FIXED {
+                        ::core::option::Option::Some(n) => n,
+                        ::core::option::Option::None => 0,
+                    };
+                    let mut event = [0u8; LEN];
+                    let mut _at = $crate::__private::EVENT_HEADER_LEN;
+                    $(_at += $crate::TraceField::encode_into(
+                        &$field,
+                        event.get_mut(_at..).unwrap_or_default(),
+                    );)*
+                    $crate::__private::record_whole(TRACEPOINT.id, &mut event);
+                    return;
+                }
                 let len = 0 $(+ $crate::TraceField::encoded_len(&$field))*;
                 $crate::__private::record(TRACEPOINT.id, len, |_out| {
                     $($crate::TraceField::encode(&$field, _out);)*

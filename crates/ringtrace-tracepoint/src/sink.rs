@@ -252,6 +252,29 @@ pub fn record(id: u32, fields_len: usize, encode: impl FnOnce(&mut dyn FnMut(&[u
     r.commit();
 }
 
+/// Records one event whose bytes are all in `event`: its first
+/// [`EVENT_HEADER_LEN`] bytes are filled here (the tracepoint's id, the
+/// writing thread's id), its fields follow, already encoded. One whole
+/// write ([`RingBuffer::write`]), the ring's cheapest. Used by the code
+/// [`tracepoint!`](crate::tracepoint) generates for tracepoints whose
+/// fields all have a fixed size.
+#[doc(hidden)]
+#[inline]
+pub fn record_whole(id: u32, event: &mut [u8]) {
+    // Relaxed, every count below: statistics.
+    let Some(ring) = sink() else {
+        DROPPED_NO_SINK.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    if let Some(header) = event.get_mut(..EVENT_HEADER_LEN) {
+        header[..4].copy_from_slice(&id.to_le_bytes());
+        header[4..].copy_from_slice(&current_tid().to_le_bytes());
+    }
+    if let Err(e) = ring.write(event) {
+        count_refused(e);
+    }
+}
+
 /// Counts an event the sink ring refused, by cause (the ring counts it
 /// too, in `missed` and by the same cause). Out of line: `record` is
 /// inlined into every tracepoint.

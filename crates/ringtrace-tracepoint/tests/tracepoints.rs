@@ -26,6 +26,12 @@ tracepoint! {
     pub fn tp_tid(marker: u32) = "marker={}";
     /// Carries a location.
     pub fn tp_where(at: &'static std::panic::Location<'static>, ok: bool) = "at={} ok={}";
+    /// Every fixed-size kind: built on the stack, written whole.
+    pub fn tp_fixed(
+        a: u8, b: u16, c: u32, d: u64, e: i8, f: i16, g: i32, h: i64, x: f64, ok: bool
+    ) = "{} {} {} {} {} {} {} {} {} {}";
+    /// No fields at all: the header alone.
+    pub fn tp_empty() = "";
 }
 
 fn sink() -> &'static RingBuffer<ringtrace_clock::AnyClock> {
@@ -201,4 +207,49 @@ fn each_event_carries_the_id_of_the_thread_that_recorded_it() {
     got.sort();
     assert_ne!(gettid(), other);
     assert_eq!(got, vec![(1, gettid()), (2, other), (2, other)]);
+}
+
+#[test]
+fn fixed_size_fields_written_whole_read_back_as_fired() {
+    let _only_writer = exclusive();
+    sink();
+    assert_eq!(registry::enable("tp_fixed"), Ok(1));
+    assert_eq!(registry::enable("tp_empty"), Ok(1));
+    for round in 0..3u8 {
+        trace!(tp_fixed(
+            round,
+            0xBEEF,
+            0xDEAD_BEEF,
+            u64::MAX - u64::from(round),
+            -1,
+            i16::MIN,
+            -7,
+            i64::MIN + 1,
+            -2.5,
+            round % 2 == 0
+        ));
+        trace!(tp_empty());
+    }
+    registry::disable("tp_fixed").unwrap();
+    registry::disable("tp_empty").unwrap();
+    let got = events_of("tp_fixed");
+    assert_eq!(got.len(), 3);
+    for (round, values) in got.iter().enumerate() {
+        assert_eq!(
+            values,
+            &vec![
+                FieldValue::Unsigned(round as u64),
+                FieldValue::Unsigned(0xBEEF),
+                FieldValue::Unsigned(0xDEAD_BEEF),
+                FieldValue::Unsigned(u64::MAX - round as u64),
+                FieldValue::Signed(-1),
+                FieldValue::Signed(i16::MIN.into()),
+                FieldValue::Signed(-7),
+                FieldValue::Signed(i64::MIN + 1),
+                FieldValue::Float(-2.5),
+                FieldValue::Bool(round % 2 == 0),
+            ]
+        );
+    }
+    assert_eq!(events_of("tp_empty"), vec![Vec::<FieldValue>::new(); 3]);
 }

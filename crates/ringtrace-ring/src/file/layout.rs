@@ -61,8 +61,12 @@ pub const RARE_LEN: usize = 88;
 pub const RARE_BUSY: usize = 88;
 /// `too_large`, as `busy`.
 pub const RARE_TOO_LARGE: usize = 96;
+/// `blocked`, as `busy`.
+pub const RARE_BLOCKED: usize = 104;
+/// `timed_out`, as `busy`.
+pub const RARE_TIMED_OUT: usize = 112;
 /// Bytes of the rare line this build writes.
-pub const RARE_WRITTEN: usize = 104;
+pub const RARE_WRITTEN: usize = 120;
 /// Bytes of the hot line a reader needs.
 pub const HOT_LEN: usize = 40;
 
@@ -335,6 +339,8 @@ mod tests {
         assert_eq!(offset_of!(RareCounters, reader_page), RARE_READER_PAGE);
         assert_eq!(offset_of!(RareCounters, busy), RARE_BUSY);
         assert_eq!(offset_of!(RareCounters, too_large), RARE_TOO_LARGE);
+        assert_eq!(offset_of!(RareCounters, blocked), RARE_BLOCKED);
+        assert_eq!(offset_of!(RareCounters, timed_out), RARE_TIMED_OUT);
         assert_eq!(std::mem::size_of::<RareCounters>(), RARE_WRITTEN);
     }
 

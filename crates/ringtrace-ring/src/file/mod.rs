@@ -41,6 +41,8 @@ mod annex;
 #[cfg(not(loom))]
 mod at_exit;
 #[cfg(not(loom))]
+mod attach;
+#[cfg(not(loom))]
 pub(crate) mod create;
 mod error;
 pub(crate) mod header;
@@ -52,6 +54,8 @@ pub(crate) mod recover;
 mod walk;
 
 #[cfg(not(loom))]
+pub use attach::LiveFile;
+#[cfg(not(loom))]
 pub(crate) use create::{RingFile, Writer};
 pub use error::{FileError, UnreadableMetadata};
 
@@ -62,7 +66,10 @@ pub use header::{fnv1a64, FileClock, FileHeader, MAGIC, OLDEST_VERSION, VERSION}
 pub use layout::FileLayout;
 #[cfg(not(loom))]
 pub use open_here::open_in_this_process;
-pub use recover::{recover, recover_bytes, CpuRecovery, Recovery, RecoveryCounts, WriterState};
+pub use recover::{
+    recover, recover_bytes, CpuRecovery, LossNote, Recovery, RecoveryCounts, RecoveryParts,
+    WriterState,
+};
 
 use std::path::PathBuf;
 

@@ -34,7 +34,33 @@ impl Origin {
     }
 }
 
+/// Opens an existing ring file at `path` to write it: never through a
+/// symbolic link at its last component (refused, naming it), never
+/// waiting on a FIFO.
+pub(crate) fn open_read_write(path: &Path) -> Result<File, FileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => FileError::Symlink {
+                path: path.to_owned(),
+            },
+            _ => FileError::io(path, "opened", e),
+        })
+}
+
 impl Source {
+    /// The open file, when the bytes come from one.
+    pub(crate) fn file_ref(&self) -> Option<&File> {
+        match &self.file {
+            Origin::File(f) => Some(f),
+            Origin::Bytes(_) => None,
+        }
+    }
+
     /// Opens `path` read-only. Non-blocking, so a FIFO is refused rather
     /// than waited on; anything but a regular file is refused.
     pub(crate) fn open(path: &Path) -> Result<Source, FileError> {

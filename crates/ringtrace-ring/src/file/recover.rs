@@ -62,6 +62,61 @@ pub struct CpuRecovery {
     pub file_stats: Stats,
     /// What is wrong or does not add up, in words.
     pub problems: Vec<String>,
+    /// Why events were lost, where a reader knows (a session records each
+    /// loss with its cause): each note counts events lost just before
+    /// `events[before]` (`before == events.len()`: after the last event),
+    /// its share of that event's `lost_before`. Empty for a ring file,
+    /// whose losses have no recorded cause.
+    pub loss_notes: Vec<LossNote>,
+}
+
+/// Events of a CPU buffer lost at one place, and why (see
+/// [`CpuRecovery::loss_notes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LossNote {
+    /// The index of the event they were lost before; the event count
+    /// when they were lost after the last one.
+    pub before: usize,
+    /// How many.
+    pub count: u64,
+    /// Why, in words (`refused`, `overwritten`, `blocked too long`,
+    /// `writer died`).
+    pub why: String,
+}
+
+impl LossNote {
+    /// `count` events lost before `events[before]`, for `why`.
+    pub fn new(before: usize, count: u64, why: impl Into<String>) -> LossNote {
+        LossNote {
+            before,
+            count,
+            why: why.into(),
+        }
+    }
+}
+
+impl CpuRecovery {
+    /// An empty recovery of buffer `cpu` (no events, zero counts and
+    /// accounting words, no problems), for readers of other containers of
+    /// pages (a session directory) to fill in through its public fields.
+    ///
+    /// ```
+    /// use ringtrace_ring::file::CpuRecovery;
+    /// let mut cpu = CpuRecovery::new(1);
+    /// cpu.problems.push("chunk 3 is cut off".to_owned());
+    /// assert_eq!((cpu.cpu, cpu.events.len()), (1, 0));
+    /// ```
+    pub fn new(cpu: usize) -> CpuRecovery {
+        CpuRecovery {
+            cpu,
+            events: Vec::new(),
+            counts: RecoveryCounts::default(),
+            file_stats: Stats::default(),
+            problems: Vec::new(),
+            loss_notes: Vec::new(),
+        }
+    }
 }
 
 /// Whether the writer was still at work.
@@ -103,7 +158,72 @@ pub struct Recovery {
     pub(crate) annex_problems: Vec<String>,
 }
 
+/// Everything a [`Recovery`] holds, for a reader of another container of
+/// pages (a session directory) to build one with [`Recovery::from_parts`].
+/// A plain bag of fields: build it with a struct literal.
+#[derive(Debug, Clone)]
+pub struct RecoveryParts {
+    /// Where the events were read from (a file, a directory).
+    pub path: PathBuf,
+    /// The ring's header: geometry, clock, anchor, pid, command.
+    pub header: FileHeader,
+    /// Its metadata, or what is wrong with it.
+    pub metadata: Result<Vec<u8>, UnreadableMetadata>,
+    /// The writer's state when the events were read.
+    pub writer: WriterState,
+    /// One entry per CPU buffer.
+    pub cpus: Vec<CpuRecovery>,
+    /// The metadata records appended at run time, in order.
+    pub metadata_records: Vec<Vec<u8>>,
+    /// What is wrong with those records, in words (empty: nothing).
+    pub annex_problems: Vec<String>,
+}
+
 impl Recovery {
+    /// A recovery made of `parts`, read from somewhere other than a ring
+    /// file (ringtrace-session's chunks, say), for the exporters and the
+    /// dump that take a [`Recovery`].
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::file::{CpuRecovery, Recovery, RecoveryParts, WriterState};
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(8192), Counter::new())?;
+    /// let header = ring.snapshot(Vec::new()).header; // any ring's header
+    /// let recovery = Recovery::from_parts(RecoveryParts {
+    ///     path: "session/1-2".into(),
+    ///     header,
+    ///     metadata: Ok(Vec::new()),
+    ///     writer: WriterState::Closed,
+    ///     cpus: vec![CpuRecovery::new(0)],
+    ///     metadata_records: vec![b"callsite".to_vec()],
+    ///     annex_problems: Vec::new(),
+    /// });
+    /// assert_eq!(recovery.metadata_records(), [b"callsite".to_vec()]);
+    /// assert!(!recovery.has_problems());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_parts(parts: RecoveryParts) -> Recovery {
+        let RecoveryParts {
+            path,
+            header,
+            metadata,
+            writer,
+            cpus,
+            metadata_records,
+            annex_problems,
+        } = parts;
+        Recovery {
+            path,
+            header,
+            metadata,
+            writer,
+            cpus,
+            metadata_records,
+            annex_problems,
+        }
+    }
+
     /// Every CPU's events in time order (ties: by CPU).
     pub fn merged(&self) -> Vec<&Event> {
         let mut all: Vec<&Event> = self.cpus.iter().flat_map(|c| c.events.iter()).collect();
@@ -200,15 +320,7 @@ pub fn recover_bytes(name: impl AsRef<Path>, bytes: Vec<u8>) -> Result<Recovery,
 fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     let (header, metadata) = source.header(path)?;
     let status = source.status(path)?;
-    let writer = match status {
-        Some(super::STATUS_SETTING_UP) | None => WriterState::SettingUp,
-        Some(super::STATUS_OPEN) if super::process_alive(header.pid, &header.comm) => {
-            WriterState::Live
-        }
-        Some(super::STATUS_OPEN) => WriterState::Died,
-        Some(super::STATUS_CLOSED) => WriterState::Closed,
-        Some(other) => WriterState::Unknown(other),
-    };
+    let writer = writer_state(status, &header);
     // Memory for the result grows with what is found, not with what the
     // header claims.
     let mut cpus = Vec::new();
@@ -235,6 +347,20 @@ fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
         metadata_records: annex.records,
         annex_problems: annex.problems,
     })
+}
+
+/// The writer's state from the file's status word (`None`: the file
+/// ends before it) and whether its process still runs.
+pub(crate) fn writer_state(status: Option<u64>, header: &FileHeader) -> WriterState {
+    match status {
+        Some(super::STATUS_SETTING_UP) | None => WriterState::SettingUp,
+        Some(super::STATUS_OPEN) if super::process_alive(header.pid, &header.comm) => {
+            WriterState::Live
+        }
+        Some(super::STATUS_OPEN) => WriterState::Died,
+        Some(super::STATUS_CLOSED) => WriterState::Closed,
+        Some(other) => WriterState::Unknown(other),
+    }
 }
 
 /// A little-endian u64 at `at` of `bytes`, 0 past its end.
@@ -318,6 +444,7 @@ fn recover_cpu(
         counts: RecoveryCounts::default(),
         file_stats: Stats::default(),
         problems: Vec::new(),
+        loss_notes: Vec::new(),
     };
     if first.bytes.len() < control_len {
         out.problems.push(
@@ -333,6 +460,8 @@ fn recover_cpu(
         missed: first.rare(h, lay::RARE_MISSED),
         busy: first.rare_newer(h, lay::RARE_BUSY),
         too_large: first.rare_newer(h, lay::RARE_TOO_LARGE),
+        blocked: first.rare_newer(h, lay::RARE_BLOCKED),
+        timed_out: first.rare_newer(h, lay::RARE_TIMED_OUT),
         overrun: first.rare(h, lay::RARE_OVERRUN),
         read: first.rare(h, lay::RARE_READ),
         entries: 0,

@@ -32,6 +32,11 @@ pub(crate) struct RareCounters {
     /// padding (zero), so that their files read as "not counted apart".
     pub busy: AtomicU64,
     pub too_large: AtomicU64,
+    /// Writes that waited for room in a full buffer (a blocking ring) and
+    /// got in; and, of `missed`, those refused after their whole wait.
+    /// In the line's padding too, after `too_large`.
+    pub blocked: AtomicU64,
+    pub timed_out: AtomicU64,
 }
 
 // SAFETY: every field is an integer atomic, valid for any bits, zero for
@@ -52,6 +57,8 @@ unsafe impl crate::page::zeroed::Zeroable for RareCounters {
             reader_page: AtomicU64::new(0),
             busy: AtomicU64::new(0),
             too_large: AtomicU64::new(0),
+            blocked: AtomicU64::new(0),
+            timed_out: AtomicU64::new(0),
         }
     }
 }

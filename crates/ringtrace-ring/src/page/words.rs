@@ -73,7 +73,9 @@ impl PageWords {
         let start = phys * self.page_words + byte / 4;
         debug_assert!(byte / 4 + n <= self.page_words && start + n <= self.words.len());
         // SAFETY: as for `word`: the range is a reservation's payload, which
-        // was placed to end inside its page, so it is within `words`.
+        // was placed to end inside its page, or (`copy_to`) a reader's span
+        // of committed bytes, 4-aligned and ending at or before the page
+        // size; either way it is within `words`.
         unsafe { self.words.get_unchecked(start..start + n) }
     }
 
@@ -113,9 +115,24 @@ impl PageWords {
     /// `phys` into `out`.
     pub(crate) fn read_into(&self, phys: usize, at: usize, len: usize, out: &mut Vec<u8>) {
         out.clear();
-        out.reserve(len);
-        for off in (at..at + len).step_by(4) {
-            out.extend_from_slice(&self.load(phys, off).to_le_bytes());
+        out.resize(len, 0);
+        self.copy_to(phys, at, at + len, out, 0);
+    }
+
+    /// Copies bytes `from..end` (4-aligned, inside the page) of page
+    /// `phys` into `out` from byte `to`: one Relaxed load per word over
+    /// one slice of the page, so that the loop is a load and a store.
+    pub(crate) fn copy_to(&self, phys: usize, from: usize, end: usize, out: &mut [u8], to: usize) {
+        debug_assert!(from % 4 == 0 && end % 4 == 0 && from <= end);
+        debug_assert!(end / 4 <= self.page_words);
+        let words = self.words(phys, from, (end - from) / 4);
+        let Some(out) = out.get_mut(to..to + (end - from)) else {
+            return;
+        };
+        for (dst, w) in out.chunks_exact_mut(4).zip(words) {
+            // Relaxed: readers order these loads with fences or the
+            // commit word, as `load`'s.
+            dst.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
     }
 }

@@ -35,6 +35,8 @@ pub(crate) fn stats(s: &SharedState, st: &mut ReaderState) -> Stats {
         pages_reclaimed: rare.pages_reclaimed.load(Ordering::Relaxed),
         pages_quarantined: st.quarantine.len() as u64,
         fixups_refused: rare.fixups_refused.load(Ordering::Relaxed),
+        blocked: rare.blocked.load(Ordering::Relaxed),
+        timed_out: rare.timed_out.load(Ordering::Relaxed),
     }
 }
 

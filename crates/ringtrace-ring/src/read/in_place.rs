@@ -11,6 +11,22 @@ use crate::page::meta::{Commit, Slot};
 use crate::shared::SharedState;
 use crate::sync::Ordering;
 
+/// Consumes events of page `seq` in place: a CAS of its slot word from
+/// `slot` to the same page with `consumed` events consumed. False if the
+/// slot moved meanwhile: a writer claimed the page (and counted its
+/// unconsumed events as overrun), or another reader consumed.
+pub(super) fn consume_to(s: &SharedState, seq: u64, slot: Slot, consumed: u32) -> bool {
+    let after = Slot { consumed, ..slot };
+    s.slot_of(seq)
+        .compare_exchange(
+            slot.pack(),
+            after.pack(),
+            order::IN_PLACE_CONSUME,
+            order::failure(order::IN_PLACE_CONSUME),
+        )
+        .is_ok()
+}
+
 /// Reads the next event of the open page `seq` in place.
 pub(super) fn next_in_place(
     s: &SharedState,
@@ -71,9 +87,9 @@ pub(super) fn next_in_place(
         return Found::Empty;
     };
     // Copy what became committed since the last look.
-    for off in (ip.copied..frontier).step_by(4) {
-        let w = s.words().load(slot.phys, off).to_le_bytes();
-        st.scratch[off..off + 4].copy_from_slice(&w);
+    if ip.copied < frontier {
+        s.words()
+            .copy_to(slot.phys, ip.copied, frontier, &mut st.scratch, ip.copied);
     }
     ip.copied = ip.copied.max(frontier);
     let mut cursor = RecordCursor::resume(&st.scratch, ip.pos, ip.ts, frontier);
@@ -114,20 +130,7 @@ pub(super) fn next_in_place(
                 // after claiming it, so if we copied any of its bytes the
                 // CAS below sees its claim and fails.
                 order::IN_PLACE_FENCE.place();
-                let after = Slot {
-                    consumed: slot.consumed + 1,
-                    ..slot
-                };
-                let slot_word = s.slot_of(seq);
-                if slot_word
-                    .compare_exchange(
-                        slot.pack(),
-                        after.pack(),
-                        order::IN_PLACE_CONSUME,
-                        order::failure(order::IN_PLACE_CONSUME),
-                    )
-                    .is_err()
-                {
+                if !consume_to(s, seq, slot, slot.consumed + 1) {
                     // Overwritten (or taken) meanwhile: the writer that
                     // claimed it counted this event as overrun.
                     st.in_place = None;

@@ -9,6 +9,7 @@
 //! - [`consume`]: reading by event and by page.
 //! - [`in_place`]: reading the open page while it is written.
 //! - [`swap`]: the reader-page swap.
+//! - [`drain`]: consuming in place, page by page, without owning pages.
 //! - [`fixup`]: taking out a page whose commit never comes.
 //! - [`count`]: statistics and the loss mark.
 //! - [`iter`]: reading without consuming.
@@ -16,6 +17,7 @@
 
 pub(crate) mod consume;
 pub(crate) mod count;
+pub(crate) mod drain;
 pub(crate) mod fixup;
 pub(crate) mod in_place;
 pub(crate) mod iter;

@@ -40,4 +40,11 @@ impl<C: Clock> RingBuffer<C> {
     pub fn metadata_records(&self) -> Vec<Vec<u8>> {
         self.annex.records()
     }
+
+    /// Bytes of the metadata records so far, each with its 4-byte length:
+    /// it grows with every record appended, so that a reader (a stream's
+    /// consumer) reads the records again only when there are new ones.
+    pub fn metadata_len(&self) -> usize {
+        self.annex.len()
+    }
 }

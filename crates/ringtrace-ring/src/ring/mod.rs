@@ -259,7 +259,30 @@ impl<C: Clock> RingBuffer<C> {
     /// Lock-free, no system call, no allocation; async-signal-safe.
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'_>, ReserveError> {
-        self.reserve_in(self.buffer_for(crate::cpu::current_cpu()), len)
+        let b = self.buffer_for(crate::cpu::current_cpu());
+        match self.reserve_in(b, len) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+                self.reserve_blocking(b, len, e)
+            }
+            r => r,
+        }
+    }
+
+    /// A reservation on `b` refused (`first`: a full buffer, or a busy
+    /// page to reuse), tried again for the ring's blocking wait (see
+    /// `write::block`).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn reserve_blocking<'a>(
+        &'a self,
+        b: &'a CpuBuffer,
+        len: usize,
+        first: ReserveError,
+    ) -> Result<Reservation<'a>, ReserveError> {
+        let wait = self.geometry.block_for.unwrap_or_default();
+        crate::write::block::wait_for_room(b.shared().rare(), wait, first, || {
+            self.reserve_in(b, len)
+        })
     }
 
     /// Reserves on the buffer of `cpu` (taken modulo the buffer count):
@@ -366,7 +389,47 @@ impl<C: Clock> RingBuffer<C> {
     /// nothing kept between reserve and commit.
     #[inline]
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
-        self.write_to(crate::cpu::current_cpu(), payload)
+        let cpu = crate::cpu::current_cpu();
+        match self.write_to(cpu, payload) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+                self.write_blocking(self.buffer_for(cpu), payload, e)
+            }
+            r => r,
+        }
+    }
+
+    /// A write to `b` refused (`first`: a full buffer, or a busy page to
+    /// reuse), tried again for the ring's blocking wait (see
+    /// `write::block`).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn write_blocking(
+        &self,
+        b: &CpuBuffer,
+        payload: &[u8],
+        first: ReserveError,
+    ) -> Result<u64, ReserveError> {
+        let wait = self.geometry.block_for.unwrap_or_default();
+        crate::write::block::wait_for_room(b.shared().rare(), wait, first, || {
+            self.write_in(b, payload)
+        })
+    }
+
+    /// Writes `payload` on `b`, one of this ring's buffers.
+    #[inline(always)]
+    pub(crate) fn write_in(&self, b: &CpuBuffer, payload: &[u8]) -> Result<u64, ReserveError> {
+        #[cfg(ringtrace_rseq)]
+        if self.writes_whole {
+            return self.write_whole(b, payload);
+        }
+        self.write_reserved(b, payload)
+    }
+
+    /// Whether writers wait for room in a full buffer (see
+    /// [`RingConfig::block_for`](crate::RingConfig::block_for)).
+    #[inline(always)]
+    pub(crate) fn blocks(&self) -> bool {
+        self.geometry.block_for.is_some()
     }
 
     /// Records `payload` on the buffer of `cpu` (taken modulo the buffer
@@ -391,15 +454,6 @@ impl<C: Clock> RingBuffer<C> {
         // the whole-event path's misses go), the CAS path pays a call and
         // its spills on every event, which the three calls inlined do not.
         self.write_reserved(self.buffer_for(cpu), payload)
-    }
-
-    /// Whether writes take the whole-event path (see
-    /// `write::whole::write_whole`): the ring's clock is a bare rdtsc and its
-    /// buffers are on the rseq path.
-    #[cfg(ringtrace_rseq)]
-    #[inline(always)]
-    pub(crate) fn writes_whole(&self) -> bool {
-        self.writes_whole
     }
 
     /// The whole-event path on `b`, where `writes_whole`. A miss goes the

@@ -71,6 +71,7 @@ impl<C: Clock> RingBuffer<C> {
                     events,
                     file_stats: stats,
                     problems: Vec::new(),
+                    loss_notes: Vec::new(),
                 }
             })
             .collect();

@@ -12,7 +12,9 @@
 //! - [`reservation`]: a reserved event, its payload and its commit.
 //! - [`whole`]: an event written whole on the rseq path.
 //! - [`error`]: why a reservation fails.
+//! - [`block`]: a blocking writer's wait for room.
 
+pub(crate) mod block;
 pub(crate) mod claim;
 pub(crate) mod error;
 pub(crate) mod percpu;

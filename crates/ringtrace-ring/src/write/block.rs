@@ -1,0 +1,158 @@
+//! A blocking writer's wait for room (LTTng's blocking mode): a write
+//! refused because its buffer is full, or because the page it needs is
+//! still busy (another thread mid-reservation or zeroing it), tries
+//! again, backing off, until a reader makes room, the other thread
+//! finishes, or its wait runs out.
+//!
+//! The refusal is counted when it happens (in `missed`, on the write
+//! path, as every refusal is); a write that then gets in takes its
+//! refusals back and counts in `blocked`; one that runs out of time keeps
+//! one refusal, in `timed_out` too. So while a write waits, `missed`
+//! counts it; at any quiescent point the counts are those of the writes'
+//! outcomes. Nothing here is on a write's path unless it was refused for
+//! a full buffer or a busy page in a ring configured to wait.
+
+use crate::page::counters::RareCounters;
+use crate::sync::Ordering;
+use crate::write::error::ReserveError;
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+thread_local! {
+    /// Signal handlers the calling thread is in (see [`SignalScope`]).
+    /// Const-initialised, no destructor: touching it allocates nothing,
+    /// so it is async-signal-safe.
+    static SIGNAL_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the calling thread as running a signal handler while it lives,
+/// so that a blocking ring ([`RingConfig::block_for`]) refuses the
+/// handler's writes at once instead of waiting: a handler that waits for
+/// the reader may have interrupted that very reader, or a writer holding
+/// the page the reader waits for. Take one at the top of a handler that
+/// records events. ringtrace's own emulated interrupts need none (they
+/// are recognised by `ringtrace_clock`'s `in_irq`).
+///
+/// Async-signal-safe: it only changes a thread-local count.
+///
+/// ```
+/// use ringtrace_ring::{Mode, ReserveError, RingBuffer, RingConfig, SignalScope};
+/// use std::time::{Duration, Instant};
+/// let config = RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(512)
+///     .mode(Mode::Discard).blocking(Duration::from_secs(5));
+/// let ring = RingBuffer::new(config, ringtrace_clock::Counter::new())?;
+/// while ring.cpu_writer(0).write(&[0; 64]).is_ok() {}
+/// // (that last write waited its 5 s: nothing reads this ring)
+/// let start = Instant::now();
+/// let in_handler = SignalScope::enter();
+/// assert_eq!(ring.cpu_writer(0).write(&[0; 64]), Err(ReserveError::Full));
+/// assert!(start.elapsed() < Duration::from_secs(1)); // refused at once
+/// drop(in_handler);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`RingConfig::block_for`]: crate::RingConfig::block_for
+#[derive(Debug)]
+#[must_use = "the scope ends when this guard is dropped"]
+pub struct SignalScope {
+    /// Bound to the thread whose count it raised.
+    _thread: PhantomData<*const ()>,
+}
+
+impl SignalScope {
+    /// Enters a signal handler's scope on the calling thread.
+    pub fn enter() -> SignalScope {
+        SIGNAL_DEPTH.with(|d| d.set(d.get().saturating_add(1)));
+        SignalScope {
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl Drop for SignalScope {
+    fn drop(&mut self) {
+        SIGNAL_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the calling thread may wait for room: not in a signal handler
+/// it declared, nor in an emulated interrupt.
+fn may_wait() -> bool {
+    SIGNAL_DEPTH.with(Cell::get) == 0 && !ringtrace_clock::emulation::interrupt::in_irq()
+}
+
+/// Takes back one refusal counted in `missed` and, for a busy page, in
+/// `busy`. Relaxed: a statistic, as every counter of the line (see
+/// `RareCounters::bump`).
+fn take_back(rare: &RareCounters, refusal: ReserveError) {
+    if refusal == ReserveError::Busy {
+        rare.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+    rare.missed.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// After a write was refused (`first`, counted in `rare`) for a full
+/// buffer or for a busy page to reuse (a reservation still open in it, a
+/// claimer still zeroing it: another thread that will finish once it
+/// runs), tries `attempt` on the same buffer again, backing off, for up to
+/// `wait`. A write that runs out of time keeps one refusal, in `missed`
+/// and `timed_out` (not in `busy`, whatever its last cause), and returns
+/// its last error.
+#[cold]
+#[inline(never)]
+pub(crate) fn wait_for_room<T>(
+    rare: &RareCounters,
+    wait: Duration,
+    first: ReserveError,
+    mut attempt: impl FnMut() -> Result<T, ReserveError>,
+) -> Result<T, ReserveError> {
+    if !may_wait() {
+        return Err(first);
+    }
+    let deadline = Instant::now() + wait;
+    let mut last = first;
+    let mut tries = 0u32;
+    loop {
+        back_off(tries);
+        tries = tries.saturating_add(1);
+        match attempt() {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) => {
+                // Counted again: one refusal per write.
+                take_back(rare, last);
+                last = e;
+                if Instant::now() >= deadline {
+                    if e == ReserveError::Busy {
+                        // Counted as a timeout, not as its last cause.
+                        rare.busy.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    RareCounters::bump(&rare.timed_out, 1);
+                    return Err(e);
+                }
+            }
+            other => {
+                // In, or refused for another cause (counted as such): the
+                // earlier refusal is not this write's outcome.
+                take_back(rare, last);
+                if other.is_ok() {
+                    RareCounters::bump(&rare.blocked, 1);
+                }
+                return other;
+            }
+        }
+    }
+}
+
+/// Spins briefly, then yields, then sleeps up to a tenth of a
+/// millisecond: a reader draining the ring frees pages every few
+/// microseconds when it keeps up, and a waiting writer should not take
+/// its CPU from it.
+fn back_off(tries: u32) {
+    if tries < 16 {
+        std::hint::spin_loop();
+    } else if tries < 64 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(u64::from((tries - 63).min(100))));
+    }
+}
