@@ -85,6 +85,11 @@ pub const DEFAULT_BUFFER_SIZE: usize = 1 << 20;
 pub struct TracerBuilder {
     clock: ClockChoice,
     config: RingConfig,
+    /// What [`from_env`](TracerBuilder::from_env) found wrong, reported
+    /// by `build`.
+    env_error: Option<crate::session_env::EnvProblem>,
+    #[cfg(feature = "stream")]
+    stream: Option<crate::stream::StreamTarget>,
 }
 
 impl Default for TracerBuilder {
@@ -92,6 +97,9 @@ impl Default for TracerBuilder {
         TracerBuilder {
             clock: ClockChoice::Name(DEFAULT_CLOCK.to_owned()),
             config: RingConfig::default().per_cpu_bytes(DEFAULT_BUFFER_SIZE),
+            env_error: None,
+            #[cfg(feature = "stream")]
+            stream: None,
         }
     }
 }
@@ -203,6 +211,126 @@ impl TracerBuilder {
         self
     }
 
+    /// Discard mode in which a writer that finds its buffer full waits up
+    /// to `timeout` for a reader (a recorder draining the ring) to make
+    /// room (and one that finds the page it needs still held by a
+    /// preempted writer waits for that writer), then gives up and counts the event lost
+    /// ([`Stats::timed_out`](ringtrace_ring::Stats::timed_out)): LTTng's
+    /// blocking mode. Never in a signal handler (see
+    /// [`ring::SignalScope`](ringtrace_ring::SignalScope)), where a write
+    /// is refused at once. At most a minute.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let tracer = ringtrace::Tracer::builder().blocking(Duration::from_millis(100)).build()?;
+    /// assert_eq!(tracer.ring().geometry().block_for, Some(Duration::from_millis(100)));
+    /// # Ok::<(), ringtrace::TracerError>(())
+    /// ```
+    pub fn blocking(mut self, timeout: Duration) -> Self {
+        self.config.mode = Mode::Discard;
+        self.config.block_for = Some(timeout);
+        self
+    }
+
+    /// Records into the session of the `ringtrace record` that started
+    /// this program (or an ancestor), when there is one: a ring file in
+    /// the session's `rings/` directory, with the mode, buffer size and
+    /// clock the recorder asks for, which the recorder drains to disk as
+    /// the program runs and after it exits or dies. Without a session
+    /// (the `RINGTRACE_SESSION` variable unset) the builder is unchanged,
+    /// so a program calls it unconditionally. Settings made after it
+    /// override the session's; the recorder refuses a session whose
+    /// processes' clocks cannot be compared.
+    ///
+    /// The variables: [`SESSION_ENV`](crate::SESSION_ENV) (the directory),
+    /// [`SESSION_MODE_ENV`](crate::SESSION_MODE_ENV),
+    /// [`SESSION_BUFFER_ENV`](crate::SESSION_BUFFER_ENV) and
+    /// [`SESSION_CLOCK_ENV`](crate::SESSION_CLOCK_ENV). A value that means
+    /// nothing makes [`build`](TracerBuilder::build) fail, naming the
+    /// variable and what it may hold.
+    ///
+    /// ```
+    /// // Outside a session, nothing changes:
+    /// let tracer = ringtrace::Tracer::builder().from_env().build()?;
+    /// assert!(tracer.ring().file_path().is_none() || std::env::var_os(ringtrace::SESSION_ENV).is_some());
+    /// # Ok::<(), ringtrace::TracerError>(())
+    /// ```
+    pub fn from_env(mut self) -> Self {
+        match crate::session_env::SessionEnv::read() {
+            Ok(None) => {}
+            Ok(Some(session)) => {
+                self.config.file = Some(session.ring_path());
+                self.config.mode = session.ring_mode();
+                self.config.block_for = match session.mode {
+                    crate::session_env::SessionMode::Blocking(wait) => Some(wait),
+                    _ => None,
+                };
+                if let Some(bytes) = session.buffer {
+                    self.config.per_cpu_bytes = bytes;
+                }
+                if let Some(clock) = session.clock {
+                    self.clock = ClockChoice::Name(clock);
+                }
+            }
+            Err(problem) => self.env_error = Some(problem),
+        }
+        self
+    }
+
+    /// Streams the ring into the session directory `dir` as the program
+    /// records (the `stream` feature, on by default): a consumer thread
+    /// drains it in place every few milliseconds into per-CPU chunks, so
+    /// that nothing is thrown away as a fixed ring would, until
+    /// [`Tracer::finish`] (or the process's normal exit) drains it to the
+    /// end and finishes the session. `dir` must not exist (its parent
+    /// must) or be empty. `ringtrace dump DIR` and `ringtrace export DIR`
+    /// read it. Use discard mode ([`mode`](Self::mode)) or
+    /// [`blocking`](Self::blocking) so that a slow disk costs counted
+    /// refusals (or waits) rather than overwritten events; overwrite mode
+    /// counts what the consumer did not reach as overwritten. Within a
+    /// `ringtrace record` session, use [`from_env`](Self::from_env)
+    /// instead: there the recorder drains the ring.
+    ///
+    /// ```
+    /// use ringtrace::{Mode, Tracer};
+    /// let dir = std::env::temp_dir().join(format!("ringtrace-stream-doc-{}", std::process::id()));
+    /// let tracer = Tracer::builder().mode(Mode::Discard).stream_to(&dir).build()?;
+    /// for i in 0..10_000u32 {
+    ///     tracer.write(&i.to_le_bytes())?;
+    /// }
+    /// tracer.finish()?; // drained to the end, the session finished
+    /// let session = ringtrace::session::Session::open(&dir)?;
+    /// let events: usize = session.recoveries().iter().flat_map(|r| &r.cpus).map(|c| c.events.len()).sum();
+    /// assert_eq!(events, 10_000);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "stream")]
+    pub fn stream_to(mut self, dir: impl Into<PathBuf>) -> Self {
+        let options = self.stream.take().map(|s| s.options).unwrap_or_default();
+        self.stream = Some(crate::stream::StreamTarget {
+            dir: dir.into(),
+            options,
+        });
+        self
+    }
+
+    /// With [`stream_to`](Self::stream_to): how the session's chunks are
+    /// made (size and time rotation, the session's size limit, zstd).
+    #[cfg(feature = "stream")]
+    pub fn stream_options(mut self, options: ringtrace_session::SessionOptions) -> Self {
+        match &mut self.stream {
+            Some(s) => s.options = options,
+            None => {
+                self.stream = Some(crate::stream::StreamTarget {
+                    dir: PathBuf::new(),
+                    options,
+                })
+            }
+        }
+        self
+    }
+
     /// How writers update the ring (see `ringtrace_ring::rseq`):
     /// [`WritePath::Auto`](ringtrace_ring::WritePath::Auto) by default,
     /// restartable sequences where the machine has them and
@@ -232,7 +360,19 @@ impl TracerBuilder {
     /// valid ones: an unknown or unavailable clock, a bad size or page
     /// size, a file that exists or cannot be made.
     pub fn build(self) -> Result<Tracer, TracerError> {
+        if let Some(problem) = self.env_error {
+            return Err(problem.into());
+        }
         let clock = self.clock.build()?;
+        #[cfg(feature = "stream")]
+        if let Some(target) = &self.stream {
+            if target.dir.as_os_str().is_empty() {
+                return Err(TracerError::Stream(
+                    "stream_options without stream_to: name the session directory".into(),
+                ));
+            }
+            return Tracer::streaming(self.config, clock, target);
+        }
         Tracer::from_parts(self.config, clock)
     }
 }

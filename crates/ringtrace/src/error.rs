@@ -28,6 +28,22 @@ pub enum TracerError {
     /// The trace could not be read back for a dump.
     #[error("dump: {0}")]
     Dump(#[from] ringtrace_export::DumpError),
+    /// A session variable set by `ringtrace record` (read by
+    /// [`TracerBuilder::from_env`](crate::TracerBuilder::from_env)) holds
+    /// a value that means nothing.
+    #[error("the environment variable {var}={value:?} is not valid: expected {valid}")]
+    Environment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What it may hold.
+        valid: String,
+    },
+    /// The tracer's stream into a session directory could not start, or
+    /// failed (the session's own error, naming the path).
+    #[error("stream: {0}")]
+    Stream(String),
     /// The trace file could not be written to disk.
     #[error("cannot write the trace file {path} to disk: {reason}")]
     Sync {

@@ -48,6 +48,9 @@
 
 mod builder;
 mod error;
+mod session_env;
+#[cfg(feature = "stream")]
+mod stream;
 mod tracer;
 
 /// The README, whose Rust examples `cargo test --doc -p ringtrace`
@@ -59,6 +62,9 @@ mod readme {}
 
 pub use builder::{ClockChoice, TracerBuilder, DEFAULT_BUFFER_SIZE, DEFAULT_CLOCK};
 pub use error::{InstallError, TracerError};
+pub use session_env::{
+    process_start, SESSION_BUFFER_ENV, SESSION_CLOCK_ENV, SESSION_ENV, SESSION_MODE_ENV,
+};
 pub use tracer::{Tracer, TracerStats};
 
 pub use ringtrace_clock as clock;
@@ -67,6 +73,11 @@ pub use ringtrace_clock as clock;
 /// `ringtrace-export` crate).
 pub use ringtrace_export as export;
 pub use ringtrace_ring as ring;
+/// Sessions: what `ringtrace record` and
+/// [`TracerBuilder::stream_to`] write, and their reader (the
+/// `ringtrace-session` crate; the `stream` feature, on by default).
+#[cfg(feature = "stream")]
+pub use ringtrace_session as session;
 pub use ringtrace_tracepoint as tracepoint;
 /// ringtrace as a `tracing` backend: the layer ([`Tracer::layer`]) and
 /// local spans (the `ringtrace-tracing` crate; the `tracing` feature, on

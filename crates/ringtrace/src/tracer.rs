@@ -37,6 +37,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// word").
 pub struct Tracer {
     ring: Arc<RingBuffer<AnyClock>>,
+    /// The consumer streaming the ring to a session, if one was asked for.
+    #[cfg(feature = "stream")]
+    stream: Option<Arc<crate::stream::Stream>>,
 }
 
 /// What a tracer recorded and what it could not.
@@ -79,7 +82,50 @@ impl Tracer {
         let ring = RingBuffer::new(config, clock)?;
         Ok(Tracer {
             ring: Arc::new(ring),
+            #[cfg(feature = "stream")]
+            stream: None,
         })
+    }
+
+    /// A tracer whose ring a consumer thread streams into `target`.
+    #[cfg(feature = "stream")]
+    pub(crate) fn streaming(
+        config: RingConfig,
+        clock: AnyClock,
+        target: &crate::stream::StreamTarget,
+    ) -> Result<Tracer, TracerError> {
+        let metadata = if config.metadata.is_empty() {
+            metadata_for_tracepoints()?.to_bytes()
+        } else {
+            config.metadata.clone()
+        };
+        let mut tracer = Tracer::from_parts(config, clock)?;
+        let stream = crate::stream::Stream::start(target, &tracer.ring, metadata)
+            .map_err(TracerError::Stream)?;
+        tracer.stream = Some(stream);
+        Ok(tracer)
+    }
+
+    /// The session directory this tracer streams into
+    /// ([`TracerBuilder::stream_to`]), if it does.
+    #[cfg(feature = "stream")]
+    pub fn stream_dir(&self) -> Option<&Path> {
+        self.stream.as_deref().map(crate::stream::Stream::dir)
+    }
+
+    /// Stops the stream ([`TracerBuilder::stream_to`]): drains the ring to
+    /// its end, finishes the session, and says what it holds, per process
+    /// and CPU (events, pages, bytes, losses by cause, what could not be
+    /// written). Events recorded afterwards stay in the ring. An error if
+    /// the tracer does not stream, the stream was stopped already, or
+    /// writing failed.
+    #[cfg(feature = "stream")]
+    pub fn finish_stream(&self) -> Result<ringtrace_session::SessionSummary, TracerError> {
+        let stream = self
+            .stream
+            .as_ref()
+            .ok_or_else(|| TracerError::Stream("this tracer does not stream (stream_to)".into()))?;
+        stream.finish().map_err(TracerError::Stream)
     }
 
     /// Makes this tracer's ring the one every process-wide slot of
@@ -313,10 +359,20 @@ impl Tracer {
         Ok(export::export(&self.snapshot()?, format, out)?)
     }
 
-    /// Flushes, writes a file ring to disk, and returns the final counts.
+    /// Stops the stream (if the tracer streams: drained to the end, the
+    /// session finished), flushes, writes a file ring to disk, and returns
+    /// the final counts.
     /// Events committed by other threads after this are recorded but not
     /// in the counts.
     pub fn finish(self) -> Result<TracerStats, TracerError> {
+        #[cfg(feature = "stream")]
+        if let Some(stream) = &self.stream {
+            if let Err(e) = stream.finish() {
+                if !e.contains("finished already") {
+                    return Err(TracerError::Stream(e));
+                }
+            }
+        }
         self.ring.flush();
         self.ring.sync_file().map_err(|e| TracerError::Sync {
             path: self

@@ -1,0 +1,313 @@
+//! A traced process as the session describes it: who it is, its ring's
+//! header, how it ended; and its `process` file, both ways.
+
+use crate::codec::{bad, Bad, Put, Take};
+use ringtrace_clock::Guarantee;
+use ringtrace_ring::file::{FileClock, FileHeader, FileLayout};
+use ringtrace_ring::Mode;
+
+/// A process whose ring is streamed into the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessInfo {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time, `/proc/PID/stat` field 22 (clock ticks since boot):
+    /// with the pid, it tells a process from a later one given the same
+    /// pid.
+    pub start: u64,
+    /// Its parent's pid (0: unknown).
+    pub ppid: u32,
+    /// Its command name (`/proc/PID/comm`).
+    pub comm: String,
+    /// Its ring's header: geometry, clock, wall-clock anchor, pid and
+    /// command, as the ring file's (`Recovery::header`) or a memory ring's
+    /// snapshot's. The reader rebuilds a `Recovery` with it.
+    pub header: FileHeader,
+    /// The ring's metadata (opaque: the facade's JSON).
+    pub metadata: Vec<u8>,
+}
+
+impl ProcessInfo {
+    /// The name of its directory in the session: `<pid>-<start>`.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.pid, self.start)
+    }
+}
+
+/// How a process ended, as far as the recorder knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProcessExit {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled(i32),
+    /// It died with its ring left behind, and the ring was recovered.
+    DiedWithRing,
+    /// It was still running when the recorder stopped.
+    Running,
+    /// It closed its ring (dropped it, or exited normally); the recorder
+    /// did not start it, so it does not know the exit code.
+    Closed,
+}
+
+impl std::fmt::Display for ProcessExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProcessExit::Exited(code) => write!(f, "exited with code {code}"),
+            ProcessExit::Signaled(sig) => write!(f, "killed by signal {sig}"),
+            ProcessExit::DiedWithRing => f.write_str("died, its ring recovered"),
+            ProcessExit::Running => f.write_str("still running when the recording stopped"),
+            ProcessExit::Closed => f.write_str("closed its ring (a normal exit)"),
+        }
+    }
+}
+
+/// The first eight bytes of a `process` file.
+const MAGIC: [u8; 8] = *b"RTPROC\0\0";
+/// The `process` file's version.
+const VERSION: u32 = 1;
+
+fn exit_code(exit: Option<ProcessExit>) -> (u8, i32) {
+    match exit {
+        None => (0, 0),
+        Some(ProcessExit::Exited(c)) => (1, c),
+        Some(ProcessExit::Signaled(s)) => (2, s),
+        Some(ProcessExit::DiedWithRing) => (3, 0),
+        Some(ProcessExit::Running) => (4, 0),
+        Some(ProcessExit::Closed) => (5, 0),
+    }
+}
+
+/// The `process` file's bytes; `exit` is `None` while it runs.
+pub(crate) fn encode(info: &ProcessInfo, exit: Option<ProcessExit>) -> Vec<u8> {
+    let mut p = Put::default();
+    p.0.extend_from_slice(&MAGIC);
+    p.u32(VERSION);
+    p.u32(info.pid);
+    p.u64(info.start);
+    p.u32(info.ppid);
+    p.str(&info.comm);
+    let (tag, value) = exit_code(exit);
+    p.u8(tag);
+    p.i32(value);
+    let h = &info.header;
+    p.u32(h.version);
+    for v in [h.page_size, h.pages_per_cpu, h.cpus, h.quarantine_pages] {
+        p.u64(v as u64);
+    }
+    p.u8(match h.mode {
+        Mode::Overwrite => 0,
+        Mode::Discard => 1,
+    });
+    let l = &h.layout;
+    for v in [
+        l.metadata_offset,
+        l.metadata_len,
+        l.data_offset,
+        l.cpu_stride,
+        l.hot,
+        l.rare,
+        l.slots,
+        l.commits,
+        l.commit_stride,
+        l.pages,
+        l.file_len,
+        l.annex_offset,
+        l.annex_capacity,
+    ] {
+        p.u64(v);
+    }
+    let c = &h.clock;
+    p.str(&c.name);
+    p.u64(c.frequency_hz.unwrap_or(0));
+    p.u64(c.mult.unwrap_or(0));
+    p.u32(c.shift);
+    p.u8(u8::from(c.ticks_are_ns));
+    p.u8(match c.guarantee {
+        Guarantee::Global => 0,
+        Guarantee::PerCpu => 1,
+        Guarantee::None => 2,
+    });
+    p.u64(c.precision_ns.unwrap_or(f64::NAN).to_bits());
+    p.u64(h.wall_ns);
+    p.u64(h.anchor_ticks);
+    p.u32(h.pid);
+    p.str(&h.comm);
+    p.u64(h.metadata_checksum);
+    p.checksum();
+    p.0
+}
+
+/// A `process` file read back (its metadata is in another file).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Described {
+    pub info: ProcessInfo,
+    pub exit: Option<ProcessExit>,
+}
+
+/// Reads a `process` file's bytes. Never panics.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
+    let mut t = Take::new(bytes);
+    if t.bytes(8, "magic")? != MAGIC {
+        return Err(bad("magic", "not a ringtrace process file"));
+    }
+    let version = t.u32("version")?;
+    if version != VERSION {
+        return Err(bad(
+            "version",
+            format!("{version}; this build reads {VERSION}"),
+        ));
+    }
+    let pid = t.u32("pid")?;
+    let start = t.u64("start")?;
+    let ppid = t.u32("parent pid")?;
+    let comm = t.str("command")?;
+    let (tag, value) = (t.u8("exit")?, t.i32("exit")?);
+    let exit = match tag {
+        0 => None,
+        1 => Some(ProcessExit::Exited(value)),
+        2 => Some(ProcessExit::Signaled(value)),
+        3 => Some(ProcessExit::DiedWithRing),
+        4 => Some(ProcessExit::Running),
+        5 => Some(ProcessExit::Closed),
+        other => return Err(bad("exit", format!("kind {other}, not 0 to 5"))),
+    };
+    let header_version = t.u32("ring version")?;
+    let mut geometry = [0usize; 4];
+    for (g, name) in
+        geometry
+            .iter_mut()
+            .zip(["page size", "pages per CPU", "CPUs", "quarantine pages"])
+    {
+        let v = t.u64(name)?;
+        *g = usize::try_from(v).map_err(|_| bad(name, format!("{v} is too large")))?;
+    }
+    let [page_size, pages_per_cpu, cpus, quarantine_pages] = geometry;
+    if !(64..=65_536).contains(&page_size) || !page_size.is_power_of_two() {
+        return Err(bad(
+            "page size",
+            format!("{page_size}, not a power of two from 64 to 65536"),
+        ));
+    }
+    if !(1..=4096).contains(&cpus) {
+        return Err(bad("CPUs", format!("{cpus}, not 1 to 4096")));
+    }
+    let mode = match t.u8("mode")? {
+        0 => Mode::Overwrite,
+        1 => Mode::Discard,
+        other => {
+            return Err(bad(
+                "mode",
+                format!("{other}, not 0 (overwrite) or 1 (discard)"),
+            ))
+        }
+    };
+    let mut w = [0u64; 13];
+    for v in &mut w {
+        *v = t.u64("layout")?;
+    }
+    let layout = FileLayout {
+        metadata_offset: w[0],
+        metadata_len: w[1],
+        data_offset: w[2],
+        cpu_stride: w[3],
+        hot: w[4],
+        rare: w[5],
+        slots: w[6],
+        commits: w[7],
+        commit_stride: w[8],
+        pages: w[9],
+        file_len: w[10],
+        annex_offset: w[11],
+        annex_capacity: w[12],
+    };
+    let name = t.str("clock name")?;
+    let frequency = t.u64("clock frequency")?;
+    let mult = t.u64("clock mult")?;
+    let shift = t.u32("clock shift")?;
+    let ticks_are_ns = t.u8("clock ticks are ns")? != 0;
+    let guarantee = match t.u8("clock guarantee")? {
+        0 => Guarantee::Global,
+        1 => Guarantee::PerCpu,
+        2 => Guarantee::None,
+        other => return Err(bad("clock guarantee", format!("{other}, not 0 to 2"))),
+    };
+    let precision = f64::from_bits(t.u64("clock precision")?);
+    let clock = FileClock {
+        name,
+        frequency_hz: (frequency != 0).then_some(frequency),
+        mult: (mult != 0).then_some(mult),
+        shift,
+        ticks_are_ns,
+        guarantee,
+        precision_ns: (!precision.is_nan()).then_some(precision),
+    };
+    let header = FileHeader {
+        version: header_version,
+        page_size,
+        pages_per_cpu,
+        cpus,
+        quarantine_pages,
+        mode,
+        layout,
+        clock,
+        wall_ns: t.u64("wall-clock anchor")?,
+        anchor_ticks: t.u64("anchor ticks")?,
+        pid: t.u32("ring pid")?,
+        comm: t.str("ring command")?,
+        metadata_checksum: t.u64("metadata checksum")?,
+    };
+    t.checksum()?;
+    Ok(Described {
+        info: ProcessInfo {
+            pid,
+            start,
+            ppid,
+            comm,
+            header,
+            metadata: Vec::new(),
+        },
+        exit,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringtrace_clock::Counter;
+    use ringtrace_ring::{RingBuffer, RingConfig};
+
+    #[test]
+    fn a_process_file_reads_back_every_field() {
+        let ring = RingBuffer::new(
+            RingConfig::default().cpus(2).per_cpu_bytes(8192),
+            Counter::new(),
+        )
+        .unwrap();
+        let info = ProcessInfo {
+            pid: 42,
+            start: 777,
+            ppid: 1,
+            comm: "worker\nline".into(),
+            header: ring.snapshot(Vec::new()).header,
+            metadata: Vec::new(),
+        };
+        for exit in [
+            None,
+            Some(ProcessExit::Exited(-3)),
+            Some(ProcessExit::Signaled(9)),
+            Some(ProcessExit::DiedWithRing),
+            Some(ProcessExit::Running),
+            Some(ProcessExit::Closed),
+        ] {
+            let bytes = encode(&info, exit);
+            let back = decode(&bytes).unwrap();
+            assert_eq!(back.info, info);
+            assert_eq!(back.exit, exit);
+            for cut in 0..bytes.len() {
+                assert!(decode(&bytes[..cut]).is_err());
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! A tracer that streams its ring to a session directory as it records
+//! ([`TracerBuilder::stream_to`](crate::TracerBuilder::stream_to)): a
+//! consumer thread drains the ring in place every few milliseconds
+//! (`ringtrace_session::Drainer`), so nothing is thrown away as a fixed
+//! ring would, and the tracer's `finish` (or the process's normal exit)
+//! drains it to the end and finishes the session.
+
+use ringtrace_clock::AnyClock;
+use ringtrace_ring::RingBuffer;
+use ringtrace_session::{
+    Drainer, ProcessExit, ProcessInfo, SessionOptions, SessionSummary, SessionWriter,
+};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long the consumer sleeps when a round drained nothing: the bound
+/// on how late a page reaches the disk while the program records slowly.
+const IDLE: Duration = Duration::from_millis(5);
+/// How long the exit handler waits for a stream to finish.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// Where and how a tracer streams.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamTarget {
+    pub dir: PathBuf,
+    pub options: SessionOptions,
+}
+
+/// Why streaming failed.
+pub type StreamFailure = String;
+
+/// The consumer thread and how to stop it.
+#[derive(Debug)]
+pub(crate) struct Stream {
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<Result<SessionSummary, StreamFailure>>>>,
+    dir: PathBuf,
+}
+
+/// Every stream of the process, weakly: what the exit handler finishes.
+static LIVE: Mutex<Vec<Weak<Stream>>> = Mutex::new(Vec::new());
+static AT_EXIT: Once = Once::new();
+
+extern "C" fn finish_all_at_exit() {
+    let streams: Vec<Arc<Stream>> = LIVE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    for s in streams {
+        s.stop.store(true, Ordering::Release);
+        let deadline = std::time::Instant::now() + EXIT_WAIT;
+        let handle = s
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            while !handle.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Stream {
+    /// Makes the session at `target.dir` and starts draining `ring` into
+    /// it.
+    pub(crate) fn start(
+        target: &StreamTarget,
+        ring: &Arc<RingBuffer<AnyClock>>,
+        metadata: Vec<u8>,
+    ) -> Result<Arc<Stream>, StreamFailure> {
+        let session = SessionWriter::create(&target.dir, target.options.clone())
+            .map_err(|e| e.to_string())?;
+        let pid = std::process::id();
+        let header = ring.snapshot(Vec::new()).header;
+        let info = ProcessInfo {
+            pid,
+            start: crate::session_env::process_start(pid).unwrap_or(0),
+            // SAFETY: getppid cannot fail and touches no memory.
+            ppid: u32::try_from(unsafe { libc::getppid() }).unwrap_or(0),
+            comm: header.comm.clone(),
+            header,
+            metadata,
+        };
+        let mut out = session.add_process(info).map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (ring, stop) = (Arc::clone(ring), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("ringtrace-stream".into())
+                .spawn(move || -> Result<SessionSummary, StreamFailure> {
+                    let mut drainer = Drainer::new(ring.cpus());
+                    let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(32);
+                    let failed = |e: ringtrace_session::WriteError| e.to_string();
+                    loop {
+                        // Read before the round: once it is set, the round
+                        // after it sees every event committed before.
+                        let stopping = stop.load(Ordering::Acquire);
+                        let drained = drainer
+                            .round(
+                                ring.cpu_buffers(),
+                                &ring.metadata_records(),
+                                &mut out,
+                                |_| {},
+                            )
+                            .map_err(failed)?;
+                        out.tick().map_err(failed)?;
+                        if stopping && drained.pages == 0 {
+                            break;
+                        }
+                        if let Some(sleep) = pacer.after_round(drained.pages) {
+                            std::thread::sleep(sleep);
+                        }
+                    }
+                    out.finish(ProcessExit::Closed).map_err(failed)?;
+                    session.finish().map_err(failed)
+                })
+                .map_err(|e| format!("cannot start the stream's thread: {e}"))?
+        };
+        let stream = Arc::new(Stream {
+            stop,
+            thread: Mutex::new(Some(thread)),
+            dir: target.dir.clone(),
+        });
+        AT_EXIT.call_once(|| {
+            // SAFETY: registers a plain extern "C" function with no
+            // arguments; it only takes locks of its own and joins threads.
+            unsafe { libc::atexit(finish_all_at_exit) };
+        });
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(&stream));
+        Ok(stream)
+    }
+
+    /// The session directory.
+    pub(crate) fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Drains the ring to its end, finishes the session, and says what it
+    /// holds; an error if it was finished already or writing failed.
+    pub(crate) fn finish(&self) -> Result<SessionSummary, StreamFailure> {
+        self.stop.store(true, Ordering::Release);
+        let handle = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| "the stream was finished already".to_string())?;
+        handle
+            .join()
+            .map_err(|_| "the stream's thread panicked".to_string())?
+    }
+}

@@ -1,0 +1,112 @@
+//! `TracerBuilder::stream_to`: a program's own ring streamed into a
+//! session, finished by `finish`, or at a normal exit without it; and its
+//! bad input.
+
+use ringtrace::session::{ProcessExit, Session};
+use ringtrace::{Mode, Tracer};
+use ringtrace_testkit::{self_command, TempDir};
+use std::time::Duration;
+
+/// Set in the child: the session directory it streams into.
+const DIR: &str = "RINGTRACE_STREAM_TEST_DIR";
+const EVENTS: u32 = 50_000;
+
+/// The child: streams EVENTS events, then exits without finishing its
+/// tracer (installed, so never dropped): the exit handler drains and
+/// finishes the session.
+#[test]
+fn child_entry() {
+    let Ok(dir) = std::env::var(DIR) else {
+        return;
+    };
+    let tracer = Tracer::builder()
+        .blocking(Duration::from_secs(5))
+        .buffer_size(64 * 1024)
+        .stream_to(dir)
+        .build()
+        .unwrap();
+    for i in 0..EVENTS {
+        tracer.write(&i.to_le_bytes()).unwrap();
+    }
+    tracer.install().unwrap();
+    std::process::exit(0);
+}
+
+fn events(dir: &std::path::Path) -> Vec<u32> {
+    let session = Session::open(dir).unwrap();
+    let mut all: Vec<u32> = session
+        .recoveries()
+        .iter()
+        .flat_map(|r| &r.cpus)
+        .flat_map(|c| &c.events)
+        .map(|e| u32::from_le_bytes(e.payload[..4].try_into().unwrap()))
+        .collect();
+    all.sort_unstable();
+    all
+}
+
+#[test]
+fn a_program_that_exits_without_finishing_still_finishes_its_session() {
+    let tmp = TempDir::new("stream-exit");
+    let dir = tmp.path().join("trace");
+    let status = self_command()
+        .args(["--exact", "child_entry", "--test-threads=1"])
+        .env(DIR, &dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>());
+    let session = Session::open(&dir).unwrap();
+    assert_eq!(session.processes()[0].exit, Some(ProcessExit::Closed));
+}
+
+#[test]
+fn finish_drains_the_stream_to_its_end() {
+    let tmp = TempDir::new("stream-finish");
+    let dir = tmp.path().join("trace");
+    let tracer = Tracer::builder()
+        .mode(Mode::Discard)
+        .buffer_size(64 * 1024)
+        .stream_to(&dir)
+        .build()
+        .unwrap();
+    assert_eq!(tracer.stream_dir(), Some(dir.as_path()));
+    let mut written = Vec::new();
+    for i in 0..20_000u32 {
+        if tracer.write(&i.to_le_bytes()).is_ok() {
+            written.push(i);
+        }
+    }
+    let summary = tracer.finish_stream().unwrap();
+    assert_eq!(summary.processes[0].totals.events, written.len() as u64);
+    assert!(tracer.finish_stream().is_err(), "finished twice");
+    let stats = tracer.finish().unwrap();
+    assert_eq!(stats.ring.hit, written.len() as u64);
+    assert_eq!(events(&dir), written);
+}
+
+#[test]
+fn a_stream_into_a_bad_directory_is_refused_naming_it() {
+    let tmp = TempDir::new("stream-bad");
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for bad in [tmp.path().join("no/such/parent"), file.clone()] {
+        let err = Tracer::builder()
+            .stream_to(&bad)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("stream: "), "{err}");
+        assert!(
+            err.contains(bad.to_str().unwrap()) || err.contains("no/such"),
+            "{err}"
+        );
+    }
+    let err = Tracer::builder()
+        .stream_options(ringtrace::session::SessionOptions::default())
+        .build()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("stream_to"), "{err}");
+}
