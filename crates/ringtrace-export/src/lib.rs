@@ -2,7 +2,9 @@
 //! readers: the JSON metadata a file ring (a flight recorder) carries so
 //! its events can be decoded without the program that wrote them
 //! ([`TraceMetadata`]), the decoding ([`Decoder`], [`metadata_decoder`]),
-//! and the ftrace-like text `ringtrace dump` prints ([`Dump`]). The
+//! and the ftrace-like text `ringtrace dump` prints ([`Dump`]), of one
+//! process's file or of a [`Trace`] of several processes merged in time
+//! order. The
 //! exporters (trace-cmd, Chrome/Perfetto, CTF, text) are in [`export`];
 //! [`text`] has what they write text with: every string from the trace
 //! escaped ([`text::escape`]), times, the writer and clock in words.
@@ -50,6 +52,7 @@ pub mod export;
 mod metadata;
 mod summary;
 pub mod text;
+mod trace;
 mod tracing_export;
 
 pub use decode::{Decoded, Decoder};
@@ -59,3 +62,4 @@ pub use metadata::{
     METADATA_VERSION,
 };
 pub use summary::{metadata_decoder, MetadataDecoder, UnusableMetadata};
+pub use trace::{Alignment, Process, Trace, TraceError, TraceEvent};

@@ -18,7 +18,7 @@ pub enum UnusableMetadata {
 }
 
 /// A trace's decoder, and its metadata in words.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct MetadataDecoder {
     /// Decodes the trace's events by its metadata and its metadata records

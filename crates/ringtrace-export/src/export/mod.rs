@@ -1,7 +1,8 @@
 //! `ringtrace export`: a recovered trace written in another tool's format.
 //!
-//! Every exporter takes a [`Recovery`] (a file ring read back, see
-//! [`ringtrace_ring::file::recover`]) and writes its output through
+//! Every exporter takes a [`Trace`]: one [`Recovery`] (a file ring read
+//! back, see [`ringtrace_ring::file::recover`]) or several, one per
+//! process, merged in time order ([`export_trace`]); and writes its output through
 //! [`output`], so that a failure leaves no half-written file. Where the
 //! ring lost or overwrote events, each format says so in its own way (see
 //! docs/export.md).
@@ -13,6 +14,7 @@ pub mod output;
 mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
+use crate::trace::Trace;
 pub use guard::RingTarget;
 use ringtrace_ring::file::Recovery;
 use std::path::{Path, PathBuf};
@@ -190,26 +192,71 @@ pub fn export(
     format: Format,
     out: &Path,
 ) -> Result<ExportSummary, ExportError> {
-    guard::refuse_ring_target(recovery, out)?;
-    match format {
-        Format::Text => text(recovery, out),
-        Format::TraceCmd => trace_cmd::write(recovery, out),
-        Format::Chrome => chrome::export(recovery, out),
-        Format::Ctf => ctf::write(recovery, out),
+    export_trace(&Trace::single(recovery), format, out)
+}
+
+/// Writes a trace of one or more processes to `out` in `format`: every
+/// process's events decoded by its own metadata, merged in time order,
+/// each shown with its process's pid and command name (docs/export.md
+/// says how each format shows them). With one process, exactly what
+/// [`export`] writes.
+///
+/// `out` is refused as [`export`] refuses it, for the ring file of every
+/// process. Under [`Alignment::WallClock`](crate::Alignment::WallClock)
+/// the summary's warnings say that times were aligned.
+///
+/// ```
+/// use ringtrace_export::export::{export_trace, Format};
+/// use ringtrace_export::{Alignment, Trace};
+/// use ringtrace_ring::{file, RingBuffer, RingConfig};
+/// let dir = std::env::temp_dir().join(format!("ringtrace-export-trace-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?;
+/// let mut recoveries = Vec::new();
+/// for name in ["a.ring", "b.ring"] {
+///     let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).file(dir.join(name));
+///     let ring = RingBuffer::new(config, clock.build()?)?;
+///     ring.write(name.as_bytes())?;
+///     drop(ring);
+///     recoveries.push(file::recover(dir.join(name))?);
+/// }
+/// let trace = Trace::new(&recoveries, Alignment::SharedClock)?;
+/// let done = export_trace(&trace, Format::Chrome, &dir.join("both.json"))?;
+/// assert_eq!(done.events, 2);
+/// assert!(export_trace(&trace, Format::Text, &dir.join("b.ring")).is_err());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn export_trace(
+    trace: &Trace<'_>,
+    format: Format,
+    out: &Path,
+) -> Result<ExportSummary, ExportError> {
+    for p in trace.processes() {
+        guard::refuse_ring_target(p.recovery, out)?;
     }
+    let mut done = match format {
+        Format::Text => text(trace, out),
+        Format::TraceCmd => trace_cmd::write(trace, out),
+        Format::Chrome => chrome::export(trace, out),
+        Format::Ctf => ctf::write(trace, out),
+    }?;
+    done.warnings.extend(trace.alignment_notes());
+    Ok(done)
 }
 
 /// The text format: `ringtrace dump`'s output, `#` lines included.
-fn text(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
-    let dump = Dump::new(recovery, DumpOptions::default())?;
+fn text(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, ExportError> {
+    let dump = Dump::for_trace(trace.clone(), DumpOptions::default())?;
     let events = dump.events();
     // Losses marked on the events after them, and, as the Chrome export
     // counts them, those of a CPU with no event left to carry them (the
     // `#` lines state them).
     let lost = events.iter().map(|e| e.lost_before).sum::<u64>()
-        + recovery
-            .cpus
+        + trace
+            .processes()
             .iter()
+            .flat_map(|p| &p.recovery.cpus)
             .filter(|c| c.events.is_empty())
             .map(|c| c.file_stats.overrun.saturating_add(c.file_stats.lost))
             .sum::<u64>();

@@ -7,9 +7,10 @@
 //!   first event and the anchor (as `ringtrace dump` counts). For a clock
 //!   whose ticks are not time, `ts` is the tick count as whole µs, and
 //!   `otherData.timestamps` says so.
-//! - `pid` is the writer's; `tid` the thread a tracepoint event carries,
-//!   else the pid. `M` events name the process (its comm) and every thread
-//!   (`comm-tid`): one track per thread, the CPU in each event's
+//! - `pid` is the writing process's (each event's own, in a trace of
+//!   several processes); `tid` the thread a tracepoint event carries,
+//!   else the pid. `M` events name each process (its comm) and every
+//!   thread (`comm-tid`): one track per thread, the CPU in each event's
 //!   `args.cpu` (not in a counter's, whose every arg is a series).
 //! - Spans ([`span_edge`]) are `B`/`E` pairs that nest on each thread (see
 //!   the span module's rule for interleaved pairs); an end with nothing to
@@ -38,10 +39,10 @@ pub use rules::{is_counter, span_edge, SpanEdge};
 use super::{output, ExportError, ExportSummary};
 use crate::decode::Decoded;
 use crate::dump::field_json;
-use crate::summary::metadata_decoder;
-use crate::text::{clock_words, comm, hex, utc_time, writer_words};
+use crate::text::{clock_words, hex, utc_time, writer_words};
+use crate::trace::{Process, Trace};
 use event::{ChromeEvent, Phase, Scope, Ts};
-use ringtrace_ring::file::{Recovery, WriterState};
+use ringtrace_ring::file::WriterState;
 use ringtrace_ring::Event;
 use ringtrace_tracepoint::FieldValue;
 use serde_json::{Map, Value};
@@ -50,26 +51,32 @@ use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes `recovery` to `out` as a Chrome trace.
-pub(super) fn export(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
-    let trace = Trace::build(recovery);
+/// Writes `trace` to `out` as a Chrome trace.
+pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, ExportError> {
+    let chrome = Chrome::build(trace);
     output::write_file(out, |w| {
-        trace.write(w).map_err(|e| ExportError::io(out, &e))
+        chrome.write(w).map_err(|e| ExportError::io(out, &e))
     })?;
     Ok(ExportSummary {
         path: out.to_owned(),
-        events: trace.recovered,
-        lost: trace.lost,
+        events: chrome.recovered,
+        lost: chrome.lost,
         // Nothing is left out: raw payloads become `raw` instants.
         warnings: Vec::new(),
     })
 }
 
-/// A recovery turned into Chrome events, in time order.
-struct Trace {
+/// One process's name and threads.
+struct Named {
     pid: u32,
     comm: String,
-    events: Vec<ChromeEvent>,
+}
+
+/// A trace turned into Chrome events, in time order.
+struct Chrome {
+    processes: Vec<Named>,
+    /// Each event with its process's pid.
+    events: Vec<(u32, ChromeEvent)>,
     other: Map<String, Value>,
     recovered: u64,
     lost: u64,
@@ -128,155 +135,211 @@ fn lost_args(cpu: usize, count: u64) -> Map<String, Value> {
     args
 }
 
-impl Trace {
-    fn build(r: &Recovery) -> Trace {
-        let crate::MetadataDecoder {
-            decoder,
-            summary: metadata,
-        } = metadata_decoder(r);
-        let h = &r.header;
-        let pid = h.pid;
-        let merged = r.merged();
+/// What `otherData` says of one process's file.
+fn process_info(p: &Process<'_>, other: &mut Map<String, Value>) {
+    let r = p.recovery;
+    let h = &r.header;
+    let mut put = |k: &str, v: Value| {
+        other.insert(k.to_owned(), v);
+    };
+    put("source", r.path.display().to_string().into());
+    put("writer", writer_words(r).into());
+    put("pid", p.pid().into());
+    put("comm", p.comm().into());
+    put("clock", clock_words(&h.clock).into());
+    put("wall_clock_anchor", utc_time(h.wall_ns).into());
+    put("anchor_ticks", h.anchor_ticks.into());
+    put(
+        "metadata",
+        match p.summary() {
+            Ok(words) => words.clone(),
+            Err(why) => format!("none usable ({why}); events are shown raw"),
+        }
+        .into(),
+    );
+    let c = r.totals();
+    let s = r.file_stats();
+    put("events_recovered", c.recovered.into());
+    put("skipped_pending", c.skipped_pending.into());
+    put("skipped_unreadable", c.skipped_unreadable.into());
+    put("changed_while_read", c.changed_while_read.into());
+    put("overrun", s.overrun.into());
+    put("lost", s.lost.into());
+    put("discarded", s.discarded.into());
+    if r.writer == WriterState::Live {
+        put(
+            "live",
+            "a snapshot of a ring still being written: events on pages that changed while read, and those written since, are missing".into(),
+        );
+    }
+    let problems: Vec<String> = r
+        .cpus
+        .iter()
+        .flat_map(|c| {
+            c.problems
+                .iter()
+                .map(move |p| format!("CPU {}: {p}", c.cpu))
+        })
+        .collect();
+    if !problems.is_empty() {
+        put("problems", problems.join("; ").into());
+    }
+}
+
+/// What one process's events are being placed with.
+#[derive(Default)]
+struct Placing {
+    out: Vec<ChromeEvent>,
+    spans: Spans,
+    span_args: tracing::SpanArgs,
+}
+
+impl Chrome {
+    fn build(trace: &Trace<'_>) -> Chrome {
+        let processes = trace.processes();
+        let clock = trace.clock();
+        let merged = trace.events();
         // A local span's slice begins before its record (written at its
         // end): the base is the earliest of both, so no start is cut to 0.
         let earliest_start = merged
             .iter()
-            .filter_map(|e| {
+            .filter_map(|t| {
                 // A start after its own end is damage, not a time.
-                ringtrace_tracepoint::tracing_record::local_span_start(&e.payload)
-                    .filter(|&s| s <= e.ts)
+                ringtrace_tracepoint::tracing_record::local_span_start(&t.event.payload)
+                    .filter(|&s| s <= t.event.ts)
+                    .map(|s| processes[t.process].timeline(s))
             })
             .min();
-        let base = merged
-            .first()
-            .map_or(h.anchor_ticks, |e| e.ts.min(h.anchor_ticks))
-            .min(earliest_start.unwrap_or(u64::MAX));
-        let is_time = h.clock.ticks_to_ns(0).is_some();
+        let base = trace.base().min(earliest_start.unwrap_or(u64::MAX));
+        let is_time = clock.ticks_to_ns(0).is_some();
         let ts_of = |ticks: u64| {
             let since = ticks.saturating_sub(base);
-            match h.clock.ticks_to_ns(since) {
+            match clock.ticks_to_ns(since) {
                 Some(ns) if is_time => Ts::Ns(ns),
                 _ => Ts::Ticks(since),
             }
         };
         let start = ts_of(base);
-        let mut out = Vec::with_capacity(merged.len() + 16);
+        let mut placing: Vec<Placing> = processes.iter().map(|_| Placing::default()).collect();
         let mut lost = 0u64;
         // A CPU whose events were all lost has no event to carry the loss.
-        for c in r.cpus.iter().filter(|c| c.events.is_empty()) {
-            let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
-            if count > 0 {
-                let mut args = lost_args(c.cpu, count);
-                args.insert("no_event_recovered".into(), Value::Bool(true));
-                out.push(marker("lost", start, pid, args));
-                lost += count;
+        for (p, at) in processes.iter().zip(placing.iter_mut()) {
+            for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
+                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
+                if count > 0 {
+                    let mut args = lost_args(c.cpu, count);
+                    args.insert("no_event_recovered".into(), Value::Bool(true));
+                    at.out.push(marker("lost", start, p.pid(), args));
+                    lost += count;
+                }
             }
         }
-        let mut spans = Spans::default();
-        let mut span_args = tracing::SpanArgs::default();
         let mut unmatched = 0u64;
         let mut last = start;
-        for e in &merged {
-            let ts = ts_of(e.ts);
+        for t in &merged {
+            let (e, p) = (t.event, &processes[t.process]);
+            let at = &mut placing[t.process];
+            let pid = p.pid();
+            let ts = ts_of(t.ts);
             last = last.max(ts);
             if e.lost_before > 0 {
-                out.push(marker("lost", ts, pid, lost_args(e.cpu, e.lost_before)));
+                at.out
+                    .push(marker("lost", ts, pid, lost_args(e.cpu, e.lost_before)));
                 lost += e.lost_before;
             }
-            let d = decoder.decode(&e.payload);
+            let d = p.decoder().decode(&e.payload);
             let placed = match &d {
-                Decoded::Tracing(t) => {
-                    let start = t.start.map(ts_of);
-                    let at = tracing::At {
+                Decoded::Tracing(tr) => {
+                    let start = tr.start.map(|s| ts_of(p.timeline(s)));
+                    let here = tracing::At {
                         cpu: e.cpu,
                         ts,
                         start,
                     };
-                    tracing::place(t, at, &mut spans, &mut span_args, &mut out)
+                    tracing::place(tr, here, &mut at.spans, &mut at.span_args, &mut at.out)
                 }
-                _ => place(&d, e, ts, pid, &mut spans, &mut out),
+                _ => place(&d, e, ts, pid, &mut at.spans, &mut at.out),
             };
             if !placed {
                 unmatched += 1;
             }
         }
-        let closed = spans.close_all(last, &mut out);
-        // Already in time order; a stable sort keeps each instant's order.
-        out.sort_by_key(|e| e.ts);
+        let (mut closed, mut split) = (0u64, 0u64);
+        let mut out = Vec::with_capacity(merged.len() + 16);
+        for (p, mut at) in processes.iter().zip(placing) {
+            closed += at.spans.close_all(last, &mut at.out);
+            split += at.spans.split;
+            out.extend(at.out.into_iter().map(|e| (p.pid(), e)));
+        }
+        // Each process's already in time order; a stable sort keeps each
+        // instant's order, and puts a smaller pid first at one time.
+        out.sort_by_key(|(pid, e)| (e.ts, *pid));
 
         let mut other = Map::new();
+        if let [p] = processes {
+            process_info(p, &mut other);
+        } else {
+            let each: Vec<Value> = processes
+                .iter()
+                .map(|p| {
+                    let mut info = Map::new();
+                    process_info(p, &mut info);
+                    Value::Object(info)
+                })
+                .collect();
+            other.insert("processes".into(), Value::Array(each));
+            other.insert("clock".into(), clock_words(clock).into());
+            other.insert("events_recovered".into(), merged.len().into());
+            let notes = trace.alignment_notes();
+            let alignment = if notes.is_empty() {
+                "one clock shared by every process: their times compare as they are".to_owned()
+            } else {
+                notes.join("; ")
+            };
+            other.insert("alignment".into(), alignment.into());
+        }
+        let anchor = processes
+            .iter()
+            .map(|p| p.timeline(p.recovery.header.anchor_ticks))
+            .min()
+            .unwrap_or(base);
         let mut put = |k: &str, v: Value| {
             other.insert(k.to_owned(), v);
         };
         put("exporter", "ringtrace export --format chrome".into());
-        put("source", r.path.display().to_string().into());
-        put("writer", writer_words(r).into());
-        put("pid", pid.into());
-        put("comm", comm(r).into());
-        put("clock", clock_words(&h.clock).into());
         put(
             "timestamps",
             if !is_time {
                 format!(
                     "raw ticks of clock `{}` since tick {base}, written as µs: they are not time",
-                    h.clock.name
+                    clock.name
                 )
-            } else if base == h.anchor_ticks {
+            } else if base == anchor && trace.is_single() {
                 "µs since the anchor (when the ring was opened), the ns as the fraction".into()
+            } else if base == anchor {
+                "µs since the earliest anchor (when the first of the rings was opened), the ns as the fraction".into()
             } else {
                 format!(
                     "µs since the first event, {} ticks before the anchor, the ns as the fraction",
-                    h.anchor_ticks - base
+                    anchor - base
                 )
             }
             .into(),
         );
         put("ticks_are_time", is_time.into());
         put("base_ticks", base.into());
-        put("wall_clock_anchor", utc_time(h.wall_ns).into());
-        put("anchor_ticks", h.anchor_ticks.into());
-        put(
-            "metadata",
-            match &metadata {
-                Ok(words) => words.clone(),
-                Err(why) => format!("none usable ({why}); events are shown raw"),
-            }
-            .into(),
-        );
-        let c = r.totals();
-        let s = r.file_stats();
-        put("events_recovered", c.recovered.into());
-        put("skipped_pending", c.skipped_pending.into());
-        put("skipped_unreadable", c.skipped_unreadable.into());
-        put("changed_while_read", c.changed_while_read.into());
-        put("overrun", s.overrun.into());
-        put("lost", s.lost.into());
-        put("discarded", s.discarded.into());
         put("lost_marked", lost.into());
         put("unmatched_span_ends", unmatched.into());
-        put("spans_split", spans.split.into());
+        put("spans_split", split.into());
         put("spans_closed_at_end", closed.into());
-        if r.writer == WriterState::Live {
-            put(
-                "live",
-                "a snapshot of a ring still being written: events on pages that changed while read, and those written since, are missing".into(),
-            );
-        }
-        let problems: Vec<String> = r
-            .cpus
-            .iter()
-            .flat_map(|c| {
-                c.problems
-                    .iter()
-                    .map(move |p| format!("CPU {}: {p}", c.cpu))
-            })
-            .collect();
-        if !problems.is_empty() {
-            put("problems", problems.join("; ").into());
-        }
-        Trace {
-            pid,
-            comm: comm(r).to_owned(),
+        Chrome {
+            processes: processes
+                .iter()
+                .map(|p| Named {
+                    pid: p.pid(),
+                    comm: p.comm().to_owned(),
+                })
+                .collect(),
             events: out,
             other,
             recovered: merged.len() as u64,
@@ -284,8 +347,8 @@ impl Trace {
         }
     }
 
-    /// The `M` events: the process's name, then each thread's.
-    fn names(&self) -> Vec<ChromeEvent> {
+    /// The `M` events: each process's name, then each of its threads'.
+    fn names(&self) -> Vec<(u32, ChromeEvent)> {
         let named = |name: &str, tid: u32, value: String| {
             let mut args = Map::new();
             args.insert("name".into(), Value::from(value));
@@ -298,13 +361,23 @@ impl Trace {
                 args,
             }
         };
-        let tids: BTreeSet<u32> = self.events.iter().map(|e| e.tid).collect();
-        std::iter::once(named("process_name", self.pid, self.comm.clone()))
-            .chain(
-                tids.into_iter()
-                    .map(|tid| named("thread_name", tid, format!("{}-{tid}", self.comm))),
-            )
-            .collect()
+        let mut out = Vec::new();
+        for p in &self.processes {
+            let tids: BTreeSet<u32> = self
+                .events
+                .iter()
+                .filter(|(pid, _)| *pid == p.pid)
+                .map(|(_, e)| e.tid)
+                .collect();
+            out.push((p.pid, named("process_name", p.pid, p.comm.clone())));
+            out.extend(tids.into_iter().map(|tid| {
+                (
+                    p.pid,
+                    named("thread_name", tid, format!("{}-{tid}", p.comm)),
+                )
+            }));
+        }
+        out
     }
 
     fn write(&self, w: &mut dyn Write) -> io::Result<()> {
@@ -312,9 +385,9 @@ impl Trace {
         serde_json::to_writer(&mut *w, &self.other)?;
         w.write_all(b",\"traceEvents\":[")?;
         let names = self.names();
-        for (i, e) in names.iter().chain(&self.events).enumerate() {
+        for (i, (pid, e)) in names.iter().chain(&self.events).enumerate() {
             w.write_all(if i == 0 { b"\n" } else { b",\n" })?;
-            e.write(self.pid, w)?;
+            e.write(*pid, w)?;
         }
         w.write_all(b"\n]}\n")
     }

@@ -26,6 +26,13 @@ pub(super) struct Encoder<'a> {
     pub decoder: &'a Decoder,
     /// The thread id of events that carry none (the writer's pid).
     pub pid: u32,
+    /// The stream class of the process (its index in the trace).
+    pub stream_id: u32,
+    /// In a trace of several processes, the command name each event's
+    /// context carries after the tid and pid.
+    pub procname: Option<&'a str>,
+    /// An event's ticks on the trace's timeline.
+    pub timeline: &'a dyn Fn(u64) -> u64,
 }
 
 /// One packet being filled.
@@ -54,7 +61,7 @@ impl Encoder<'_> {
         let mut discarded = 0u64;
         let mut last = 0u64;
         for e in events {
-            let ts = e.ts.max(last);
+            let ts = (self.timeline)(e.ts).max(last);
             last = ts;
             let bytes = self.event(e, ts);
             let full = current.as_ref().is_some_and(|p| {
@@ -115,7 +122,7 @@ impl Encoder<'_> {
         let bits = ((PACKET_OVERHEAD + p.events.len()) as u64) * 8;
         out.extend_from_slice(&PACKET_MAGIC.to_le_bytes());
         out.extend_from_slice(&self.uuid.0);
-        out.extend_from_slice(&0u32.to_le_bytes()); // stream_id
+        out.extend_from_slice(&self.stream_id.to_le_bytes());
         out.extend_from_slice(&p.begin.to_le_bytes());
         out.extend_from_slice(&p.end.to_le_bytes());
         out.extend_from_slice(&bits.to_le_bytes()); // content_size
@@ -125,7 +132,8 @@ impl Encoder<'_> {
         out.extend_from_slice(&p.events);
     }
 
-    /// One event: header (class id, timestamp), context (tid), payload.
+    /// One event: header (class id, timestamp), context (tid, and pid and
+    /// procname in a trace of several processes), payload.
     fn event(&self, e: &Event, ts: u64) -> Vec<u8> {
         let mut decoded = self.decoder.decode(&e.payload);
         let class = self.classes.id_of(&decoded);
@@ -139,6 +147,10 @@ impl Encoder<'_> {
         out.extend_from_slice(&class.to_le_bytes());
         out.extend_from_slice(&ts.to_le_bytes());
         out.extend_from_slice(&decoded.tid().unwrap_or(self.pid).to_le_bytes());
+        if let Some(procname) = self.procname {
+            out.extend_from_slice(&self.pid.to_le_bytes());
+            put_str(&mut out, procname);
+        }
         match &decoded {
             Decoded::Tracepoint { desc, values, .. } => {
                 for (f, v) in desc.fields.iter().zip(values) {
@@ -243,6 +255,9 @@ mod tests {
             classes: &classes,
             decoder: &decoder,
             pid: 9,
+            stream_id: 0,
+            procname: None,
+            timeline: &|t| t,
         };
         let event = |ts, lost_before| Event {
             cpu: 3,
@@ -279,6 +294,9 @@ mod tests {
             classes: &classes,
             decoder: &decoder,
             pid: 9,
+            stream_id: 0,
+            procname: None,
+            timeline: &|t| t,
         };
         assert_eq!(
             packets(&encoder.stream(1, &[], 42)),

@@ -12,18 +12,23 @@ use std::fmt::Write;
 pub(super) struct Env {
     /// The machine the trace was recorded on, when known.
     pub hostname: Option<String>,
-    /// The writer's pid.
-    pub pid: u32,
-    /// Its command name.
-    pub comm: String,
+    /// The writer's pid and command name (one process's trace).
+    pub process: Option<(u32, String)>,
+    /// Every process, `pid comm` each (a trace of several processes).
+    pub processes: Option<String>,
+    /// How their times were aligned (a trace of several processes).
+    pub alignment: Option<String>,
     /// The file's clock, as it names it.
     pub clock: String,
     /// The ring's mode (`overwrite`, `discard`).
     pub mode: String,
 }
 
-/// The TSDL text of a trace.
-pub(super) fn metadata(classes: &Classes, clock: &CtfClock, uuid: Uuid, env: &Env) -> String {
+/// The TSDL text of a trace: one stream class per process, whose id is
+/// its index in `streams`, with its event classes. With several, each
+/// event's context holds its process's pid and command name besides its
+/// thread id.
+pub(super) fn metadata(streams: &[&Classes], clock: &CtfClock, uuid: Uuid, env: &Env) -> String {
     let mut t = String::with_capacity(4096);
     t.push_str("/* CTF 1.8 */\n\n");
     for (name, size, signed) in [
@@ -68,9 +73,22 @@ env {{
 \ttracer_name = \"ringtrace\";
 \ttracer_major = {major};
 \ttracer_minor = {minor};
-\tvpid = {pid};
-\tprocname = {comm};
-\tringtrace_clock = {clock_name};
+",
+        major = version_part(0),
+        minor = version_part(1),
+    );
+    if let Some((pid, comm)) = &env.process {
+        let _ = write!(t, "\tvpid = {pid};\n\tprocname = {};\n", literal(comm));
+    }
+    if let Some(all) = &env.processes {
+        let _ = writeln!(t, "\tringtrace_processes = {};", literal(all));
+    }
+    if let Some(alignment) = &env.alignment {
+        let _ = writeln!(t, "\tringtrace_alignment = {};", literal(alignment));
+    }
+    let _ = write!(
+        t,
+        "\tringtrace_clock = {clock_name};
 \tringtrace_mode = {mode};
 }};
 
@@ -80,10 +98,6 @@ clock {{
 \tdescription = {description};
 \tfreq = {freq};
 ",
-        major = version_part(0),
-        minor = version_part(1),
-        pid = env.pid,
-        comm = literal(&env.comm),
         clock_name = literal(&env.clock),
         mode = literal(&env.mode),
         ident = clock.ident,
@@ -102,9 +116,22 @@ clock {{
 }};
 
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.{ident}.value; }} := uint64_clock_t;
-
+",
+        offset_s = clock.offset_s,
+        offset = clock.offset,
+        ident = clock.ident,
+    );
+    let context = if streams.len() > 1 {
+        "\t\tuint32_t _tid;\n\t\tuint32_t _pid;\n\t\tstring _procname;\n"
+    } else {
+        "\t\tuint32_t _tid;\n"
+    };
+    for id in 0..streams.len() {
+        let _ = write!(
+            t,
+            "
 stream {{
-\tid = 0;
+\tid = {id};
 \tpacket.context := struct {{
 \t\tuint64_clock_t timestamp_begin;
 \t\tuint64_clock_t timestamp_end;
@@ -118,31 +145,30 @@ stream {{
 \t\tuint64_clock_t timestamp;
 \t}};
 \tevent.context := struct {{
-\t\tuint32_t _tid;
-\t}};
+{context}\t}};
 }};
-",
-        offset_s = clock.offset_s,
-        offset = clock.offset,
-        ident = clock.ident,
-    );
-    for (id, class) in classes.events.iter().enumerate() {
-        let _ = write!(
-            t,
-            "\nevent {{\n\tname = {};\n\tid = {id};\n\tstream_id = 0;\n\tfields := struct {{\n",
-            literal(&class.name)
+"
         );
-        match &class.body {
-            Body::Fields(fields) => {
-                for f in fields {
-                    let _ = writeln!(t, "\t\t{}", declaration(f));
+    }
+    for (stream, classes) in streams.iter().enumerate() {
+        for (id, class) in classes.events.iter().enumerate() {
+            let _ = write!(
+                t,
+                "\nevent {{\n\tname = {};\n\tid = {id};\n\tstream_id = {stream};\n\tfields := struct {{\n",
+                literal(&class.name)
+            );
+            match &class.body {
+                Body::Fields(fields) => {
+                    for f in fields {
+                        let _ = writeln!(t, "\t\t{}", declaration(f));
+                    }
                 }
+                Body::Raw => t.push_str(
+                    "\t\tstring _why;\n\t\tuint32_t _length;\n\t\tuint8_t _payload[_length];\n",
+                ),
             }
-            Body::Raw => t.push_str(
-                "\t\tstring _why;\n\t\tuint32_t _length;\n\t\tuint8_t _payload[_length];\n",
-            ),
+            t.push_str("\t};\n};\n");
         }
-        t.push_str("\t};\n};\n");
     }
     t
 }

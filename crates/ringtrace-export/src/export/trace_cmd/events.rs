@@ -76,65 +76,140 @@ pub struct EventFormat {
     print: String,
 }
 
-/// Every event format of a trace, by ringtrace's ids.
-#[derive(Debug, Clone)]
+/// Every event format of a trace, by process and ringtrace's ids.
+#[derive(Debug, Clone, Default)]
 pub struct Formats {
     /// In id order.
     pub all: Vec<EventFormat>,
-    by_tracepoint: HashMap<u32, usize>,
-    untagged: Option<usize>,
+    /// Where each of `all` comes from, to share it between processes.
+    origins: Vec<Origin>,
+    by_tracepoint: HashMap<(usize, u32), usize>,
+    untagged: Vec<Option<usize>>,
+}
+
+/// What an event format was made from: two processes' events share a
+/// format when theirs are the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    system: String,
+    event: String,
+    fields: Vec<FieldDesc>,
+    format: String,
+    untagged: bool,
 }
 
 impl Formats {
-    /// The formats for `meta`'s tracepoints, each in its own system (a
-    /// name without one in [`SYSTEM`]), then its untagged layout in
-    /// [`SYSTEM`]; at most [`MAX_FORMATS`] of them, which the caller checks.
+    /// The formats for `meta`'s tracepoints (one process's).
+    #[cfg(test)]
     pub fn new(meta: &TraceMetadata) -> Formats {
-        let mut all = Vec::new();
-        let mut by_tracepoint = HashMap::new();
+        let mut formats = Formats::default();
+        formats.add(meta, 0);
+        formats
+    }
+
+    /// Adds the formats of the next process's `meta`, by
+    /// [`tracepoint`](Formats::tracepoint)'s process index the number of
+    /// processes added before: each tracepoint in its own system (a name
+    /// without one in [`SYSTEM`]), then its untagged layout in [`SYSTEM`].
+    /// An event of an earlier process with the same name and layout is
+    /// shared; one with the same name and another layout stays apart,
+    /// named `<event>_<pid>` after this process's `pid`. At most
+    /// [`MAX_FORMATS`] in all, which the caller checks.
+    pub fn add(&mut self, meta: &TraceMetadata, pid: u32) {
+        let process = self.untagged.len();
+        let earlier = self.all.len();
         for tp in &meta.tracepoints {
-            let id = FIRST_ID + all.len() as u16;
             let system = tp.system().unwrap_or(SYSTEM);
             let event = tp.event();
             let preemptirq = PREEMPTIRQ_EVENTS.contains(&event)
                 && matches!(tp.system(), None | Some(PREEMPTIRQ))
                 && tp.fields.len() == 2
                 && tp.fields.iter().all(|f| f.kind == FieldKind::Location);
-            by_tracepoint.insert(tp.id, all.len());
-            all.push(if preemptirq {
-                EventFormat::preemptirq(id, event)
-            } else {
-                EventFormat::new(id, system, event, &tp.fields, &tp.format)
+            let origin = Origin {
+                system: if preemptirq { PREEMPTIRQ } else { system }.to_owned(),
+                event: event.to_owned(),
+                fields: tp.fields.clone(),
+                format: tp.format.clone(),
+                untagged: false,
+            };
+            let at = self.place(origin, earlier, pid, |id, name| {
+                if preemptirq {
+                    EventFormat::preemptirq(id, name)
+                } else {
+                    EventFormat::new(id, system, name, &tp.fields, &tp.format)
+                }
             });
+            self.by_tracepoint.insert((process, tp.id), at);
         }
         let untagged = meta.untagged.as_ref().map(|u: &EventLayout| {
             // A tracepoint of the same system and name keeps it; the layout
             // steps aside.
-            let taken = |name: &str| all.iter().any(|e| e.system == SYSTEM && e.name == name);
+            let taken = |name: &str| {
+                self.all[earlier..]
+                    .iter()
+                    .any(|e| e.system == SYSTEM && e.name == name)
+            };
             let name = if taken(&u.name) {
                 format!("{}_untagged", u.name)
             } else {
                 u.name.clone()
             };
-            let id = FIRST_ID + all.len() as u16;
-            all.push(EventFormat::new(id, SYSTEM, &name, &u.fields, &u.format));
-            all.len() - 1
+            let origin = Origin {
+                system: SYSTEM.to_owned(),
+                event: name,
+                fields: u.fields.clone(),
+                format: u.format.clone(),
+                untagged: true,
+            };
+            self.place(origin, earlier, pid, |id, name| {
+                EventFormat::new(id, SYSTEM, name, &u.fields, &u.format)
+            })
         });
-        Formats {
-            all,
-            by_tracepoint,
-            untagged,
+        self.untagged.push(untagged);
+    }
+
+    /// The index of the format made from `origin`: an earlier process's
+    /// (before `earlier`) when it has the same, else a new one made by
+    /// `make` (given its id and name).
+    fn place(
+        &mut self,
+        origin: Origin,
+        earlier: usize,
+        pid: u32,
+        make: impl FnOnce(u16, &str) -> EventFormat,
+    ) -> usize {
+        if let Some(at) = self.origins[..earlier].iter().position(|o| *o == origin) {
+            return at;
         }
+        let clash = self.all[..earlier]
+            .iter()
+            .any(|e| e.system == origin.system && e.name == origin.event);
+        let name = if clash {
+            format!("{}_{pid}", origin.event)
+        } else {
+            origin.event.clone()
+        };
+        let id = FIRST_ID.saturating_add(self.all.len() as u16);
+        self.all.push(make(id, &name));
+        self.origins.push(origin);
+        self.all.len() - 1
     }
 
-    /// The format of the tracepoint whose ringtrace id is `id`.
-    pub fn tracepoint(&self, id: u32) -> Option<&EventFormat> {
-        self.by_tracepoint.get(&id).map(|&i| &self.all[i])
+    /// The format of the tracepoint whose ringtrace id is `id` in the
+    /// `process`th process added.
+    pub fn tracepoint(&self, process: usize, id: u32) -> Option<&EventFormat> {
+        self.by_tracepoint
+            .get(&(process, id))
+            .map(|&i| &self.all[i])
     }
 
-    /// The format of untagged events.
-    pub fn untagged(&self) -> Option<&EventFormat> {
-        self.untagged.map(|i| &self.all[i])
+    /// The format of the `process`th process's untagged events.
+    pub fn untagged(&self, process: usize) -> Option<&EventFormat> {
+        self.untagged
+            .get(process)
+            .copied()
+            .flatten()
+            .map(|i| &self.all[i])
     }
 }
 
@@ -419,11 +494,39 @@ mod tests {
         ]);
         let formats = Formats::new(&meta);
         let shown = |id| {
-            let f = formats.tracepoint(id).unwrap();
+            let f = formats.tracepoint(0, id).unwrap();
             (f.system.as_str(), f.name.as_str(), f.uses_symbols())
         };
         assert_eq!(shown(1), ("preemptirq", "irq_disable", true));
         assert_eq!(shown(2), ("app", "irq_disable", false));
         assert_eq!(shown(3), ("preemptirq", "irq_enable", true));
+    }
+
+    #[test]
+    fn processes_share_a_format_of_the_same_layout_and_not_one_of_another() {
+        let u32_field = |name: &str, id| TracepointDesc {
+            fields: vec![FieldDesc::new("n", FieldKind::U32)],
+            format: "n={}".into(),
+            ..desc(name, id)
+        };
+        let mut formats = Formats::new(&TraceMetadata::new(vec![
+            desc("preemptirq:irq_disable", 1),
+            u32_field("app:request", 2),
+        ]));
+        formats.add(
+            &TraceMetadata::new(vec![
+                desc("preemptirq:irq_disable", 7), // the same layout
+                desc("app:request", 8),            // another
+            ]),
+            4242,
+        );
+        let shown = |process, id| {
+            let f = formats.tracepoint(process, id).unwrap();
+            (f.id, f.system.as_str(), f.name.as_str())
+        };
+        assert_eq!(shown(1, 7), shown(0, 1));
+        assert_eq!(shown(0, 2), (101, "app", "request"));
+        assert_eq!(shown(1, 8), (102, "app", "request_4242"));
+        assert_eq!(formats.all.len(), 3);
     }
 }

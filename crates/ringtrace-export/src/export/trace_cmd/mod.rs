@@ -27,12 +27,12 @@ mod symbols;
 use super::{output, ExportError, ExportSummary};
 use crate::decode::{Decoded, Decoder};
 use crate::metadata::TraceMetadata;
-use crate::text::comm;
+use crate::trace::Trace;
 use events::Formats;
 use pages::Pages;
-use ringtrace_ring::file::{FileClock, Recovery};
+use ringtrace_ring::file::FileClock;
 use ringtrace_tracepoint::FieldValue;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 use symbols::Symbols;
 
@@ -49,7 +49,8 @@ struct CpuData {
 struct Contents {
     formats: Formats,
     symbols: Symbols,
-    pids: BTreeSet<u32>,
+    /// The saved cmdlines: every pid and tid, with its process's comm.
+    cmdlines: BTreeMap<u32, String>,
     cpus: Vec<CpuData>,
     page_size: usize,
     events: u64,
@@ -57,31 +58,52 @@ struct Contents {
     warnings: Vec<String>,
 }
 
-/// Writes `recovery` to `out` as a trace-cmd file.
-pub fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportError> {
-    let meta = recovery
-        .metadata
-        .as_ref()
-        .map_err(|e| format!("the file's metadata cannot be read: {e}"))
-        .and_then(|bytes| TraceMetadata::parse(bytes).map_err(|e| e.to_string()))
-        .map_err(|why| {
-            ExportError::Unsupported(format!(
-                "trace-cmd needs each event's format, from the file's metadata, and {} has none usable: {why}",
-                recovery.path.display()
-            ))
-        })?;
-    let formats = meta.tracepoints.len() + usize::from(meta.untagged.is_some());
-    if formats > events::MAX_FORMATS {
-        return Err(ExportError::Unsupported(format!(
-            "{} describes {formats} events; a trace-cmd file's 16-bit event ids hold {}",
-            recovery.path.display(),
-            events::MAX_FORMATS
-        )));
+/// One process's metadata (the generic `tracing` tracepoint added when
+/// it has `tracing` callsites) and the decoder by it.
+struct Decoding {
+    meta: TraceMetadata,
+    decoder: Decoder,
+}
+
+/// Writes `trace` to `out` as a trace-cmd file.
+pub fn write(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, ExportError> {
+    let mut decodings = Vec::new();
+    let mut formats = Formats::default();
+    for p in trace.processes() {
+        let r = p.recovery;
+        let meta = r
+            .metadata
+            .as_ref()
+            .map_err(|e| format!("the file's metadata cannot be read: {e}"))
+            .and_then(|bytes| TraceMetadata::parse(bytes).map_err(|e| e.to_string()))
+            .map_err(|why| {
+                ExportError::Unsupported(format!(
+                    "trace-cmd needs each event's format, from the file's metadata, and {} has none usable: {why}",
+                    r.path.display()
+                ))
+            })?;
+        let count = meta.tracepoints.len() + usize::from(meta.untagged.is_some());
+        if count > events::MAX_FORMATS {
+            return Err(too_many(&r.path.display().to_string(), count));
+        }
+        // `tracing` records go under one generic event with a text payload.
+        let meta = crate::tracing_export::with_text_tracepoint(&meta, r.metadata_records());
+        // The run-time records beside the metadata, as every exporter's
+        // decoder has them (not decoded by yet).
+        let decoder = Decoder::new(&meta).with_metadata_records(r.metadata_records().to_vec());
+        formats.add(&meta, p.pid());
+        decodings.push(Decoding { meta, decoder });
     }
-    let c = encode(recovery, &meta);
+    if formats.all.len() > events::MAX_FORMATS {
+        return Err(too_many(
+            &format!("the {} processes", decodings.len()),
+            formats.all.len(),
+        ));
+    }
+    let c = encode(trace, &decodings, formats);
     let failed = |e: std::io::Error| ExportError::io(out, &e);
     output::write_file(out, |w| {
-        let bytes = file_bytes(recovery, &c);
+        let bytes = file_bytes(trace.clock(), &c);
         w.write_all(&bytes).map_err(failed)
     })?;
     Ok(ExportSummary {
@@ -92,80 +114,117 @@ pub fn write(recovery: &Recovery, out: &Path) -> Result<ExportSummary, ExportErr
     })
 }
 
-/// An event's timestamp in the file: ns by the file's clock, or its ticks
-/// when they are not time.
+fn too_many(what: &str, formats: usize) -> ExportError {
+    ExportError::Unsupported(format!(
+        "{what} describes {formats} events; a trace-cmd file's 16-bit event ids hold {}",
+        events::MAX_FORMATS
+    ))
+}
+
+/// An event's timestamp in the file: ns by the timeline's clock, or its
+/// ticks when they are not time.
 fn timestamp(clock: &FileClock, ticks: u64) -> u64 {
     clock.ticks_to_ns(ticks).unwrap_or(ticks)
 }
 
-/// Decodes every event and encodes it as the kernel would have.
-fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
-    // `tracing` records go under one generic event with a text payload.
-    let meta = &crate::tracing_export::with_text_tracepoint(meta, r.metadata_records());
-    // The run-time records beside the metadata, as every exporter's
-    // decoder has them (not decoded by yet).
-    let decoder = Decoder::new(meta).with_metadata_records(r.metadata_records().to_vec());
-    let formats = Formats::new(meta);
+/// One CPU's entries: (timestamp, pid of the process for ties, the entry,
+/// events lost before it).
+type Entries = Vec<(u64, u32, Vec<u8>, u64)>;
+
+/// Decodes every event, each by its own process's decoder, and encodes it
+/// as the kernel would have; each CPU's entries of every process merged in
+/// time order.
+fn encode(trace: &Trace<'_>, decodings: &[Decoding], formats: Formats) -> Contents {
+    let processes = trace.processes();
     // The symbols first: every preemptirq location.
     let mut symbols = Symbols::default();
     let mut symbols_full = false;
-    for e in r.cpus.iter().flat_map(|c| &c.events) {
-        if let Decoded::Tracepoint { desc, values, .. } = decoder.decode(&e.payload) {
-            if formats
-                .tracepoint(desc.id)
-                .is_some_and(|f| f.uses_symbols())
-            {
-                for v in &values {
-                    if let FieldValue::Location { file, line, column } = v {
-                        symbols_full |= !symbols.add(file, *line, *column);
+    for (i, (p, d)) in processes.iter().zip(decodings).enumerate() {
+        for e in p.recovery.cpus.iter().flat_map(|c| &c.events) {
+            if let Decoded::Tracepoint { desc, values, .. } = d.decoder.decode(&e.payload) {
+                if formats
+                    .tracepoint(i, desc.id)
+                    .is_some_and(|f| f.uses_symbols())
+                {
+                    for v in &values {
+                        if let FieldValue::Location { file, line, column } = v {
+                            symbols_full |= !symbols.add(file, *line, *column);
+                        }
                     }
                 }
             }
         }
     }
-    let mut pids = BTreeSet::from([r.header.pid]);
+    let mut cmdlines = BTreeMap::new();
+    for p in processes {
+        cmdlines
+            .entry(p.pid())
+            .or_insert_with(|| p.comm().to_owned());
+    }
     let (mut events, mut lost, mut raw, mut cut) = (0u64, 0u64, 0u64, 0usize);
     let mut unmarked = Vec::new();
-    let mut encoded: Vec<Vec<(u64, Vec<u8>, u64)>> = Vec::new();
-    for c in &r.cpus {
-        let mut entries = Vec::with_capacity(c.events.len());
-        let mut carried = 0u64;
-        for e in &c.events {
-            let pending_loss = carried + e.lost_before;
-            let (format, pid, values) = match decoder.decode(&e.payload) {
-                Decoded::Tracepoint { desc, tid, values } => {
-                    (formats.tracepoint(desc.id), tid, values)
-                }
-                Decoded::Untagged { values, .. } => (formats.untagged(), r.header.pid, values),
-                Decoded::Tracing(t) => match crate::tracing_export::as_text_event(&t, meta) {
-                    Some((desc, tid, values)) => (formats.tracepoint(desc.id), tid, values),
-                    None => (None, 0, Vec::new()),
-                },
-                Decoded::Raw { .. } => (None, 0, Vec::new()),
-            };
-            let Some(format) = format else {
-                raw += 1;
-                // The loss goes on the next event written.
-                carried = pending_loss;
-                continue;
-            };
-            let (entry, strings_cut) = format.entry(pid, &values, &symbols);
-            cut += strings_cut;
-            pids.insert(pid);
-            entries.push((timestamp(&r.header.clock, e.ts), entry, pending_loss));
-            lost += pending_loss;
-            carried = 0;
-            events += 1;
+    let cpus = processes
+        .iter()
+        .map(|p| p.recovery.cpus.len())
+        .max()
+        .unwrap_or(0);
+    let mut encoded: Vec<Entries> = vec![Vec::new(); cpus];
+    for (i, (p, d)) in processes.iter().zip(decodings).enumerate() {
+        let r = p.recovery;
+        for (slot, c) in encoded.iter_mut().zip(&r.cpus) {
+            let mut carried = 0u64;
+            for e in &c.events {
+                let pending_loss = carried + e.lost_before;
+                let (format, pid, values) = match d.decoder.decode(&e.payload) {
+                    Decoded::Tracepoint { desc, tid, values } => {
+                        (formats.tracepoint(i, desc.id), tid, values)
+                    }
+                    Decoded::Untagged { values, .. } => (formats.untagged(i), p.pid(), values),
+                    Decoded::Tracing(t) => {
+                        match crate::tracing_export::as_text_event(&t, &d.meta) {
+                            Some((desc, tid, values)) => {
+                                (formats.tracepoint(i, desc.id), tid, values)
+                            }
+                            None => (None, 0, Vec::new()),
+                        }
+                    }
+                    Decoded::Raw { .. } => (None, 0, Vec::new()),
+                };
+                let Some(format) = format else {
+                    raw += 1;
+                    // The loss goes on the next event written.
+                    carried = pending_loss;
+                    continue;
+                };
+                let (entry, strings_cut) = format.entry(pid, &values, &symbols);
+                cut += strings_cut;
+                cmdlines.entry(pid).or_insert_with(|| p.comm().to_owned());
+                let ts = timestamp(trace.clock(), p.timeline(e.ts));
+                slot.push((ts, p.pid(), entry, pending_loss));
+                lost += pending_loss;
+                carried = 0;
+                events += 1;
+            }
+            if carried > 0 {
+                unmarked.push(if trace.is_single() {
+                    format!("CPU {}: {carried}", c.cpu)
+                } else {
+                    format!("process {} CPU {}: {carried}", p.pid(), c.cpu)
+                });
+            }
         }
-        if carried > 0 {
-            unmarked.push(format!("CPU {}: {carried}", c.cpu));
+    }
+    if !trace.is_single() {
+        // Each process's entries are in time order: merged, a smaller pid
+        // first at one time.
+        for entries in &mut encoded {
+            entries.sort_by_key(|(ts, pid, _, _)| (*ts, *pid));
         }
-        encoded.push(entries);
     }
     let largest = encoded
         .iter()
         .flatten()
-        .map(|(_, entry, _)| entry.len())
+        .map(|(_, _, entry, _)| entry.len())
         .max()
         .unwrap_or(0);
     let page_size = pages::page_size_for(largest);
@@ -173,7 +232,7 @@ fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
         .into_iter()
         .map(|entries| {
             let mut p = Pages::new(page_size);
-            for (ts, entry, lost) in entries {
+            for (ts, _, entry, lost) in entries {
                 p.push(ts, &entry, lost);
             }
             CpuData {
@@ -206,7 +265,7 @@ fn encode(r: &Recovery, meta: &TraceMetadata) -> Contents {
     Contents {
         formats,
         symbols,
-        pids,
+        cmdlines,
         cpus,
         page_size,
         events,
@@ -285,8 +344,8 @@ const HEADER_EVENT: &str = "# compressed entry header\n\
     \ttime_stamp : type == 31\n\
     \tdata max type_len  == 28\n";
 
-/// The whole file.
-fn file_bytes(r: &Recovery, c: &Contents) -> Vec<u8> {
+/// The whole file, its timestamps by `clock`.
+fn file_bytes(clock: &FileClock, c: &Contents) -> Vec<u8> {
     let mut f = Vec::new();
     f.extend_from_slice(b"\x17\x08\x44tracing6\0");
     f.push(0); // little-endian
@@ -329,17 +388,23 @@ fn file_bytes(r: &Recovery, c: &Contents) -> Vec<u8> {
     f.extend_from_slice(kallsyms.as_bytes());
     u32le(&mut f, 0); // printk formats: none
 
-    let name: String = comm(r)
-        .chars()
-        .map(|ch| if ch.is_control() { '?' } else { ch })
+    let cmdlines: String = c
+        .cmdlines
+        .iter()
+        .map(|(pid, comm)| {
+            let name: String = comm
+                .chars()
+                .map(|ch| if ch.is_control() { '?' } else { ch })
+                .collect();
+            format!("{pid} {name}\n")
+        })
         .collect();
-    let cmdlines: String = c.pids.iter().map(|pid| format!("{pid} {name}\n")).collect();
     u64le(&mut f, cmdlines.len() as u64);
     f.extend_from_slice(cmdlines.as_bytes());
 
     u32le(&mut f, c.cpus.len() as u32);
     f.extend_from_slice(b"options  \0");
-    let clock = trace_clock_file(trace_clock(&r.header.clock));
+    let clock = trace_clock_file(trace_clock(clock));
     u16le(&mut f, OPTION_TRACECLOCK);
     u32le(&mut f, clock.len() as u32 + 1);
     f.extend_from_slice(clock.as_bytes());
