@@ -11,6 +11,7 @@
 //!   preemptirq instrumentation strategy;
 //! - [`clocks`]: every clock source's read cost and guarantees;
 //! - [`code_size`]: a function's bytes and the instructions it executes;
+//! - [`record`]: `ringtrace record`, a session of traced processes streamed to disk;
 //! - [`recover`]: what a recovery of a trace file found, as text or JSON;
 //! - [`report`]: every patch's measurement, in one run;
 //! - [`stop`]: SIGINT and SIGTERM as a graceful stop of any of them.
@@ -30,6 +31,7 @@ pub mod hammer;
 mod hammer_threads;
 pub mod instrumentation;
 pub mod pairs;
+pub mod record;
 pub mod recover;
 pub mod report;
 mod report_error;

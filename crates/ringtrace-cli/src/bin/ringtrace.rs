@@ -111,6 +111,12 @@ enum Command {
     /// not time (`counter`) prints raw ticks, and the `#` lines say so. A
     /// payload that cannot be decoded (unknown id, fields cut off) prints
     /// as hex with the reason.
+    ///
+    /// Several ring files (one per process: a program and its children)
+    /// are merged in time order, each line with its own process's comm,
+    /// the `#` lines describing every process. Their clocks must compare
+    /// (the same clock, ordered globally: `mono`, `boot`, `tsc`...), or
+    /// `--align-wall-clock` places each by its wall-clock anchor.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
     /// (`ringtrace dump`'s lines), `trace-cmd` (a trace.dat that
@@ -119,13 +125,103 @@ enum Command {
     /// trace directory for babeltrace2 and Trace Compass). The output is
     /// written under a temporary name and renamed when complete, so a
     /// failure leaves no half-written file. docs/export.md maps the fields.
+    ///
+    /// Several ring files (one per process) make one trace, merged in time
+    /// order, each event shown with its process's pid and name; their
+    /// clocks must compare, or `--align-wall-clock` places each by its
+    /// wall-clock anchor.
     Export(ExportArgs),
+    /// Streams the rings of a command and every process it starts into a
+    /// session directory, until they have all exited:
+    /// `ringtrace record -o trace -- ./my-program args`.
+    ///
+    /// The command is started with RINGTRACE_SESSION=DIR in its
+    /// environment (inherited by its children); a program whose tracer is
+    /// built with `Tracer::builder().from_env()` records into a ring file
+    /// in DIR/rings/, which the recorder finds, drains in place every few
+    /// milliseconds into per-CPU chunks, and, when the process exits,
+    /// drains to its end (recovering it when the process died with it
+    /// open). Each process's pid, command, clock and exit are noted; losses
+    /// are counted per CPU and cause. `--attach RING...` drains ring files
+    /// that exist instead of starting a command. `ringtrace dump DIR` and
+    /// `ringtrace export DIR` read the session. SIGINT or SIGTERM is passed
+    /// on to the command; the recorder drains what it has and finishes the
+    /// session (within 5 s), exit code 128 + the signal. Otherwise the
+    /// exit code is the command's (128 + its signal if one killed it).
+    Record(RecordArgs),
+}
+
+#[derive(clap::Args)]
+struct RecordArgs {
+    /// The session directory: it must not exist (its parent must) or be
+    /// empty.
+    #[arg(short = 'o', long)]
+    output: std::path::PathBuf,
+    /// Drain these existing ring files instead of starting a command.
+    #[arg(long, num_args = 1.., value_name = "RING_FILE", conflicts_with = "command")]
+    attach: Option<Vec<std::path::PathBuf>>,
+    /// What a program's writers do when the recorder falls behind:
+    /// `discard` (refuse new events, counted per CPU and cause),
+    /// `blocking` (wait up to --blocking-timeout, then count a loss) or
+    /// `overwrite` (a flight recorder: the oldest undrained events go).
+    #[arg(long, default_value = "discard", value_parser = ["discard", "blocking", "overwrite"])]
+    mode: String,
+    /// With `--mode blocking`: the longest a writer waits for room, in
+    /// milliseconds (1 to 60000; 1000 when not given).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    blocking_timeout: Option<u64>,
+    /// Bytes per CPU buffer of each program's ring (K, M, G suffixes);
+    /// the program's own when not given.
+    #[arg(long, value_parser = parse_size_arg)]
+    buffer_size: Option<u64>,
+    /// The clock every program stamps with (`mono`, `tsc`, `boot`, ...);
+    /// the programs' own when not given. Processes must share a clock that
+    /// compares across processes for their events to be merged.
+    #[arg(long)]
+    clock: Option<String>,
+    /// Finish a chunk when it holds this many bytes (K, M, G suffixes).
+    #[arg(long, value_parser = parse_size_arg)]
+    rotate_size: Option<u64>,
+    /// Finish a chunk when it has been open this many seconds.
+    #[arg(long)]
+    rotate_time: Option<f64>,
+    /// Keep the session under this many bytes by deleting its oldest
+    /// finished chunks (a flight recorder for days); what they held is
+    /// counted as rotated out.
+    #[arg(long, value_parser = parse_size_arg)]
+    max_size: Option<u64>,
+    /// Compress each finished chunk with zstd at this level (1 to 19; 3 is
+    /// zstd's default).
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3")]
+    zstd: Option<i32>,
+    /// Print each event as it is drained, as `ringtrace dump` prints it.
+    #[arg(long)]
+    live: bool,
+    /// Keep each ring file in DIR/rings/ once drained (removed by default:
+    /// the session holds everything it had). Files given to --attach are
+    /// never removed.
+    #[arg(long)]
+    keep_rings: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<std::ffi::OsString>,
+}
+
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    ringtrace_cli::record::parse_size(text)
 }
 
 #[derive(clap::Args)]
 struct ExportArgs {
-    /// The ring file.
-    file: std::path::PathBuf,
+    /// The ring files: one, or several (one per process), merged in time
+    /// order with each event's process shown.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<std::path::PathBuf>,
+    /// Place each process's events by its wall-clock anchor, for ring
+    /// files whose clocks do not compare (a `counter`, per-CPU clocks,
+    /// different clocks); without it such files are refused.
+    #[arg(long)]
+    align_wall_clock: bool,
     /// The format to write: `text` (ftrace's lines), `trace-cmd` (a
     /// trace.dat), `chrome` (Chrome trace-event JSON: spans, instants,
     /// counters and `lost` markers) or `ctf` (a CTF 1.8 directory, which
@@ -150,8 +246,15 @@ struct RecoverArgs {
 
 #[derive(clap::Args)]
 struct DumpArgs {
-    /// The ring file.
-    file: std::path::PathBuf,
+    /// The ring files: one, or several (one per process), merged in time
+    /// order with each event's process shown.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<std::path::PathBuf>,
+    /// Place each process's events by its wall-clock anchor, for ring
+    /// files whose clocks do not compare (a `counter`, per-CPU clocks,
+    /// different clocks); without it such files are refused.
+    #[arg(long)]
+    align_wall_clock: bool,
     /// Only this CPU buffer's events (0 to the file's CPU count - 1).
     #[arg(long, allow_negative_numbers = true)]
     cpu: Option<usize>,
@@ -387,6 +490,7 @@ fn main() -> ExitCode {
         Command::Recover(args) => recover_cmd(args),
         Command::Dump(args) => dump_cmd(args),
         Command::Export(args) => export_cmd(args),
+        Command::Record(args) => record_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -888,6 +992,126 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
     Ok(ExitCode::SUCCESS)
 }
 
+fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use ringtrace_cli::record::{self, RecordOptions, RecordedMode};
+    use ringtrace_session::{Compression, SessionOptions};
+    if args.attach.is_none() && args.command.is_empty() {
+        return Err("no command to record: give one after `--` (`ringtrace record -o trace -- ./my-program`), or ring files with --attach".into());
+    }
+    let mode = match (args.mode.as_str(), args.blocking_timeout) {
+        ("blocking", ms) => RecordedMode::Blocking(Duration::from_millis(ms.unwrap_or(1000))),
+        (mode, Some(ms)) => {
+            return Err(format!(
+                "--blocking-timeout {ms}: writers wait only with --mode blocking (--mode is {mode})"
+            )
+            .into())
+        }
+        ("overwrite", None) => RecordedMode::Overwrite,
+        _ => RecordedMode::Discard,
+    };
+    let mut session = SessionOptions::default();
+    if let Some(bytes) = args.rotate_size {
+        session = session.rotate_size(bytes);
+    }
+    if let Some(secs) = args.rotate_time {
+        if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0 * 365.0) {
+            return Err(format!(
+                "--rotate-time {secs}: give seconds, more than 0 and at most a year"
+            )
+            .into());
+        }
+        session = session.rotate_time(Some(Duration::from_secs_f64(secs)));
+    }
+    session = session.max_size(args.max_size);
+    if let Some(level) = args.zstd {
+        session = session.compression(Compression::Zstd { level });
+    }
+    session.check()?;
+    let buffer_size = match args.buffer_size {
+        Some(b) if b < 8192 => {
+            return Err(format!("--buffer-size {b}: a CPU buffer needs at least two pages, 8K at the default page size of 4096 bytes").into())
+        }
+        Some(b) => Some(
+            usize::try_from(b).map_err(|_| format!("--buffer-size {b} does not fit in memory"))?,
+        ),
+        None => None,
+    };
+    if let Some(clock) = &args.clock {
+        clock
+            .parse::<ClockSpec>()
+            .map_err(|e| format!("--clock {clock}: {e}"))?;
+    }
+    let options = RecordOptions {
+        output: args.output,
+        command: args.command,
+        attach: args.attach,
+        mode,
+        buffer_size,
+        clock: args.clock,
+        session,
+        live: args.live,
+        keep_rings: args.keep_rings,
+    };
+    let recorded = record::record(&options)?;
+    for line in recorded.lines() {
+        say(format_args!("ringtrace record: {line}"));
+    }
+    if let Some(signal) = recorded.stopped_by {
+        return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
+    }
+    Ok(match recorded.command {
+        Some(record::spawn::Ended::Code(code)) => ExitCode::from(code.clamp(0, 255) as u8),
+        Some(record::spawn::Ended::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// The inputs of `dump` and `export`, one recovery per process, in the
+/// order given: a ring file is one process; a session directory
+/// (`ringtrace record`'s) is each of its processes. The first that cannot
+/// be read is the error, naming it. A session's problems (damaged chunks)
+/// are said on standard error, and what they did not damage is read.
+fn inputs(
+    files: &[std::path::PathBuf],
+) -> Result<Vec<ringtrace::ring::file::Recovery>, Box<dyn std::error::Error>> {
+    let mut all = Vec::new();
+    for f in files {
+        if f.is_dir() {
+            let session = match ringtrace_session::Session::open(f) {
+                Ok(s) => s,
+                Err(ringtrace_session::OpenError::NotASession { .. }) => {
+                    return Err(format!(
+                        "{} is a directory, not a regular file (a ring file) nor a ringtrace session (it has no `session` index)",
+                        f.display()
+                    )
+                    .into())
+                }
+                Err(e) => return Err(e.into()),
+            };
+            for problem in session.problems() {
+                say(format_args!("ringtrace: {}: {problem}", f.display()));
+            }
+            let processes = session.recoveries();
+            if processes.is_empty() {
+                return Err(format!("{}: the session holds no process", f.display()).into());
+            }
+            all.extend(processes);
+        } else {
+            all.push(ringtrace::ring::file::recover(f)?);
+        }
+    }
+    Ok(all)
+}
+
+/// How `--align-wall-clock` (or its absence) aligns the processes.
+fn alignment(wall_clock: bool) -> ringtrace::export::Alignment {
+    if wall_clock {
+        ringtrace::export::Alignment::WallClock
+    } else {
+        ringtrace::export::Alignment::SharedClock
+    }
+}
+
 fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use ringtrace::export::export;
     let format = export::Format::parse(&args.format)?;
@@ -902,10 +1126,11 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     } else {
         args.output.clone()
     };
-    // The library refuses an output that leads to a ring file, this one
-    // (through any name or link) or another.
-    let recovery = ringtrace::ring::file::recover(&args.file)?;
-    let done = match export::export(&recovery, format, &output) {
+    // The library refuses an output that leads to a ring file, one of
+    // these (through any name or link) or another.
+    let recoveries = inputs(&args.files)?;
+    let trace = ringtrace::export::Trace::new(&recoveries, alignment(args.align_wall_clock))?;
+    let done = match export::export_trace(&trace, format, &output) {
         Ok(done) => done,
         // `-o -` into a pipe whose reader has gone (`| head`): quietly, with
         // a shell's code for SIGPIPE, as `dump` and the other commands.
@@ -916,7 +1141,11 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         "ringtrace export: {} events ({} marked lost) from {} to {} ({})",
         done.events,
         done.lost,
-        args.file.display(),
+        args.files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
         done.path.display(),
         format.name()
     ));
@@ -928,11 +1157,12 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 
 fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use std::io::Write;
-    let recovery = ringtrace::ring::file::recover(&args.file)?;
+    let recoveries = inputs(&args.files)?;
     let options = ringtrace::export::DumpOptions::default()
         .cpu(args.cpu)
         .raw(args.raw);
-    let dump = ringtrace::export::Dump::new(&recovery, options)?;
+    let trace = ringtrace::export::Trace::new(&recoveries, alignment(args.align_wall_clock))?;
+    let dump = ringtrace::export::Dump::for_trace(trace, options)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut put = |line: &str| -> Result<(), Box<dyn std::error::Error>> {
         match writeln!(out, "{line}") {

@@ -1,0 +1,246 @@
+//! `ringtrace record`: a session of one or more traced processes streamed
+//! to disk.
+//!
+//! The recorder makes the session directory, starts the command with the
+//! session in its environment (or takes ring files that exist, with
+//! `--attach`), and then, every few milliseconds: opens the ring files
+//! that appeared in the session's `rings/` directory, drains every ring
+//! in place into the session (pages, losses with their cause, metadata
+//! records), and notes how each process ended. A ring whose writer
+//! closed it is drained to its end once its process is gone; one whose
+//! process died with it open is drained, then recovered. The session is
+//! finished when the command has exited and every ring is done, or when
+//! the recorder is asked to stop (SIGINT or SIGTERM, which it passes on
+//! to the command first).
+
+mod live;
+mod options;
+pub mod rings;
+pub mod spawn;
+mod tracked;
+
+pub use options::{parse_size, RecordOptions, RecordedMode};
+use rings::RingFinder;
+use ringtrace_session::{SessionSummary, SessionWriter};
+use spawn::{Ended, Traced};
+use std::time::{Duration, Instant};
+use tracked::Tracked;
+
+/// How long the recorder sleeps when a round drained nothing and the
+/// writers have been quiet a while (see `ringtrace_session::Pacer`).
+const IDLE: Duration = Duration::from_millis(2);
+/// Pages a round should find before the next comes at once: fewer, and
+/// the recorder sleeps briefly first, so that its writes are larger
+/// (each costs system time of its own, whatever its size).
+const GATHER_PAGES: u64 = 32;
+/// After the command exits, how long the recorder keeps looking for ring
+/// files of processes it left behind that are still being set up.
+const LINGER: Duration = Duration::from_millis(200);
+/// How long after a stop request the command may take to exit before the
+/// recorder finishes without it.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// A process the recording followed.
+#[derive(Debug, Clone)]
+pub struct RecordedProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command name.
+    pub comm: String,
+    /// Its ring's clock.
+    pub clock: String,
+    /// How it ended.
+    pub exit: Option<ringtrace_session::ProcessExit>,
+}
+
+/// What a recording did.
+#[derive(Debug)]
+pub struct Recorded {
+    /// The session directory.
+    pub dir: std::path::PathBuf,
+    /// The session's counts, per process.
+    pub summary: SessionSummary,
+    /// Each process, in the order its ring was found.
+    pub processes: Vec<RecordedProcess>,
+    /// How the command ended (none with `--attach`, or when the recorder
+    /// stopped first).
+    pub command: Option<Ended>,
+    /// Ring files the recorder could not drain, and why.
+    pub refused: Vec<String>,
+    /// The stop signal that ended the recording early, if one did.
+    pub stopped_by: Option<i32>,
+    /// The recorder's own CPU time (user and system), in ns.
+    pub cpu_ns: u64,
+}
+
+/// This process's CPU time so far (user and system), in ns.
+fn own_cpu_ns() -> u64 {
+    // SAFETY: getrusage fills the struct we own; a zeroed rusage is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ns(usage.ru_utime) + ns(usage.ru_stime)
+}
+
+impl Recorded {
+    /// The recording in words, a line per process and one for the
+    /// session.
+    pub fn lines(&self) -> Vec<String> {
+        use ringtrace_session::LossCause;
+        let mut lines = Vec::new();
+        let mut events = 0;
+        let mut disk = 0;
+        for (p, s) in self.processes.iter().zip(&self.summary.processes) {
+            let t = &s.totals;
+            events += t.events;
+            disk += t.disk_bytes;
+            let lost: Vec<String> = LossCause::ALL
+                .iter()
+                .filter(|c| t.lost(**c) > 0)
+                .map(|c| format!("{} {c}", t.lost(*c)))
+                .collect();
+            let lost = if lost.is_empty() {
+                "none lost".to_owned()
+            } else {
+                format!("lost {}", lost.join(", "))
+            };
+            let unwritten = if t.unwritten.events + t.unwritten.pages > 0 {
+                format!(
+                    "; NOT WRITTEN: {} pages ({} events)",
+                    t.unwritten.pages, t.unwritten.events
+                )
+            } else {
+                String::new()
+            };
+            let exit = p
+                .exit
+                .map_or_else(|| "not finished".to_owned(), |e| e.to_string());
+            lines.push(format!(
+                "{}-{} (clock {}): {} events in {} pages, {} bytes on disk, {lost}{unwritten}; {exit}",
+                ringtrace_export::text::escape(&p.comm),
+                p.pid,
+                p.clock,
+                t.events,
+                t.pages,
+                t.disk_bytes
+            ));
+        }
+        for r in &self.refused {
+            lines.push(r.clone());
+        }
+        if self.processes.is_empty() {
+            lines.push(
+                "no process recorded: a program records into the session when its tracer is built with `Tracer::builder().from_env()`".to_owned(),
+            );
+        }
+        let per_million = if events > 0 {
+            format!(
+                ", {:.1} ms of the recorder's CPU per million events",
+                self.cpu_ns as f64 / 1e6 / (events as f64 / 1e6)
+            )
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "{} events of {} processes in {} ({disk} bytes{per_million})",
+            events,
+            self.processes.len(),
+            self.dir.display()
+        ));
+        lines
+    }
+}
+
+/// Records the session `options` describe. Errors are one line naming
+/// what is wrong.
+pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
+    // Files to attach are checked before the session is made: a file
+    // that cannot be drained is an error, with nothing written.
+    for file in options.attach.iter().flatten() {
+        ringtrace_ring::file::LiveFile::open(file)
+            .map_err(|e| format!("--attach {}: {e}", file.display()))?;
+    }
+    let session = SessionWriter::create(&options.output, options.session.clone())
+        .map_err(|e| e.to_string())?;
+    let rings_dir = session.rings_dir();
+    let (mut finder, mut command) = match &options.attach {
+        Some(files) => (RingFinder::named(files.clone()), None),
+        None => {
+            let env = options.environment(&session);
+            let traced = Traced::start(&options.command, &env)?;
+            (RingFinder::watching(&rings_dir), Some(traced))
+        }
+    };
+    let _ = crate::stop::install();
+    let mut tracked: Vec<Tracked> = Vec::new();
+    let mut refused = Vec::new();
+    let mut printer = options.live.then(live::Printer::default);
+    let mut ended_at: Option<Instant> = None;
+    let mut stop_at: Option<Instant> = None;
+    let mut forwarded = false;
+    let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(GATHER_PAGES);
+    loop {
+        let found = finder.look();
+        for (live, start) in found.opened {
+            // A ring the user named (`--attach`) is theirs: never removed.
+            let keep = options.keep_rings || options.attach.is_some();
+            tracked.push(Tracked::open(&session, live, start, keep)?);
+        }
+        for (path, why) in found.refused {
+            let line = format!("{}: not drained: {why}", path.display());
+            eprintln!("ringtrace record: {line}");
+            refused.push(line);
+        }
+        let command_ended = command.as_mut().and_then(Traced::ended);
+        if command_ended.is_some() && ended_at.is_none() {
+            ended_at = Some(Instant::now());
+        }
+        let mut pages = 0;
+        for t in tracked.iter_mut().filter(|t| !t.is_done()) {
+            let exit = match (&command, command_ended) {
+                (Some(c), Some(ended)) if c.pid() == t.pid() => Some(ended),
+                _ => None,
+            };
+            pages += t.step(exit, printer.as_mut()).map_err(|e| e.to_string())?;
+        }
+        if crate::stop::requested() {
+            let signal = crate::stop::first_signal().unwrap_or(libc::SIGTERM);
+            if !forwarded {
+                forwarded = true;
+                stop_at = Some(Instant::now());
+                if let Some(c) = command.as_mut() {
+                    c.signal(signal);
+                }
+            }
+        }
+        let all_done = tracked.iter().all(Tracked::is_done) && finder.settled();
+        let finished = match (&command, ended_at) {
+            // The command's processes may still be making their rings.
+            (Some(_), Some(at)) => all_done && at.elapsed() >= LINGER,
+            (Some(_), None) => false,
+            (None, _) => all_done,
+        };
+        let given_up = stop_at.is_some_and(|at| at.elapsed() >= STOP_WAIT)
+            || (stop_at.is_some() && command.is_none());
+        if finished || given_up {
+            break;
+        }
+        if let Some(sleep) = pacer.after_round(pages) {
+            std::thread::sleep(sleep);
+        }
+    }
+    for t in tracked.iter_mut().filter(|t| !t.is_done()) {
+        t.stop(printer.as_mut()).map_err(|e| e.to_string())?;
+    }
+    let summary = session.finish().map_err(|e| e.to_string())?;
+    Ok(Recorded {
+        dir: session.dir().to_owned(),
+        summary,
+        processes: tracked.iter().map(Tracked::described).collect(),
+        command: command.as_mut().and_then(Traced::ended),
+        refused,
+        stopped_by: crate::stop::first_signal(),
+        cpu_ns: own_cpu_ns(),
+    })
+}

@@ -1,0 +1,92 @@
+//! What `ringtrace record` is asked to do, checked, and what it tells the
+//! programs it starts.
+
+use ringtrace_session::{SessionOptions, SessionWriter};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the traced programs' writers behave when the recorder falls
+/// behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordedMode {
+    /// New events are refused and counted, per CPU and cause.
+    Discard,
+    /// A writer waits up to this long for room, then counts a loss.
+    Blocking(Duration),
+    /// The oldest undrained events are overwritten and counted.
+    Overwrite,
+}
+
+/// A recording's settings.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The session directory to make.
+    pub output: PathBuf,
+    /// The command to start (program, then arguments); empty with
+    /// `attach`.
+    pub command: Vec<OsString>,
+    /// Ring files to drain instead of starting a command.
+    pub attach: Option<Vec<PathBuf>>,
+    /// The writers' mode.
+    pub mode: RecordedMode,
+    /// Bytes per CPU buffer of each program's ring (`None`: the
+    /// program's own choice).
+    pub buffer_size: Option<usize>,
+    /// The clock every program stamps with (`None`: each program's own).
+    pub clock: Option<String>,
+    /// Chunks, rotation, retention, compression.
+    pub session: SessionOptions,
+    /// Print events as they are drained.
+    pub live: bool,
+    /// Keep each ring file once drained (removed by default).
+    pub keep_rings: bool,
+}
+
+impl RecordOptions {
+    /// The environment the command starts with (see
+    /// `ringtrace::TracerBuilder::from_env`).
+    pub fn environment(&self, session: &SessionWriter) -> Vec<(&'static str, String)> {
+        let mut env = vec![(
+            ringtrace::SESSION_ENV,
+            session.dir().to_string_lossy().into_owned(),
+        )];
+        env.push((
+            ringtrace::SESSION_MODE_ENV,
+            match self.mode {
+                RecordedMode::Discard => "discard".into(),
+                RecordedMode::Overwrite => "overwrite".into(),
+                RecordedMode::Blocking(wait) => format!("blocking:{}", wait.as_millis().max(1)),
+            },
+        ));
+        if let Some(bytes) = self.buffer_size {
+            env.push((ringtrace::SESSION_BUFFER_ENV, bytes.to_string()));
+        }
+        if let Some(clock) = &self.clock {
+            env.push((ringtrace::SESSION_CLOCK_ENV, clock.clone()));
+        }
+        env
+    }
+}
+
+/// A size in bytes: digits, then an optional `K`, `M` or `G` (binary).
+///
+/// ```
+/// use ringtrace_cli::record::parse_size;
+/// assert_eq!(parse_size("4M"), Ok(4 << 20));
+/// assert_eq!(parse_size("512"), Ok(512));
+/// assert!(parse_size("4X").unwrap_err().contains("K, M or G"));
+/// ```
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!("`{text}` is not a size: give bytes, optionally followed by K, M or G (binary multiples), as in 64M")
+    };
+    let (digits, shift) = match text.as_bytes().last() {
+        Some(b'K' | b'k') => (&text[..text.len() - 1], 10),
+        Some(b'M' | b'm') => (&text[..text.len() - 1], 20),
+        Some(b'G' | b'g') => (&text[..text.len() - 1], 30),
+        _ => (text, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(1u64 << shift).ok_or_else(bad)
+}

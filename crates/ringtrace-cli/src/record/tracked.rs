@@ -1,0 +1,189 @@
+//! One traced process's ring, as the recorder follows it: drained while
+//! its writer runs, drained to its end when the writer closes it, and
+//! recovered when its process dies with it open.
+
+use super::live::Printer;
+use super::spawn::Ended;
+use ringtrace_ring::file::{self, LiveFile, WriterState};
+use ringtrace_session::{Drainer, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter};
+use std::time::{Duration, Instant};
+
+/// How often the writer's state (a read of the file and of /proc) is
+/// looked at while it runs.
+const STATE_EVERY: Duration = Duration::from_millis(20);
+
+/// How long a ring may read closed while its process still runs (threads
+/// still writing as it exits) before it is drained to its end anyway.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
+/// Why following a ring failed: one line.
+pub type Failure = String;
+
+/// A ring being drained into the session.
+pub struct Tracked {
+    live: LiveFile,
+    out: Option<ProcessWriter>,
+    drainer: Drainer,
+    closed_since: Option<Instant>,
+    keep_ring: bool,
+    exit: Option<ProcessExit>,
+    /// When the writer's state was last looked at.
+    state_at: Option<Instant>,
+    /// The metadata records as last read, and the annex length then.
+    records: Vec<Vec<u8>>,
+    records_len: Option<u64>,
+}
+
+impl Tracked {
+    /// Adds the process writing `live` to `session`.
+    pub fn open(
+        session: &SessionWriter,
+        live: LiveFile,
+        start: u64,
+        keep_ring: bool,
+    ) -> Result<Tracked, Failure> {
+        let header = live.header().clone();
+        let info = ProcessInfo {
+            pid: header.pid,
+            start,
+            ppid: super::rings::parent_of(header.pid).unwrap_or(0),
+            comm: header.comm.clone(),
+            metadata: live.metadata().map(<[u8]>::to_vec).unwrap_or_default(),
+            header,
+        };
+        let cpus = info.header.cpus;
+        let out = session.add_process(info).map_err(|e| e.to_string())?;
+        Ok(Tracked {
+            live,
+            out: Some(out),
+            drainer: Drainer::new(cpus),
+            closed_since: None,
+            keep_ring,
+            exit: None,
+            state_at: None,
+            records: Vec::new(),
+            records_len: None,
+        })
+    }
+
+    /// The process in words, for the summary.
+    pub fn described(&self) -> super::RecordedProcess {
+        let h = self.live.header();
+        super::RecordedProcess {
+            pid: h.pid,
+            comm: h.comm.clone(),
+            clock: h.clock.name.clone(),
+            exit: self.exit,
+        }
+    }
+
+    /// The writing process.
+    pub fn pid(&self) -> u32 {
+        self.live.header().pid
+    }
+
+    /// Whether its ring is drained to the end and its process noted.
+    pub fn is_done(&self) -> bool {
+        self.out.is_none()
+    }
+
+    /// One round: drains what is readable and, if the writer is gone,
+    /// everything left, then notes the end (`exit`: how the process ended,
+    /// when the recorder started it). Returns the pages (or pieces) drained.
+    pub fn step(
+        &mut self,
+        exit: Option<Ended>,
+        mut printer: Option<&mut Printer>,
+    ) -> Result<u64, Failure> {
+        // The writer's state before the drain: if it is gone now, the
+        // drain below sees every event it committed. Looked at every
+        // STATE_EVERY, and whenever the command has ended.
+        let due = self.state_at.is_none_or(|at| at.elapsed() >= STATE_EVERY);
+        let state = if due || exit.is_some() || self.closed_since.is_some() {
+            self.state_at = Some(Instant::now());
+            self.live.writer()
+        } else {
+            WriterState::Live
+        };
+        let drained = self.round(printer.as_deref_mut())?;
+        match state {
+            WriterState::Closed => {
+                let since = *self.closed_since.get_or_insert_with(Instant::now);
+                if !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT {
+                    self.drain_to_end(printer)?;
+                    let how = match exit {
+                        Some(Ended::Code(code)) => ProcessExit::Exited(code),
+                        Some(Ended::Signal(sig)) => ProcessExit::Signaled(sig),
+                        None => ProcessExit::Closed,
+                    };
+                    self.finish(how)?;
+                }
+            }
+            WriterState::Died => {
+                self.drain_to_end(printer)?;
+                let recovery = file::recover(self.live.path()).map_err(|e| e.to_string())?;
+                let page_size = self.live.header().page_size;
+                if let Some(out) = self.out.as_mut() {
+                    self.drainer
+                        .recovered(&recovery, page_size, out)
+                        .map_err(|e| e.to_string())?;
+                }
+                let how = match exit {
+                    Some(Ended::Signal(sig)) => ProcessExit::Signaled(sig),
+                    _ => ProcessExit::DiedWithRing,
+                };
+                self.finish(how)?;
+            }
+            _ => {}
+        }
+        Ok(drained)
+    }
+
+    /// The recorder stops with the process still running: what is
+    /// readable now is drained, and the process noted as running.
+    pub fn stop(&mut self, printer: Option<&mut Printer>) -> Result<(), Failure> {
+        self.round(printer)?;
+        self.finish(ProcessExit::Running)
+    }
+
+    fn round(&mut self, mut printer: Option<&mut Printer>) -> Result<u64, Failure> {
+        let Some(out) = self.out.as_mut() else {
+            return Ok(0);
+        };
+        let len = self.live.metadata_len();
+        if self.records_len != Some(len) {
+            self.records = self.live.metadata_records().map_err(|e| e.to_string())?.0;
+            self.records_len = Some(len);
+        }
+        let records = &self.records;
+        let header = self.live.header();
+        let metadata = self.live.metadata().unwrap_or_default();
+        let drained = self
+            .drainer
+            .round(self.live.cpu_buffers(), records, out, |page| {
+                if let Some(p) = printer.as_deref_mut() {
+                    p.page(header, metadata, records, page);
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        out.tick().map_err(|e| e.to_string())?;
+        Ok(drained.pages)
+    }
+
+    fn drain_to_end(&mut self, mut printer: Option<&mut Printer>) -> Result<(), Failure> {
+        while self.round(printer.as_deref_mut())? > 0 {}
+        Ok(())
+    }
+
+    fn finish(&mut self, how: ProcessExit) -> Result<(), Failure> {
+        if let Some(mut out) = self.out.take() {
+            self.exit = Some(how);
+            out.finish(how).map_err(|e| e.to_string())?;
+            if how != ProcessExit::Running && !self.keep_ring {
+                // Everything it held is in the session now.
+                let _ = std::fs::remove_file(self.live.path());
+            }
+        }
+        Ok(())
+    }
+}

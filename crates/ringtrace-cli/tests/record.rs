@@ -1,0 +1,779 @@
+//! `ringtrace record`: programs (this test binary, started again in a
+//! traced role) record through `Tracer::builder().from_env()`, the
+//! recorder streams their rings into a session, and the session reads
+//! back whole: two processes merged, read by `dump`, trace-cmd and
+//! babeltrace2; every committed event of a program killed at a random
+//! moment; bad input refused with one clear line.
+
+use ringtrace::{trace, tracepoint, Tracer};
+use ringtrace_session::Session;
+use ringtrace_testkit::TempDir;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+tracepoint! {
+    system = rec;
+    /// One step of a traced thread.
+    pub fn step(thread: u32, seq: u64) = "thread={} seq={}";
+}
+
+/// Set in a traced program: its role (`steps`, `parent`, `burst`: steps
+/// without pauses, `forever`, `quick`).
+const ROLE: &str = "RINGTRACE_TEST_TRACED_ROLE";
+/// Events per thread (roles `steps` and `parent`).
+const EVENTS: u64 = 2_000;
+
+/// The traced program: does nothing unless started in a role.
+#[test]
+fn traced_program() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let tracer = Tracer::builder().from_env().build().unwrap();
+    match role.as_str() {
+        "quick" => {}
+        "live" => {
+            tracer.install().unwrap();
+            ringtrace::tracepoint::registry::enable("rec:step").unwrap();
+            trace!(step(0, 0));
+            eprintln!("FIRED {}", ringtrace::clock::monotonic_ns());
+            std::thread::sleep(Duration::from_millis(1500));
+            trace!(step(0, 1));
+        }
+        "burst" => {
+            // Each thread writes until the ring has refused some (at
+            // least EVENTS each, at most 50 times as many), then, once
+            // the recorder has made room, one event after the refusals,
+            // which marks them; it says how many it fired.
+            tracer.install().unwrap();
+            ringtrace::tracepoint::registry::enable("rec:step").unwrap();
+            let threads: Vec<_> = (0..2u32)
+                .map(|w| {
+                    std::thread::spawn(move || {
+                        let mut fired = 0u64;
+                        while fired < EVENTS
+                            || (ringtrace::tracepoint::dropped() == 0 && fired < 50 * EVENTS)
+                        {
+                            trace!(step(w, fired));
+                            fired += 1;
+                        }
+                        std::thread::sleep(Duration::from_millis(200));
+                        trace!(step(w, fired));
+                        fired + 1
+                    })
+                })
+                .collect();
+            let fired: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+            println!("FIRED {fired}");
+        }
+        "steps" | "parent" => {
+            tracer.install().unwrap();
+            ringtrace::tracepoint::registry::enable("rec:step").unwrap();
+            let child = (role == "parent").then(|| {
+                traced_command("steps")
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            });
+            let threads: Vec<_> = (0..2u32)
+                .map(|w| {
+                    std::thread::spawn(move || {
+                        for seq in 0..EVENTS {
+                            trace!(step(w, seq));
+                            if seq % 64 == 0 {
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+            if let Some(mut child) = child {
+                assert!(child.wait().unwrap().success());
+            }
+        }
+        "forever" => {
+            // Numbered raw events from two threads, each written again
+            // until the ring takes it: the ones committed are gap-free.
+            let tracer = std::sync::Arc::new(tracer);
+            let threads: Vec<_> = (0..2u32)
+                .map(|w| {
+                    let tracer = std::sync::Arc::clone(&tracer);
+                    std::thread::spawn(move || {
+                        for seq in 0u64.. {
+                            let mut payload = [0u8; 12];
+                            payload[..4].copy_from_slice(&w.to_le_bytes());
+                            payload[4..].copy_from_slice(&seq.to_le_bytes());
+                            while tracer.write(&payload).is_err() {
+                                std::thread::sleep(Duration::from_micros(20));
+                            }
+                            if seq % 256 == 0 {
+                                std::thread::sleep(Duration::from_micros(100));
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().unwrap();
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+    std::process::exit(0);
+}
+
+/// This test binary, to be started in `role`.
+fn traced_command(role: &str) -> Command {
+    let mut c = ringtrace_testkit::self_command();
+    c.args([
+        "--exact",
+        "traced_program",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(ROLE, role);
+    c
+}
+
+/// `ringtrace record -o DIR ARGS -- <this binary in role>`.
+fn record_command(dir: &Path, args: &[&str], role: &str) -> Command {
+    let traced = traced_command(role);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ringtrace"));
+    c.arg("record").arg("-o").arg(dir).args(args).arg("--");
+    c.arg(traced.get_program()).args(traced.get_args());
+    for (k, v) in traced.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
+fn ringtrace(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+/// A tool's name, if it is on the PATH; `None` (the test skips, unless CI
+/// requires the tools) otherwise.
+fn tool(name: &str) -> Option<&str> {
+    let found = Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
+            "{name} is not installed"
+        );
+        eprintln!("skipped: {name} is not installed");
+        return None;
+    }
+    Some(name)
+}
+
+#[test]
+fn a_program_and_its_child_are_recorded_and_read_back_by_every_reader() {
+    let dir = TempDir::new("record-two");
+    let session = dir.path().join("trace");
+    let out = record_command(&session, &["--clock", "mono"], "parent")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(said.contains("exited with code 0"), "{said}");
+
+    // The library's view: two processes, every step of each thread.
+    let s = Session::open(&session).unwrap();
+    let recoveries = s.recoveries();
+    assert_eq!(recoveries.len(), 2, "{said}");
+    let pids: Vec<u32> = recoveries.iter().map(|r| r.header.pid).collect();
+    assert_ne!(pids[0], pids[1]);
+
+    // dump merges both in time order, each line with its process.
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+    let dump = text(&dump.stdout);
+    let steps = dump.lines().filter(|l| l.contains("rec:step")).count() as u64;
+    assert_eq!(steps, 4 * EVENTS, "{}", &dump[..dump.len().min(2000)]);
+    let json = ringtrace(&["dump".as_ref(), session.as_os_str(), "--json".as_ref()]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let mut last_ns = 0;
+    let mut by_pid: BTreeMap<u64, u64> = BTreeMap::new();
+    for line in text(&json.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["event"] == "rec:step" {
+            *by_pid.entry(v["pid"].as_u64().unwrap()).or_default() += 1;
+        }
+        let ns = v["ns"].as_u64().unwrap();
+        assert!(ns >= last_ns, "not in time order: {line}");
+        last_ns = ns;
+    }
+    let want: BTreeMap<u64, u64> = pids.iter().map(|p| (u64::from(*p), 2 * EVENTS)).collect();
+    assert_eq!(by_pid, want);
+
+    if let Some(trace_cmd) = tool("trace-cmd") {
+        let dat = dir.path().join("trace.dat");
+        let out = ringtrace(&[
+            "export".as_ref(),
+            session.as_os_str(),
+            "--format".as_ref(),
+            "trace-cmd".as_ref(),
+            "-o".as_ref(),
+            dat.as_os_str(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report = Command::new(trace_cmd)
+            .arg("report")
+            .arg("-i")
+            .arg(&dat)
+            .output()
+            .unwrap();
+        let report = text(&report.stdout);
+        let lines: Vec<&str> = report.lines().filter(|l| l.contains("step")).collect();
+        assert_eq!(
+            lines.len() as u64,
+            4 * EVENTS,
+            "{}",
+            &report[..report.len().min(2000)]
+        );
+    }
+    if let Some(babeltrace) = tool("babeltrace2") {
+        let ctf = dir.path().join("ctf");
+        let out = ringtrace(&[
+            "export".as_ref(),
+            session.as_os_str(),
+            "--format".as_ref(),
+            "ctf".as_ref(),
+            "-o".as_ref(),
+            ctf.as_os_str(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let read = Command::new(babeltrace).arg(&ctf).output().unwrap();
+        assert!(read.status.success(), "{}", text(&read.stderr));
+        let read = text(&read.stdout);
+        assert_eq!(
+            read.lines().filter(|l| l.contains("step")).count() as u64,
+            4 * EVENTS
+        );
+    }
+}
+
+/// The numbered events of each thread a session holds, in order.
+fn numbered(session: &Path) -> BTreeMap<u32, Vec<u64>> {
+    let s = Session::open(session).unwrap();
+    let mut by_thread: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for r in s.recoveries() {
+        for c in &r.cpus {
+            for e in &c.events {
+                if e.payload.len() == 12 {
+                    let w = u32::from_le_bytes(e.payload[..4].try_into().unwrap());
+                    let seq = u64::from_le_bytes(e.payload[4..].try_into().unwrap());
+                    by_thread.entry(w).or_default().push(seq);
+                }
+            }
+        }
+    }
+    for seqs in by_thread.values_mut() {
+        seqs.sort_unstable();
+    }
+    by_thread
+}
+
+/// SIGKILL of the traced program at random moments, in discard and
+/// blocking modes: the session holds, for each thread, every event it
+/// committed, 0 to the last, none twice, or counts it lost with the
+/// writer that died.
+#[test]
+fn a_program_killed_at_random_moments_leaves_every_committed_event() {
+    let dir = TempDir::new("record-kill");
+    let seed = std::env::var("RINGTRACE_KILL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos() as u64
+        });
+    eprintln!("RINGTRACE_KILL_SEED={seed}");
+    let mut state = seed | 1;
+    for run in 0..20 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let mode: &[&str] = if run % 2 == 0 {
+            &["--mode", "discard"]
+        } else {
+            &["--mode", "blocking", "--blocking-timeout", "2000"]
+        };
+        let session = dir.path().join(format!("run{run}"));
+        let mut args = mode.to_vec();
+        args.extend(["--buffer-size", "64K"]);
+        let mut recorder = record_command(&session, &args, "forever")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The program's ring appears once it runs; kill it then, after
+        // 5 to 200 ms.
+        let pid = traced_pid(&session);
+        std::thread::sleep(Duration::from_millis(5 + state % 196));
+        // SAFETY: kill(2) on the traced program's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let status = recorder.wait().unwrap();
+        let mut said = String::new();
+        use std::io::Read;
+        recorder
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut said)
+            .unwrap();
+        assert_eq!(status.code(), Some(128 + 9), "run {run}: {said}");
+        let seqs = numbered(&session);
+        assert_eq!(seqs.len(), 2, "run {run} ({mode:?}): {said}");
+        // Events the session says a dead writer took with it.
+        let died: u64 = Session::open(&session)
+            .unwrap()
+            .losses()
+            .iter()
+            .filter(|l| l.cause == ringtrace_session::LossCause::WriterDied)
+            .map(|l| l.count)
+            .sum();
+        let mut missing = 0;
+        for (w, seqs) in &seqs {
+            let mut unique = seqs.clone();
+            unique.dedup();
+            assert_eq!(
+                unique.len(),
+                seqs.len(),
+                "run {run} ({mode:?}, seed {seed}): thread {w} has an event twice: {said}"
+            );
+            let last = seqs.last().copied().unwrap_or(0);
+            missing += last + 1 - seqs.len() as u64;
+        }
+        // Gap-free, but for committed events a killed reservation hid: one
+        // killed between its reservation and its header's first store
+        // leaves a hole the recovery cannot step over, and the committed
+        // events after it on that page are counted lost (writer died).
+        assert!(
+            missing <= died,
+            "run {run} ({mode:?}, seed {seed}): {missing} events missing, {died} counted lost by a writer that died: {said}"
+        );
+    }
+}
+
+/// The pid of the traced program whose ring is in `session`, once it
+/// appears (up to 30 s).
+fn traced_pid(session: &Path) -> i32 {
+    let rings = session.join("rings");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = std::fs::read_dir(&rings).ok().and_then(|d| {
+            d.flatten().find_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .split('-')
+                    .next()?
+                    .parse::<i32>()
+                    .ok()
+            })
+        });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no ring appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// SIGKILL of the recorder at random moments while it rotates chunks
+/// every 16 KiB: the session it leaves opens, every chunk reads whole (no
+/// problem anywhere: a finish cut short leaves a whole chunk), and each
+/// thread's events are there once each, in order.
+#[test]
+fn a_recorder_killed_at_random_moments_leaves_a_readable_session() {
+    let dir = TempDir::new("record-killed");
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut state = seed | 1;
+    for run in 0..8 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let session = dir.path().join(format!("run{run}"));
+        let args = ["--rotate-size", "16K", "--buffer-size", "64K"];
+        let mut recorder = record_command(&session, &args, "forever")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = traced_pid(&session);
+        std::thread::sleep(Duration::from_millis(20 + state % 300));
+        recorder.kill().unwrap();
+        recorder.wait().unwrap();
+        // SAFETY: kill(2) on the traced program's pid, which the recorder
+        // no longer waits for.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let s = Session::open(&session).unwrap_or_else(|e| panic!("run {run} (seed {seed}): {e}"));
+        for p in s.processes() {
+            assert!(
+                !p.has_problems(),
+                "run {run} (seed {seed}): {:?} {:?}",
+                p.problems,
+                p.recovery()
+                    .cpus
+                    .iter()
+                    .map(|c| &c.problems)
+                    .collect::<Vec<_>>()
+            );
+        }
+        assert!(!s.has_problems(), "run {run}: {:?}", s.problems());
+        let mut by_thread: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for r in s.recoveries() {
+            for c in &r.cpus {
+                for e in c.events.iter().filter(|e| e.payload.len() == 12) {
+                    let w = u32::from_le_bytes(e.payload[..4].try_into().unwrap());
+                    let seq = u64::from_le_bytes(e.payload[4..].try_into().unwrap());
+                    by_thread.entry(w).or_default().push(seq);
+                }
+            }
+        }
+        for (w, mut seqs) in by_thread {
+            let n = seqs.len();
+            seqs.sort_unstable();
+            seqs.dedup();
+            assert_eq!(seqs.len(), n, "run {run}: thread {w} has an event twice");
+        }
+        let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+        assert!(dump.status.success(), "run {run}: {}", text(&dump.stderr));
+    }
+}
+
+#[test]
+fn a_program_that_exits_at_once_makes_a_session_with_its_process() {
+    let dir = TempDir::new("record-quick");
+    let session = dir.path().join("trace");
+    let out = record_command(&session, &[], "quick").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = Session::open(&session).unwrap();
+    assert_eq!(s.processes().len(), 1);
+}
+
+#[test]
+fn bad_sessions_and_commands_are_refused_with_one_line() {
+    let dir = TempDir::new("record-bad");
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("no/such/dir").into(),
+            ],
+            "no command",
+        ),
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("no/such/dir").into(),
+                "--".into(),
+                "true".into(),
+            ],
+            "no/such",
+        ),
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("x").into(),
+                "--rotate-size".into(),
+                "4Q".into(),
+                "--".into(),
+                "true".into(),
+            ],
+            "K, M or G",
+        ),
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("y").into(),
+                "--clock".into(),
+                "sundial".into(),
+                "--".into(),
+                "true".into(),
+            ],
+            "sundial",
+        ),
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("z").into(),
+                "--".into(),
+                "/no/such/program".into(),
+            ],
+            "/no/such/program",
+        ),
+        (
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("w").into(),
+                "--blocking-timeout".into(),
+                "5".into(),
+                "--".into(),
+                "true".into(),
+            ],
+            "only with --mode blocking",
+        ),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let out = ringtrace(&args);
+        let err = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+    // A directory holding another session is never written over.
+    let first = dir.path().join("first");
+    let out = record_command(&first, &[], "quick").output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = Session::open(&first).unwrap().processes().len();
+    let out = record_command(&first, &[], "quick").output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("session"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(Session::open(&first).unwrap().processes().len(), before);
+}
+
+/// A ring too small for the rate: refusals are counted, and the dump
+/// marks them where they happened, with their cause.
+#[test]
+fn refusals_are_shown_where_they_happened_with_their_cause() {
+    let dir = TempDir::new("record-lost");
+    let session = dir.path().join("trace");
+    let out = record_command(&session, &["--buffer-size", "8K"], "burst")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    let fired: u64 = text(&out.stdout)
+        .lines()
+        .find_map(|l| l.split("FIRED ").nth(1))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no FIRED line: {}", text(&out.stdout)));
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+    let dump = text(&dump.stdout);
+    let marked: u64 = dump
+        .lines()
+        .filter_map(|l| l.strip_prefix("CPU:"))
+        .filter(|l| l.contains("refused"))
+        .map(|l| {
+            let n = l.split("[LOST ").nth(1).unwrap();
+            n.split(' ').next().unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    let steps = dump.lines().filter(|l| l.contains("rec:step")).count() as u64;
+    assert!(said.contains("refused"), "{said}");
+    assert!(
+        marked > 0,
+        "no loss marked: {}",
+        &dump[..dump.len().min(3000)]
+    );
+    assert!(
+        dump.contains("# lost on CPU"),
+        "{}",
+        &dump[..dump.len().min(3000)]
+    );
+    // Every step is either in the session or counted as refused.
+    let totals: u64 = dump
+        .lines()
+        .filter_map(|l| l.strip_prefix("# lost on CPU "))
+        .flat_map(|l| l.split(": ").nth(1).map(str::to_owned))
+        .map(|l| {
+            l.split(", ")
+                .filter(|w| w.contains("refused"))
+                .map(|w| w.split(' ').next().unwrap().trim().parse::<u64>().unwrap())
+                .sum::<u64>()
+        })
+        .sum();
+    assert_eq!(steps + totals, fired, "{}", &dump[..dump.len().min(3000)]);
+}
+
+/// `--attach` drains ring files that exist: a closed one to its end, and
+/// the same file attached twice in one session is refused once.
+#[test]
+fn attach_drains_an_existing_ring_file() {
+    use ringtrace_ring::{RingBuffer, RingConfig};
+    let dir = TempDir::new("record-attach");
+    let ring_path = dir.path().join("app.ring");
+    {
+        let config = RingConfig::default()
+            .cpus(2)
+            .per_cpu_bytes(64 * 1024)
+            .file(&ring_path);
+        let ring = RingBuffer::new(config, ringtrace_clock::Counter::new()).unwrap();
+        for i in 0..500u32 {
+            ring.cpu_writer((i % 2) as usize)
+                .write(&i.to_le_bytes())
+                .unwrap();
+        }
+    }
+    let session = dir.path().join("trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .arg("record")
+        .arg("-o")
+        .arg(&session)
+        .arg("--attach")
+        .arg(&ring_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(said.contains("500 events"), "{said}");
+    let s = Session::open(&session).unwrap();
+    let events: usize = s
+        .recoveries()
+        .iter()
+        .flat_map(|r| &r.cpus)
+        .map(|c| c.events.len())
+        .sum();
+    assert_eq!(events, 500);
+    assert!(ring_path.exists(), "an attached ring was removed");
+}
+
+#[test]
+fn attaching_what_cannot_be_drained_is_refused_before_anything_is_written() {
+    let dir = TempDir::new("record-attach-bad");
+    let junk = dir.path().join("junk.ring");
+    std::fs::write(&junk, vec![1u8; 5000]).unwrap();
+    for file in [dir.path().join("missing.ring"), junk] {
+        let session = dir.path().join("trace");
+        let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .arg("record")
+            .arg("-o")
+            .arg(&session)
+            .arg("--attach")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(file.file_name().unwrap().to_str().unwrap()),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!session.exists(), "a session was made");
+    }
+}
+
+#[test]
+fn a_program_that_does_not_record_is_said_so() {
+    let dir = TempDir::new("record-none");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .arg("record")
+        .arg("-o")
+        .arg(dir.path().join("trace"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("from_env"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A file in the session's rings/ that is not a ring (another version, a
+/// corrupt header) is refused with a line naming it; the real rings are
+/// drained all the same.
+#[test]
+fn a_corrupt_ring_in_the_session_is_refused_and_the_others_drained() {
+    let dir = TempDir::new("record-junk");
+    let session = dir.path().join("trace");
+    let recorder = record_command(&session, &[], "steps")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let rings = session.join("rings");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !rings.exists() {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::fs::write(rings.join("1-1.ring"), vec![0x55u8; 8192]).unwrap();
+    let out = recorder.wait_with_output().unwrap();
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("1-1.ring: not drained"), "{said}");
+    let s = Session::open(&session).unwrap();
+    let steps: usize = s
+        .recoveries()
+        .iter()
+        .flat_map(|r| &r.cpus)
+        .map(|c| c.events.len())
+        .sum();
+    assert_eq!(steps as u64, 2 * EVENTS, "{said}");
+}
+
+/// `--live` prints an event within 100 ms of its commit, while the
+/// program is still running.
+#[test]
+fn live_prints_an_event_within_100_ms_of_its_commit() {
+    use std::io::BufRead;
+    let dir = TempDir::new("record-live");
+    let mut recorder = record_command(&dir.path().join("trace"), &["--live"], "live")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = recorder.stderr.take().unwrap();
+    let fired = std::thread::spawn(move || {
+        // To the end, as stdout below.
+        let lines: Vec<String> = std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .collect();
+        lines
+            .iter()
+            .find_map(|l| l.strip_prefix("FIRED ").and_then(|n| n.parse::<u64>().ok()))
+    });
+    let stdout = std::io::BufReader::new(recorder.stdout.take().unwrap());
+    // Read to the end (a reader that went away would end the recorder
+    // and the program by SIGPIPE), noting when the event came.
+    let mut shown = None;
+    for line in stdout.lines().map_while(Result::ok) {
+        if shown.is_none() && line.contains("rec:step") && line.contains("seq=0") {
+            shown = Some(ringtrace::clock::monotonic_ns());
+        }
+    }
+    let shown = shown.expect("the event was never printed");
+    assert!(recorder.wait().unwrap().success());
+    let fired = fired.join().unwrap().expect("the program said nothing");
+    let late_ms = shown.saturating_sub(fired) as f64 / 1e6;
+    assert!(late_ms < 100.0, "printed {late_ms:.1} ms after its commit");
+}
