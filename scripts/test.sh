@@ -102,6 +102,10 @@ if part test; then
   RINGTRACE_WRITE_PATH=rseq cargo test -p ringtrace-ring -p ringtrace-check --locked
   RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace-ring -p ringtrace-check --locked
 
+  step "the recorder's and streaming tests on the cas write path (the run above took rseq; the traced programs inherit the choice)"
+  RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace-cli --test record --locked
+  RINGTRACE_WRITE_PATH=cas cargo test -p ringtrace --test stream --locked
+
   step "the write path falls back to cas where glibc registers no rseq area (GLIBC_TUNABLES=glibc.pthread.rseq=0)"
   GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
 
@@ -109,6 +113,18 @@ if part test; then
   for example in producer_thread custom_clock tracing_backend; do
     cargo run -q --locked --example "$example"
   done
+
+  step "the README's recording: ringtrace record a program, export the session, trace-cmd reads it"
+  cargo build -q --locked -p ringtrace-cli --bin ringtrace
+  cargo build -q --locked -p ringtrace --example paced
+  target_dir=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  session_tmp=$(mktemp -d)
+  "$target_dir/debug/ringtrace" record -o "$session_tmp/trace" -- "$target_dir/debug/examples/paced" --rate 20000 --threads 2 --seconds 1
+  "$target_dir/debug/ringtrace" export "$session_tmp/trace" --format trace-cmd -o "$session_tmp/trace.dat"
+  events=$(trace-cmd report -i "$session_tmp/trace.dat" | grep -c ' event: ')
+  rm -rf "$session_tmp"
+  echo "trace-cmd report: $events events"
+  [ "$events" -ge 39000 ] || { echo "the README's recording: $events events, not the 40000 paced fired" >&2; exit 1; }
 fi
 
 if part aarch64; then
