@@ -7,6 +7,11 @@
 # with its `tsc` clock (labelled), and bytes per event with zstd.
 #
 #   benches/lttng/compare.sh [--seconds D] [--threads "1 2"] [--skip-lttng]
+#                            [--realtime PRIO]
+#
+# --realtime PRIO runs both consumers under SCHED_FIFO at PRIO (LTTng's
+# lttng-consumerd through chrt, ringtrace's through `record --realtime`),
+# as `perf record -r` does; every section's label then says so.
 #
 # Each search's table goes to stdout, with its RESULT line; the last lines
 # sum them up. Run it on a quiet machine: a concurrent build divides every
@@ -15,14 +20,15 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-seconds=2 threads="1 2" lttng=1
+seconds=2 threads="1 2" lttng=1 rt=
 while [[ $# -gt 0 ]]; do
     case $1 in
         --seconds) seconds=$2; shift 2 ;;
         --threads) threads=$2; shift 2 ;;
         --skip-lttng) lttng=0; shift ;;
-        -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "compare.sh: unknown argument '$1' (valid: --seconds D, --threads LIST, --skip-lttng)" >&2; exit 2 ;;
+        --realtime) rt=$2; shift 2 ;;
+        -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "compare.sh: unknown argument '$1' (valid: --seconds D, --threads LIST, --skip-lttng, --realtime PRIO)" >&2; exit 2 ;;
     esac
 done
 
@@ -30,13 +36,19 @@ done
 echo "# date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "# cpu:     $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc) online"
 echo "# kernel:  $(uname -r)"
+tag=""
+if [[ -n $rt ]]; then
+    export LTTNG_BENCH_CONSUMERD_RT=$rt RINGTRACE_PROBE_REALTIME=$rt
+    tag=", consumer SCHED_FIFO $rt"
+    echo "# consumers: SCHED_FIFO priority $rt on both sides"
+fi
 summary=()
 note() { summary+=("$1: $(grep '^RESULT' "$2" | tail -1)"); }
 log=$(mktemp /tmp/rtbench-compare.XXXXXX)
 trap 'rm -f "$log"' EXIT
 
 search() {
-    local label=$1; shift
+    local label="$1$tag"; shift
     echo
     echo "## $label"
     "$@" | tee "$log"

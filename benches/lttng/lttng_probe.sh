@@ -44,6 +44,10 @@
 #   LTTNG_BENCH_PRETTY_MAX_EVENTS  auto skips the text pass above this many
 #                          events read (default 10000000, ~1.1 us/event here)
 #   LTTNG_BENCH_KEEP=1     keep the trace directory (path printed on stderr)
+#   LTTNG_BENCH_CONSUMERD_RT  a SCHED_FIFO priority: every lttng-consumerd
+#                          thread runs under it (chrt), as `ringtrace record
+#                          --realtime` runs its recorder (default: unset,
+#                          the normal policy)
 #   LTTNG_BENCH_SESSIOND_PID  session daemon whose lttng-consumerd children are
 #                          measured (default: oldest lttng-sessiond of this user)
 set -euo pipefail
@@ -154,6 +158,12 @@ lttng enable-event --userspace --session="$session" --channel=bench 'ringtrace_b
 
 # consumerd is spawned by the sessiond when the first channel is enabled.
 mapfile -t cpids < <(consumerd_pids)
+if [[ -n ${LTTNG_BENCH_CONSUMERD_RT:-} ]]; then
+    for pid in "${cpids[@]}"; do
+        chrt -f -a -p "$LTTNG_BENCH_CONSUMERD_RT" "$pid" >/dev/null
+    done
+    mode="$mode,consumerd=SCHED_FIFO:$LTTNG_BENCH_CONSUMERD_RT"
+fi
 cons0=$(cpu_ns_of "${cpids[@]}")
 consq0=$(sched_ns_of "${cpids[@]}")
 sess0=$(sched_ns_of "$sessiond_pid")

@@ -16,7 +16,8 @@ PACED (default target/release/examples/paced), RINGTRACE_PROBE_MODE
 CPU, default 1M: LTTng's 4 x 256 KiB sub-buffers), RINGTRACE_PROBE_ZSTD (a
 level, to compress chunks), RINGTRACE_PROBE_CLOCK (a clock name, e.g. `tsc`;
 default the program's own, `mono`: CLOCK_MONOTONIC, as LTTng-UST's),
-RINGTRACE_PROBE_OUTDIR (default /var/tmp).
+RINGTRACE_PROBE_OUTDIR (default /var/tmp), RINGTRACE_PROBE_REALTIME (a
+SCHED_FIFO priority for the recorder: `ringtrace record --realtime`).
 """
 
 import argparse
@@ -53,6 +54,8 @@ try:
         cmd += ["--mode", mode]
     if os.environ.get("RINGTRACE_PROBE_CLOCK"):
         cmd += ["--clock", os.environ["RINGTRACE_PROBE_CLOCK"]]
+    if os.environ.get("RINGTRACE_PROBE_REALTIME"):
+        cmd += ["--realtime", os.environ["RINGTRACE_PROBE_REALTIME"]]
     if os.environ.get("RINGTRACE_PROBE_ZSTD"):
         cmd += ["--zstd", os.environ["RINGTRACE_PROBE_ZSTD"]]
     cmd += ["--", paced, "--rate", str(int(a.rate)), "--threads", str(a.threads),

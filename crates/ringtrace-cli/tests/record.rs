@@ -777,3 +777,64 @@ fn live_prints_an_event_within_100_ms_of_its_commit() {
     let late_ms = shown.saturating_sub(fired) as f64 / 1e6;
     assert!(late_ms < 100.0, "printed {late_ms:.1} ms after its commit");
 }
+
+/// The policy number in `/proc/PID/stat` (field 41): 0 is SCHED_OTHER, 1
+/// SCHED_FIFO.
+const POLICY_OF_SH: &str = "awk '{ sub(/^.*\\) /, \"\"); print \"POLICY \" $39 }' /proc/$$/stat";
+
+#[test]
+fn realtime_runs_the_recorder_under_fifo_and_the_command_as_usual() {
+    let dir = TempDir::new("record-realtime");
+    // Out of range: refused by the parser, nothing made.
+    for bad in ["0", "100", "-1", "high"] {
+        let session = dir.path().join(format!("bad-{bad}"));
+        let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .args(["record", "-o"])
+            .arg(&session)
+            .arg(format!("--realtime={bad}"))
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "--realtime {bad}");
+        assert!(
+            text(&out.stderr).contains("--realtime"),
+            "--realtime {bad}: {}",
+            text(&out.stderr)
+        );
+        assert!(!session.exists(), "--realtime {bad} made {session:?}");
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Without the privilege: one line saying what it needs, nothing
+        // made.
+        let session = dir.path().join("unprivileged");
+        let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .args(["record", "-o"])
+            .arg(&session)
+            .args(["--realtime", "5", "--", "true"])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        if !out.status.success() {
+            assert!(err.contains("CAP_SYS_NICE"), "{err}");
+            assert!(!session.exists());
+            return;
+        }
+    }
+    // The recorder runs under SCHED_FIFO (its pid is the command's
+    // parent); the command, reset on fork, under SCHED_OTHER.
+    let session = dir.path().join("fifo");
+    let script = format!(
+        "{POLICY_OF_SH}; awk '{{ sub(/^.*\\) /, \"\"); print \"PARENT \" $39 }}' /proc/$PPID/stat"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["record", "-o"])
+        .arg(&session)
+        .args(["--realtime", "5", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("POLICY 0"), "the command: {stdout}");
+    assert!(stdout.contains("PARENT 1"), "the recorder: {stdout}");
+}

@@ -202,6 +202,13 @@ struct RecordArgs {
     /// never removed.
     #[arg(long)]
     keep_rings: bool,
+    /// Run the recorder under SCHED_FIFO at this priority (1 to 99), as
+    /// `perf record -r` does, so that it drains as soon as it wakes rather
+    /// than after another task's time slice (in discard mode, events lost
+    /// while it waits). Needs root or CAP_SYS_NICE; the command runs under
+    /// the normal policy.
+    #[arg(long, value_name = "PRIORITY", value_parser = clap::value_parser!(u8).range(1..=99))]
+    realtime: Option<u8>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -1051,6 +1058,7 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         session,
         live: args.live,
         keep_rings: args.keep_rings,
+        realtime: args.realtime,
     };
     let recorded = record::record(&options)?;
     for line in recorded.lines() {

@@ -15,6 +15,7 @@
 
 mod live;
 mod options;
+pub mod priority;
 pub mod rings;
 pub mod spawn;
 mod tracked;
@@ -160,6 +161,11 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     for file in options.attach.iter().flatten() {
         ringtrace_ring::file::LiveFile::open(file)
             .map_err(|e| format!("--attach {}: {e}", file.display()))?;
+    }
+    // Before the session is made: a priority refused is an error with
+    // nothing written. Reset on fork, so the command runs as usual.
+    if let Some(priority) = options.realtime {
+        priority::run_realtime(priority)?;
     }
     let session = SessionWriter::create(&options.output, options.session.clone())
         .map_err(|e| e.to_string())?;

@@ -41,6 +41,9 @@ pub struct RecordOptions {
     pub live: bool,
     /// Keep each ring file once drained (removed by default).
     pub keep_rings: bool,
+    /// Run the recorder under `SCHED_FIFO` at this priority (1 to 99; see
+    /// [`super::priority`]); `None`: the normal policy.
+    pub realtime: Option<u8>,
 }
 
 impl RecordOptions {
