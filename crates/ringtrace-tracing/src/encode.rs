@@ -1,4 +1,5 @@
-//! Fields visited straight into the reserved slot, in two passes: the
+//! Records too large for the stack (see `one_pass`): fields visited
+//! straight into the reserved slot, in two passes: the
 //! first ([`Measure`]) sizes the record, the second ([`Encode`]) writes it
 //! into the reservation. Nothing is allocated.
 //!

@@ -3,6 +3,7 @@
 
 use crate::callsites::{CallsiteTable, REFUSED};
 use crate::encode::{Encode, Measure};
+use crate::one_pass::OnePass;
 use crate::stats::{Counters, LayerStats};
 use ringtrace_clock::{AnyClock, Clock};
 use ringtrace_ring::RingBuffer;
@@ -156,12 +157,13 @@ impl<C: Clock> RingLayerBuilder<C> {
         // Records carry the thread's id; a fork child must not carry its
         // parent's.
         ringtrace_tracepoint::forget_thread_ids_in_fork_children();
+        let counters = Counters::new(self.ring.cpus());
         RingLayer {
             inner: Arc::new(Inner {
                 ring: self.ring,
                 callsites: CallsiteTable::new(self.callsite_capacity),
                 string_limit: self.string_limit,
-                counters: Counters::default(),
+                counters,
             }),
         }
     }
@@ -199,6 +201,16 @@ impl<C: Clock> RingLayer<C> {
     }
 }
 
+/// A record's header: its kind, the thread's id, its callsite's id.
+#[inline(always)]
+fn header(kind: RecordKind, callsite: u32) -> [u8; RECORD_HEADER_LEN] {
+    let mut head = [0u8; RECORD_HEADER_LEN];
+    head[..4].copy_from_slice(&kind.id().to_le_bytes());
+    head[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
+    head[8..].copy_from_slice(&callsite.to_le_bytes());
+    head
+}
+
 /// What visits a record's fields: the event's, the span's attributes, or
 /// the values recorded into a span.
 type Fields<'f> = &'f dyn Fn(&mut dyn tracing_core::field::Visit);
@@ -218,9 +230,55 @@ impl<C: Clock> Inner<C> {
     }
 
     /// Writes one record: header, then `span` (and `parent`) when given,
-    /// then the fields `record` visits, if any.
+    /// then the fields `record` visits, if any. Encoded in one pass on the
+    /// stack and written whole when it fits there (see `one_pass`), else
+    /// sized first and written into its reservation.
     #[inline]
     fn write(
+        &self,
+        kind: RecordKind,
+        callsite: u32,
+        span: Option<u64>,
+        parent: Option<u64>,
+        fields: Option<Fields<'_>>,
+    ) {
+        let mut pass = OnePass::new(self.string_limit);
+        pass.put(&header(kind, callsite));
+        if let Some(span) = span {
+            pass.put(&span.to_le_bytes());
+        }
+        if let Some(parent) = parent {
+            pass.put(&parent.to_le_bytes());
+        }
+        if let Some(fields) = fields {
+            pass.begin_fields();
+            fields(&mut pass);
+        }
+        let cuts = pass.cuts();
+        match pass.finish() {
+            Some(record) => match self.ring.write(record) {
+                Ok(_) => self.recorded(cuts),
+                Err(_) => self.counters.dropped(),
+            },
+            None => self.write_measured(kind, callsite, span, parent, fields),
+        }
+    }
+
+    /// A record written: counted, and its cut strings.
+    #[inline(always)]
+    fn recorded(&self, cuts: u32) {
+        self.counters.recorded();
+        if cuts > 0 {
+            self.counters.strings_cut(u64::from(cuts));
+        }
+    }
+
+    /// [`write`](Self::write) for a record too large for the stack: its
+    /// fields measured first, then written into a reservation of that
+    /// size.
+    #[cold]
+    #[inline(never)]
+    fn write_measured(
         &self,
         kind: RecordKind,
         callsite: u32,
@@ -242,11 +300,7 @@ impl<C: Clock> Inner<C> {
         };
         {
             let mut stream = r.stream();
-            let mut head = [0u8; RECORD_HEADER_LEN];
-            head[..4].copy_from_slice(&kind.id().to_le_bytes());
-            head[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
-            head[8..].copy_from_slice(&callsite.to_le_bytes());
-            stream.put(&head);
+            stream.put(&header(kind, callsite));
             if let Some(span) = span {
                 stream.put(&span.to_le_bytes());
             }
@@ -263,10 +317,7 @@ impl<C: Clock> Inner<C> {
             }
         }
         r.commit();
-        self.counters.recorded();
-        if measure.cuts() > 0 {
-            self.counters.strings_cut(u64::from(measure.cuts()));
-        }
+        self.recorded(measure.cuts());
     }
 
     /// A span record with no fields: enter, exit, close.

@@ -33,14 +33,16 @@
 //!
 //! Recording allocates nothing and takes no lock once a callsite is
 //! described (the first record of each callsite describes it, which
-//! allocates once): fields are visited straight into the reserved slot in
-//! two passes (measure, then write). Integers, floats and bools are
-//! written as 8 (or 1) bytes, no formatting. Strings and `Debug`
-//! renderings are cut at the [string limit](RingLayerBuilder::string_limit)
+//! allocates once): a record's fields are visited once, into a buffer of
+//! 256 bytes on the stack, and the record goes into the ring in one
+//! whole-event write. Integers, floats and bools are written as 8 (or 1)
+//! bytes, no formatting. Strings and `Debug` renderings are cut at the
+//! [string limit](RingLayerBuilder::string_limit)
 //! ([`DEFAULT_STRING_LIMIT`], 256 bytes, by default) at a character
-//! boundary, and marked cut: readers show `…[cut]` after them. A `Debug`
-//! value is rendered twice (once to measure it): cheap for a message,
-//! which is usually a literal.
+//! boundary, and marked cut: readers show `…[cut]` after them. A record
+//! too large for the stack buffer is visited again in two passes, one
+//! to measure it and one to write it into a reservation of that size
+//! (a `Debug` value is then rendered again).
 //!
 //! The wire format is ringtrace-tracepoint's `tracing_record` module, shared
 //! with the readers.
@@ -62,6 +64,7 @@ mod callsites;
 mod encode;
 mod layer;
 mod local_span;
+mod one_pass;
 mod stats;
 
 pub use layer::{

@@ -1,5 +1,6 @@
 //! What a layer recorded and what it could not.
 
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A layer's counts since it was built ([`RingLayer::stats`](crate::RingLayer::stats)).
@@ -27,9 +28,16 @@ pub struct LayerStats {
 
 /// The counters behind [`LayerStats`]. Relaxed throughout: they are
 /// statistics, ordered with nothing.
-#[derive(Debug, Default)]
+///
+/// `recorded` changes on every record, from every thread: one shared
+/// word would bounce between the CPUs' caches on each of them. It is
+/// kept per CPU instead (by the CPU the thread is on, a hint read from
+/// the rseq area: a thread that migrates meanwhile adds to another CPU's
+/// word, which is still exact, as every add is atomic), and summed when
+/// read.
+#[derive(Debug)]
 pub(crate) struct Counters {
-    recorded: AtomicU64,
+    recorded: Box<[CachePadded<AtomicU64>]>,
     dropped: AtomicU64,
     strings_cut: AtomicU64,
     callsites_registered: AtomicU64,
@@ -38,9 +46,24 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    /// Counters with a `recorded` word for each of `cpus` CPUs.
+    pub(crate) fn new(cpus: usize) -> Counters {
+        Counters {
+            recorded: (0..cpus.max(1))
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            dropped: AtomicU64::new(0),
+            strings_cut: AtomicU64::new(0),
+            callsites_registered: AtomicU64::new(0),
+            callsites_refused: AtomicU64::new(0),
+            unregistered: AtomicU64::new(0),
+        }
+    }
+
     #[inline]
     pub(crate) fn recorded(&self) {
-        self.recorded.fetch_add(1, Ordering::Relaxed);
+        let cpu = ringtrace_ring::cpu::current_cpu() % self.recorded.len();
+        self.recorded[cpu].fetch_add(1, Ordering::Relaxed);
     }
     #[cold]
     pub(crate) fn dropped(&self) {
@@ -64,7 +87,7 @@ impl Counters {
     pub(crate) fn snapshot(&self) -> LayerStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         LayerStats {
-            recorded: get(&self.recorded),
+            recorded: self.recorded.iter().map(|c| get(c)).sum(),
             dropped: get(&self.dropped),
             strings_cut: get(&self.strings_cut),
             callsites_registered: get(&self.callsites_registered),

@@ -318,3 +318,78 @@ fn a_full_callsite_table_refuses_further_callsites_every_time_and_keeps_the_firs
     assert_eq!(stats.callsites_refused, 6, "{stats:?}");
     assert_eq!(ring.metadata_records().len(), 1);
 }
+
+#[test]
+fn records_either_side_of_the_stack_encoders_size_read_back_whole() {
+    // Small records are encoded in one pass on the stack (256 bytes),
+    // larger ones sized first: the same bytes either way, across the
+    // boundary, for strings, renderings and cut values.
+    let ring = ring();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(300)
+        .build()
+        .unwrap();
+    let lens: Vec<usize> = (215..=245).chain([299, 300, 301, 1000]).collect();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        for &len in &lens {
+            let s = "s".repeat(len);
+            tracing::info!(n = len as u64, s = s.as_str());
+            tracing::info!(n = len as u64, d = ?s);
+            tracing::info!(n = len as u64, "{s}");
+        }
+    });
+    let lines = dump_lines(&ring);
+    assert_eq!(lines.len(), 3 * lens.len());
+    for (i, &len) in lens.iter().enumerate() {
+        let kept = len.min(300);
+        let mark = if len > 300 { CUT_MARK } else { "" };
+        let s = format!("{}{mark}", "s".repeat(kept));
+        assert!(
+            lines[3 * i].ends_with(&format!("n={len} s={s}")),
+            "{len}: {}",
+            lines[3 * i]
+        );
+        // The quotes count: 298 s's and the opening quote fit in 300.
+        let d = if len + 2 > 300 {
+            format!("\"{}{CUT_MARK}", "s".repeat(299))
+        } else {
+            format!("\"{}\"", "s".repeat(len))
+        };
+        assert!(
+            lines[3 * i + 1].ends_with(&format!("n={len} d={d}")),
+            "{len}: {}",
+            lines[3 * i + 1]
+        );
+        assert!(
+            lines[3 * i + 2].contains(&format!(" {s} n={len}")),
+            "{len}: {}",
+            lines[3 * i + 2]
+        );
+    }
+    let stats = layer.stats();
+    assert_eq!((stats.recorded, stats.dropped), (3 * lens.len() as u64, 0));
+    // Cut: the three 301s and 1000s, and the renderings of 299 and up.
+    assert_eq!(stats.strings_cut, 2 * 2 + 4);
+}
+
+#[test]
+fn a_rendering_past_the_stack_that_changes_is_read_back_at_its_measured_length() {
+    // 300 bytes: past the stack, so rendered in one pass (cut short),
+    // then measured (450) and written (600, cut to the 450... and to the
+    // 400 limit): what is read is what was measured.
+    let ring = ring();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(400)
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        let v = Growing(std::cell::Cell::new(300));
+        tracing::info!(v = ?v, after = 1u64);
+    });
+    let lines = dump_lines(&ring);
+    assert!(
+        lines[0].ends_with(&format!(" v={}{CUT_MARK} after=1", "g".repeat(400))),
+        "{}",
+        lines[0]
+    );
+}

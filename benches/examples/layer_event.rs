@@ -1,0 +1,54 @@
+//! One `tracing` event, `info!(a, b, "event")`, through ringtrace's layer,
+//! a given number of times: a program for callgrind or `perf stat` to
+//! count what an event costs, instruction by instruction.
+//!
+//! ```text
+//! cargo build --release -p ringtrace-benches --example layer_event
+//! valgrind --tool=callgrind --toggle-collect='layer_event::event' \
+//!     target/release/examples/layer_event 100000
+//! ```
+//!
+//! CLOCK (environment) picks the ring's clock (`mono` by default: the
+//! tracer's default); NONE=1 runs with no subscriber (the floor).
+
+use ringtrace_ring::{RingBuffer, RingConfig};
+use std::sync::Arc;
+use tracing_subscriber::layer::SubscriberExt;
+
+#[inline(never)]
+fn event(a: u64, b: u64) {
+    tracing::info!(a, b, "event");
+}
+
+fn main() {
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let clock = std::env::var("CLOCK").unwrap_or_else(|_| "mono".into());
+    let clock = clock
+        .parse::<ringtrace_clock::ClockSpec>()
+        .expect("a clock name")
+        .build()
+        .expect("a clock this machine has");
+    let ring =
+        Arc::new(RingBuffer::new(RingConfig::default().per_cpu_bytes(4 << 20), clock).unwrap());
+    let layer = ringtrace_tracing::RingLayer::new(ring);
+    let run = || {
+        let start = std::time::Instant::now();
+        for i in 0..n {
+            event(std::hint::black_box(i), 2);
+        }
+        start.elapsed()
+    };
+    let took = if std::env::var_os("NONE").is_some() {
+        run()
+    } else {
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), run)
+    };
+    println!(
+        "{n} events, {:.1} ns each, {:?}",
+        took.as_nanos() as f64 / n as f64,
+        layer.stats()
+    );
+}
