@@ -110,7 +110,7 @@ if part test; then
   GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
 
   step "examples, as the README runs them (built by cargo test above)"
-  for example in producer_thread custom_clock tracing_backend; do
+  for example in producer_thread custom_clock tracing_backend async_backend; do
     cargo run -q --locked --example "$example"
   done
 

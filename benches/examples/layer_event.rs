@@ -9,7 +9,10 @@
 //! ```
 //!
 //! CLOCK (environment) picks the ring's clock (`mono` by default: the
-//! tracer's default); NONE=1 runs with no subscriber (the floor).
+//! tracer's default); NONE=1 runs with no subscriber (the floor); WHAT
+//! picks what is timed: `event` (the default), `span` (a span entered and
+//! exited: `--toggle-collect='layer_event::enter_exit'`) or `instrument`
+//! (an `#[instrument]`ed call).
 
 use ringtrace_ring::{RingBuffer, RingConfig};
 use std::sync::Arc;
@@ -18,6 +21,20 @@ use tracing_subscriber::layer::SubscriberExt;
 #[inline(never)]
 fn event(a: u64, b: u64) {
     tracing::info!(a, b, "event");
+}
+
+/// A span entered and exited (what=span).
+#[inline(never)]
+fn enter_exit(span: &tracing::Span) {
+    let _entered = span.enter();
+}
+
+/// An `#[instrument]`ed call (what=instrument): a span made, entered,
+/// exited and closed.
+#[inline(never)]
+#[tracing::instrument(level = "info")]
+fn instrumented(a: u64) -> u64 {
+    a + 1
 }
 
 fn main() {
@@ -34,10 +51,16 @@ fn main() {
     let ring =
         Arc::new(RingBuffer::new(RingConfig::default().per_cpu_bytes(4 << 20), clock).unwrap());
     let layer = ringtrace_tracing::RingLayer::new(ring);
+    let what = std::env::var("WHAT").unwrap_or_else(|_| "event".into());
     let run = || {
+        let span = tracing::info_span!("work", id = 7u64);
         let start = std::time::Instant::now();
-        for i in 0..n {
-            event(std::hint::black_box(i), 2);
+        match what.as_str() {
+            "span" => (0..n).for_each(|_| enter_exit(&span)),
+            "instrument" => (0..n).for_each(|i| {
+                std::hint::black_box(instrumented(std::hint::black_box(i)));
+            }),
+            _ => (0..n).for_each(|i| event(std::hint::black_box(i), 2)),
         }
         start.elapsed()
     };
@@ -47,7 +70,7 @@ fn main() {
         tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), run)
     };
     println!(
-        "{n} events, {:.1} ns each, {:?}",
+        "{n} x {what}, {:.1} ns each, {:?}",
         took.as_nanos() as f64 / n as f64,
         layer.stats()
     );

@@ -8,8 +8,8 @@ use ringtrace_tracepoint::tracing_record::{self, TracingRecord, TEXT_TRACEPOINT_
 use ringtrace_tracepoint::FieldValue;
 use serde_json::{Map, Value};
 
-/// Adds a `tracing` record's `level`, `target`, `callsite`, `span` and
-/// `parent` to its dump JSON object.
+/// Adds a `tracing` record's `level`, `target`, `callsite`, `span`,
+/// `parent` and `follows` to its dump JSON object.
 pub(crate) fn insert_json(t: &TracingRecord<'_>, map: &mut Map<String, Value>) {
     map.insert("level".into(), Value::from(t.callsite.level.name()));
     map.insert("target".into(), Value::from(t.callsite.target.as_str()));
@@ -19,6 +19,9 @@ pub(crate) fn insert_json(t: &TracingRecord<'_>, map: &mut Map<String, Value>) {
     }
     if let Some(parent) = t.parent {
         map.insert("parent".into(), Value::from(parent));
+    }
+    if let Some(follows) = t.follows {
+        map.insert("follows".into(), Value::from(follows));
     }
     if let Some(start) = t.start {
         map.insert("start".into(), Value::from(start));

@@ -412,7 +412,7 @@ fn a_drained_page_reports_what_its_records_hold() {
         state ^= state << 17;
         state
     };
-    let rounds = if cfg!(miri) { 300 } else { 20_000 };
+    let rounds: u64 = if cfg!(miri) { 300 } else { 20_000 };
     for mode in [Mode::Discard, Mode::Overwrite] {
         let config = RingConfig::default()
             .cpus(1)
@@ -484,7 +484,8 @@ fn a_drained_page_reports_what_its_records_hold() {
             }
         }
         let s = ring.stats();
-        assert!(pages > 100, "{mode:?}: only {pages} pages");
+        // About one round in five drains (a page or a piece of one).
+        assert!(pages > rounds / 40, "{mode:?}: only {pages} pages");
         assert_eq!(handed, s.read, "{mode:?}: {s:?}");
     }
 }

@@ -18,6 +18,7 @@
 //! | [`RecordKind::SpanRecord`] | span id (u64), field count (u8), fields |
 //! | [`RecordKind::SpanEnter`], [`SpanExit`](RecordKind::SpanExit), [`SpanClose`](RecordKind::SpanClose) | span id (u64) |
 //! | [`RecordKind::LocalSpan`] | the span's start (u64, clock ticks); the record's own time is its end |
+//! | [`RecordKind::SpanFollows`] | span id (u64), the id of the span it follows from (u64) |
 //!
 //! # Fields
 //!
@@ -90,10 +91,14 @@ pub enum RecordKind {
     /// record's timestamp. One ring write per span instead of two; a span
     /// still open when the process dies is not in the trace.
     LocalSpan = 0xFFFF_FF07,
+    /// A span follows from another (`Span::follows_from`: a causal link
+    /// that is not a parent, as a task woken by another's message); the
+    /// callsite is the span's.
+    SpanFollows = 0xFFFF_FF08,
 }
 
 impl RecordKind {
-    const ALL: [RecordKind; 7] = [
+    const ALL: [RecordKind; 8] = [
         RecordKind::Event,
         RecordKind::SpanNew,
         RecordKind::SpanRecord,
@@ -101,6 +106,7 @@ impl RecordKind {
         RecordKind::SpanExit,
         RecordKind::SpanClose,
         RecordKind::LocalSpan,
+        RecordKind::SpanFollows,
     ];
 
     /// The kind whose id is `id`.
@@ -123,6 +129,7 @@ impl RecordKind {
             RecordKind::SpanExit => "tracing:span_exit",
             RecordKind::SpanClose => "tracing:span_close",
             RecordKind::LocalSpan => "tracing:local_span",
+            RecordKind::SpanFollows => "tracing:span_follows",
         }
     }
 
@@ -135,6 +142,7 @@ impl RecordKind {
                 | RecordKind::SpanEnter
                 | RecordKind::SpanExit
                 | RecordKind::SpanClose
+                | RecordKind::SpanFollows
         )
     }
 
@@ -466,6 +474,8 @@ pub struct TracingRecord<'d> {
     pub span: Option<u64>,
     /// A new span's parent (none for a root).
     pub parent: Option<u64>,
+    /// The span a [`RecordKind::SpanFollows`] record's span follows from.
+    pub follows: Option<u64>,
     /// A local span's start, in clock ticks (its end is the record's
     /// timestamp).
     pub start: Option<u64>,
@@ -504,6 +514,10 @@ pub fn decode<'d>(
     };
     let start = match kind {
         RecordKind::LocalSpan => Some(c.u64("the local span's start")?),
+        _ => None,
+    };
+    let follows = match kind {
+        RecordKind::SpanFollows => Some(c.u64("the span it follows from")?),
         _ => None,
     };
     let mut fields = Vec::new();
@@ -559,6 +573,7 @@ pub fn decode<'d>(
         callsite,
         span,
         parent,
+        follows,
         start,
         fields,
     }))
@@ -606,6 +621,7 @@ impl TracingRecord<'_> {
             RecordKind::SpanExit => "exit",
             RecordKind::LocalSpan => "span",
             RecordKind::SpanClose => "close",
+            RecordKind::SpanFollows => "follows",
         };
         if !verb.is_empty() {
             out.extend_from_slice(format!("{verb} {}", c.name).as_bytes());
@@ -615,6 +631,9 @@ impl TracingRecord<'_> {
         }
         if let Some(parent) = self.parent {
             out.extend_from_slice(format!(" parent=#{parent}").as_bytes());
+        }
+        if let Some(follows) = self.follows {
+            out.extend_from_slice(format!(" from=#{follows}").as_bytes());
         }
         if let Some(start) = self.start {
             out.extend_from_slice(format!(" began={start}").as_bytes());

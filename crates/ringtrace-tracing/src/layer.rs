@@ -387,6 +387,23 @@ where
         }
     }
 
+    fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
+        let inner = &*self.inner;
+        let Some(meta) = ctx.metadata(span) else {
+            return;
+        };
+        if let Some(callsite) = inner.callsite(meta) {
+            // The span's id, then the one it follows from.
+            inner.write(
+                RecordKind::SpanFollows,
+                callsite,
+                Some(span.into_u64()),
+                Some(follows.into_u64()),
+                None,
+            );
+        }
+    }
+
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         self.inner.span_edge(RecordKind::SpanEnter, id, &ctx);
     }

@@ -101,6 +101,20 @@ pub(super) fn place(
         (RecordKind::SpanRecord, Some(span)) => {
             put_fields(span_args.0.entry(span).or_default(), r);
         }
+        (RecordKind::SpanFollows, Some(span)) => {
+            // Shown with the span's slices, as its `follows_from` ids.
+            if let Some(from) = r.follows {
+                let links = span_args
+                    .0
+                    .entry(span)
+                    .or_default()
+                    .entry("follows_from")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(ids) = links {
+                    ids.push(Value::from(from));
+                }
+            }
+        }
         (RecordKind::SpanClose, Some(span)) => {
             span_args.0.remove(&span);
         }
