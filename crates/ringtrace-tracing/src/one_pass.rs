@@ -14,6 +14,7 @@ use ringtrace_tracepoint::tracing_record::{
     floor_char_boundary, CUT_FLAG, TAG_BOOL, TAG_DEBUG, TAG_F64, TAG_I64, TAG_STR, TAG_U64,
 };
 use std::fmt::{self, Write as _};
+use std::mem::MaybeUninit;
 use tracing_core::field::{Field, Visit};
 
 use crate::encode::MAX_FIELDS;
@@ -24,7 +25,9 @@ pub(crate) const STACK_RECORD: usize = 256;
 
 /// A record being encoded into a stack buffer.
 pub(crate) struct OnePass {
-    buf: [u8; STACK_RECORD],
+    /// `buf[..len]` is written; the rest is never read (not zeroed
+    /// either: that would cost a record's worth of stores each time).
+    buf: [MaybeUninit<u8>; STACK_RECORD],
     len: usize,
     /// Where the field count goes (set by [`begin_fields`](Self::begin_fields)).
     count_at: usize,
@@ -41,8 +44,7 @@ impl OnePass {
     #[inline(always)]
     pub(crate) fn new(limit: usize) -> OnePass {
         OnePass {
-            // Only `buf[..len]` is read; the rest is never looked at.
-            buf: [0; STACK_RECORD],
+            buf: [MaybeUninit::uninit(); STACK_RECORD],
             len: 0,
             count_at: usize::MAX,
             count: 0,
@@ -58,11 +60,22 @@ impl OnePass {
         let end = self.len + bytes.len();
         match self.buf.get_mut(self.len..end) {
             Some(to) => {
-                to.copy_from_slice(bytes);
+                for (to, b) in to.iter_mut().zip(bytes) {
+                    to.write(*b);
+                }
                 self.len = end;
             }
             None => self.overflow = true,
         }
+    }
+
+    /// The written bytes.
+    #[inline(always)]
+    fn written(&mut self) -> &mut [u8] {
+        let written = &mut self.buf[..self.len];
+        // SAFETY: `buf[..len]` was written (by `put`, the only place `len`
+        // grows), and MaybeUninit<u8> has u8's layout.
+        unsafe { &mut *(written as *mut [MaybeUninit<u8>] as *mut [u8]) }
     }
 
     /// Reserves the field-count byte; fields follow.
@@ -78,10 +91,13 @@ impl OnePass {
         if self.overflow {
             return None;
         }
-        if let Some(at) = self.buf.get_mut(self.count_at) {
-            *at = self.count as u8;
+        let count = self.count as u8;
+        let at = self.count_at;
+        let written = self.written();
+        if let Some(at) = written.get_mut(at) {
+            *at = count;
         }
-        Some(&self.buf[..self.len])
+        Some(written)
     }
 
     /// Strings cut at the limit.
@@ -122,7 +138,7 @@ impl OnePass {
     #[cold]
     fn mark_cut(&mut self, tag_at: usize) {
         self.cuts += 1;
-        if let Some(tag) = self.buf.get_mut(tag_at) {
+        if let Some(tag) = self.written().get_mut(tag_at) {
             *tag |= CUT_FLAG;
         }
     }
@@ -206,7 +222,7 @@ impl Visit for OnePass {
             return;
         }
         let kept = (self.len - start) as u16;
-        self.buf[len_at..len_at + 2].copy_from_slice(&kept.to_le_bytes());
+        self.written()[len_at..len_at + 2].copy_from_slice(&kept.to_le_bytes());
         if cut {
             self.mark_cut(tag_at);
         }
