@@ -4,6 +4,7 @@
 use crate::callsites::{CallsiteTable, REFUSED};
 use crate::encode::{Encode, Measure};
 use crate::one_pass::OnePass;
+use crate::span_sites::SpanSites;
 use crate::stats::{Counters, LayerStats};
 use ringtrace_clock::{AnyClock, Clock};
 use ringtrace_ring::RingBuffer;
@@ -77,6 +78,11 @@ pub enum LayerConfigError {
 /// are not written ([`LayerStats::unregistered`]).
 pub struct RingLayer<C: Clock = AnyClock> {
     inner: Arc<Inner<C>>,
+    /// The callsites of this installed layer's spans (see `span_sites`):
+    /// made when the layer joins a subscriber, whose registry's ids it
+    /// holds; until then (or under a wrapper that does not pass the
+    /// layer's joining on) every edge asks the registry.
+    spans: Option<Arc<SpanSites>>,
 }
 
 struct Inner<C: Clock> {
@@ -91,6 +97,8 @@ impl<C: Clock> Clone for RingLayer<C> {
     fn clone(&self) -> Self {
         RingLayer {
             inner: Arc::clone(&self.inner),
+            // Its own table when it joins a subscriber.
+            spans: None,
         }
     }
 }
@@ -159,6 +167,7 @@ impl<C: Clock> RingLayerBuilder<C> {
         ringtrace_tracepoint::forget_thread_ids_in_fork_children();
         let counters = Counters::new(self.ring.cpus());
         RingLayer {
+            spans: None,
             inner: Arc::new(Inner {
                 ring: self.ring,
                 callsites: CallsiteTable::new(self.callsite_capacity),
@@ -320,18 +329,33 @@ impl<C: Clock> Inner<C> {
         self.recorded(measure.cuts());
     }
 
-    /// A span record with no fields: enter, exit, close.
+    /// A span record with no fields: enter, exit, close. The span's
+    /// callsite comes from `spans` when it holds it, else from the
+    /// registry.
     #[inline]
-    fn span_edge<S>(&self, kind: RecordKind, id: &Id, ctx: &Context<'_, S>)
-    where
+    fn span_edge<S>(
+        &self,
+        kind: RecordKind,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        spans: Option<&SpanSites>,
+    ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let Some(meta) = ctx.metadata(id) else {
-            return;
+        let span = id.into_u64();
+        let callsite = match spans.and_then(|s| s.get(span)) {
+            Some(callsite) => callsite,
+            None => {
+                let Some(meta) = ctx.metadata(id) else {
+                    return;
+                };
+                match self.callsite(meta) {
+                    Some(callsite) => callsite,
+                    None => return,
+                }
+            }
         };
-        if let Some(callsite) = self.callsite(meta) {
-            self.write(kind, callsite, Some(id.into_u64()), None, None);
-        }
+        self.write(kind, callsite, Some(span), None, None);
     }
 }
 
@@ -353,11 +377,18 @@ where
         }
     }
 
+    fn on_layer(&mut self, _subscriber: &mut S) {
+        self.spans = Some(Arc::new(SpanSites::new()));
+    }
+
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
         let Some(callsite) = inner.callsite(attrs.metadata()) else {
             return;
         };
+        if let Some(spans) = &self.spans {
+            spans.set(id.into_u64(), callsite);
+        }
         // The registry resolved the parent (explicit, or the current span).
         let parent = ctx
             .span(id)
@@ -405,14 +436,17 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        self.inner.span_edge(RecordKind::SpanEnter, id, &ctx);
+        self.inner
+            .span_edge(RecordKind::SpanEnter, id, &ctx, self.spans.as_deref());
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        self.inner.span_edge(RecordKind::SpanExit, id, &ctx);
+        self.inner
+            .span_edge(RecordKind::SpanExit, id, &ctx, self.spans.as_deref());
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        self.inner.span_edge(RecordKind::SpanClose, &id, &ctx);
+        self.inner
+            .span_edge(RecordKind::SpanClose, &id, &ctx, self.spans.as_deref());
     }
 }

@@ -65,6 +65,7 @@ mod encode;
 mod layer;
 mod local_span;
 mod one_pass;
+mod span_sites;
 mod stats;
 
 pub use layer::{

@@ -393,3 +393,52 @@ fn a_rendering_past_the_stack_that_changes_is_read_back_at_its_measured_length()
         lines[0]
     );
 }
+
+#[test]
+fn every_edge_of_many_spans_shows_its_own_spans_callsite() {
+    // Spans of two callsites made and closed by turns on two threads: the
+    // layer's own table of span callsites (shared by the threads, entries
+    // overwritten as spans come and go) never names another span's.
+    let ring = ring();
+    let layer = RingLayer::new(ring.clone());
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let dispatch = dispatch.clone();
+            std::thread::spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    for i in 0..200u64 {
+                        let span = if (i + t) % 2 == 0 {
+                            tracing::info_span!("even", i)
+                        } else {
+                            tracing::info_span!("odd", i)
+                        };
+                        span.in_scope(|| {});
+                    }
+                })
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let json = dump_json(&ring);
+    let mut open: std::collections::HashMap<u64, String> = Default::default();
+    let mut ids = std::collections::HashSet::new();
+    for r in &json {
+        let span = r["span"].as_u64().unwrap();
+        let callsite = r["callsite"].as_str().unwrap().to_owned();
+        match r["event"].as_str().unwrap() {
+            "tracing:span_new" => {
+                assert!(open.insert(span, callsite).is_none(), "#{span} made twice");
+                ids.insert(span);
+            }
+            "tracing:span_close" => {
+                assert_eq!(open.remove(&span), Some(callsite), "#{span}")
+            }
+            _ => assert_eq!(open.get(&span), Some(&callsite), "#{span}"),
+        }
+    }
+    assert_eq!(json.len(), 4 * 400);
+    assert_eq!(ids.len(), 400);
+}
