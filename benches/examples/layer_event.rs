@@ -11,7 +11,8 @@
 //! CLOCK (environment) picks the ring's clock (`mono` by default: the
 //! tracer's default); NONE=1 runs with no subscriber (the floor); WHAT
 //! picks what is timed: `event` (the default), `span` (a span entered and
-//! exited: `--toggle-collect='layer_event::enter_exit'`) or `instrument`
+//! exited: `--toggle-collect='layer_event::enter_exit'`), `nomsg` (the
+//! event without its message) or `instrument`
 //! (an `#[instrument]`ed call).
 
 use ringtrace_ring::{RingBuffer, RingConfig};
@@ -21,6 +22,12 @@ use tracing_subscriber::layer::SubscriberExt;
 #[inline(never)]
 fn event(a: u64, b: u64) {
     tracing::info!(a, b, "event");
+}
+
+/// The event without its message (what=nomsg).
+#[inline(never)]
+fn event_nomsg(a: u64, b: u64) {
+    tracing::info!(a, b);
 }
 
 /// A span entered and exited (what=span).
@@ -57,6 +64,7 @@ fn main() {
         let start = std::time::Instant::now();
         match what.as_str() {
             "span" => (0..n).for_each(|_| enter_exit(&span)),
+            "nomsg" => (0..n).for_each(|i| event_nomsg(std::hint::black_box(i), 2)),
             "instrument" => (0..n).for_each(|i| {
                 std::hint::black_box(instrumented(std::hint::black_box(i)));
             }),

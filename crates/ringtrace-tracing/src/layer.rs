@@ -165,7 +165,7 @@ impl<C: Clock> RingLayerBuilder<C> {
         // Records carry the thread's id; a fork child must not carry its
         // parent's.
         ringtrace_tracepoint::forget_thread_ids_in_fork_children();
-        let counters = Counters::new(self.ring.cpus());
+        let counters = Counters::new();
         RingLayer {
             spans: None,
             inner: Arc::new(Inner {

@@ -60,8 +60,16 @@ impl OnePass {
         let end = self.len + bytes.len();
         match self.buf.get_mut(self.len..end) {
             Some(to) => {
-                for (to, b) in to.iter_mut().zip(bytes) {
-                    to.write(*b);
+                // SAFETY: `to` is `bytes.len()` elements of `buf` (the
+                // range was checked), MaybeUninit<u8> has u8's layout, and
+                // `bytes` cannot overlap `buf`, which `self` borrows
+                // mutably.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        to.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    );
                 }
                 self.len = end;
             }

@@ -2,6 +2,7 @@
 
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicU64, Ordering};
+use thread_local::ThreadLocal;
 
 /// A layer's counts since it was built ([`RingLayer::stats`](crate::RingLayer::stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,14 +31,15 @@ pub struct LayerStats {
 /// statistics, ordered with nothing.
 ///
 /// `recorded` changes on every record, from every thread: one shared
-/// word would bounce between the CPUs' caches on each of them. It is
-/// kept per CPU instead (by the CPU the thread is on, a hint read from
-/// the rseq area: a thread that migrates meanwhile adds to another CPU's
-/// word, which is still exact, as every add is atomic), and summed when
-/// read.
+/// word would bounce between the CPUs' caches on each of them, and even
+/// a word per CPU would take a locked add each time. It is kept per
+/// thread instead, a word only its thread writes (a load and a store, no
+/// locked instruction), summed when read. A thread that exits leaves its
+/// word, which a later thread given the same slot goes on adding to: the
+/// sum stays exact.
 #[derive(Debug)]
 pub(crate) struct Counters {
-    recorded: Box<[CachePadded<AtomicU64>]>,
+    recorded: ThreadLocal<CachePadded<AtomicU64>>,
     dropped: AtomicU64,
     strings_cut: AtomicU64,
     callsites_registered: AtomicU64,
@@ -46,12 +48,10 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    /// Counters with a `recorded` word for each of `cpus` CPUs.
-    pub(crate) fn new(cpus: usize) -> Counters {
+    /// Counters at zero.
+    pub(crate) fn new() -> Counters {
         Counters {
-            recorded: (0..cpus.max(1))
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
+            recorded: ThreadLocal::new(),
             dropped: AtomicU64::new(0),
             strings_cut: AtomicU64::new(0),
             callsites_registered: AtomicU64::new(0),
@@ -62,8 +62,10 @@ impl Counters {
 
     #[inline]
     pub(crate) fn recorded(&self) {
-        let cpu = ringtrace_ring::cpu::current_cpu() % self.recorded.len();
-        self.recorded[cpu].fetch_add(1, Ordering::Relaxed);
+        let mine = self.recorded.get_or_default();
+        // Only this thread writes its word: a load and a store are an
+        // exact add (Relaxed: read by `snapshot`, ordered with nothing).
+        mine.store(mine.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
     #[cold]
     pub(crate) fn dropped(&self) {
