@@ -24,9 +24,10 @@
 //! - `fastrace`: fastrace's own API, not `tracing`: an event is
 //!   `LocalSpan::add_event` (its properties made into strings, as
 //!   fastrace keeps them), a span `LocalSpan::enter_with_local_parent`,
-//!   an instrumented call `#[fastrace::trace]`, under a root renewed every
-//!   `ops` operations outside the timing (fastrace reports spans when the
-//!   root ends), with a reporter that drops them.
+//!   an instrumented call `#[fastrace::trace]`, under a root span made
+//!   and ended every [`PER_ROOT`] operations inside the timing (a request;
+//!   fastrace hands a thread's spans to its collector when the root
+//!   ends), with a reporter that drops them.
 //! - `ring_write`: `RingBuffer::write` of records as long as those
 //!   ringtrace writes for the operation (read back from a ring), on the
 //!   same `mono` ring: the bound's denominator.
@@ -125,6 +126,9 @@ fn fastrace_op(which: usize, i: u64) {
         _ => {}
     }
 }
+
+/// fastrace operations under one root span (a request).
+const PER_ROOT: u64 = 100;
 
 /// A fastrace reporter that drops what it is given.
 struct Discard;
@@ -298,18 +302,25 @@ fn time(driver: &Driver, which: usize, ops: u64) -> Option<f64> {
             if which == 5 {
                 return None;
             }
-            let root = fastrace::Span::root("root", fastrace::collector::SpanContext::random());
-            let guard = root.set_local_parent();
-            // Events attach to the current local span.
-            let outer = fastrace::local::LocalSpan::enter_with_local_parent("batch");
             start = Instant::now();
-            for i in 0..ops {
-                fastrace_op(which, i);
+            let mut i = 0;
+            while i < ops {
+                // A request: a root, and `PER_ROOT` operations under it.
+                // Its end is timed: that is when fastrace hands the
+                // thread's spans and events to its collector.
+                let root = fastrace::Span::root("root", fastrace::collector::SpanContext::random());
+                let guard = root.set_local_parent();
+                // Events attach to the current local span.
+                let outer = fastrace::local::LocalSpan::enter_with_local_parent("request");
+                for _ in 0..PER_ROOT.min(ops - i) {
+                    fastrace_op(which, i);
+                    i += 1;
+                }
+                drop(outer);
+                drop(guard);
+                drop(root);
             }
             elapsed = start.elapsed();
-            drop(outer);
-            drop(guard);
-            drop(root);
         }
         Driver::RingWrite(ring, lengths) => {
             let lens = &lengths[which];

@@ -25,7 +25,12 @@
 //!
 //! - Events: the callsite's id, the thread's id and each field's value.
 //! - Spans: creation (id, parent, fields), values recorded later, enter,
-//!   exit and close.
+//!   exit and close, and `follows_from` links. A span keeps its id from
+//!   creation to close whichever threads enter it (an async task's span
+//!   moving between a runtime's workers), so a reader rebuilds each task's
+//!   life from its records. An installed layer remembers each span's
+//!   callsite from its creation, so an enter or exit does not look the
+//!   span up in the registry.
 //! - Each callsite's metadata (name, target, level, file, line, field
 //!   names) once, in the ring's metadata annex: in the file's header area
 //!   for a file ring, where `ringtrace dump`, `ringtrace recover` and the
