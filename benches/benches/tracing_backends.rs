@@ -38,8 +38,8 @@
 //! printed with their rule: an event at most a tenth of `fmt_sink`'s cost,
 //! and at most 4 times a ring write of the same bytes.
 
-use ringtrace_clock::{AnyClock, ClockSpec};
-use ringtrace_ring::{RingBuffer, RingConfig};
+use ringtrace_clock::AnyClock;
+use ringtrace_ring::RingBuffer;
 use ringtrace_tracing::RingLayer;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -176,16 +176,7 @@ fn record_lengths(which: usize) -> Vec<usize> {
     })
 }
 
-fn ring(clock: &str) -> Arc<RingBuffer<AnyClock>> {
-    let clock = clock
-        .parse::<ClockSpec>()
-        .ok()
-        .and_then(|spec| spec.build().ok())
-        .or_else(|| "mono".parse::<ClockSpec>().ok()?.build().ok())
-        .expect("the mono clock builds everywhere");
-    let config = RingConfig::default().per_cpu_bytes(4 << 20);
-    Arc::new(RingBuffer::new(config, clock).expect("a 4 MiB ring"))
-}
+use ringtrace_benches::named_clock_ring as ring;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();

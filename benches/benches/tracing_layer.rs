@@ -31,26 +31,12 @@
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ringtrace_clock::{AnyClock, ClockSpec};
-use ringtrace_ring::{RingBuffer, RingConfig};
 use ringtrace_tracing::{local_span, set_local_span_ring, RingLayer};
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing_subscriber::layer::SubscriberExt;
 
-/// A ring of 4 MiB per CPU, overwrite mode, on `clock` (`tsc` falls back
-/// to `mono` where there is no usable TSC).
-fn ring(clock: &str) -> Arc<RingBuffer<AnyClock>> {
-    let clock = clock
-        .parse::<ClockSpec>()
-        .ok()
-        .and_then(|spec| spec.build().ok())
-        .or_else(|| "mono".parse::<ClockSpec>().ok()?.build().ok())
-        .expect("the mono clock builds everywhere");
-    let config = RingConfig::default().per_cpu_bytes(4 << 20);
-    Arc::new(RingBuffer::new(config, clock).unwrap())
-}
+use ringtrace_benches::named_clock_ring as ring;
 
 #[inline(never)]
 fn event(a: u64, b: u64) {

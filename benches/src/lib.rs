@@ -149,3 +149,23 @@ pub fn run_producers(r: &RingBuffer<Tsc>, producers: usize, per_thread: u64) -> 
             .unwrap_or_default()
     })
 }
+
+/// A ring of 4 MiB per CPU, overwrite mode, on the clock named `clock`
+/// (`tsc` falls back to `mono` where there is no usable TSC): the ring
+/// the `tracing` benches record into.
+pub fn named_clock_ring(clock: &str) -> std::sync::Arc<RingBuffer<ringtrace_clock::AnyClock>> {
+    let clock = clock
+        .parse::<ringtrace_clock::ClockSpec>()
+        .ok()
+        .and_then(|spec| spec.build().ok())
+        .or_else(|| {
+            "mono"
+                .parse::<ringtrace_clock::ClockSpec>()
+                .ok()?
+                .build()
+                .ok()
+        })
+        .expect("the mono clock builds everywhere");
+    let config = ringtrace_ring::RingConfig::default().per_cpu_bytes(4 << 20);
+    std::sync::Arc::new(RingBuffer::new(config, clock).expect("a 4 MiB ring"))
+}

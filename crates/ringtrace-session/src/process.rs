@@ -100,22 +100,7 @@ pub(crate) fn encode(info: &ProcessInfo, exit: Option<ProcessExit>) -> Vec<u8> {
         Mode::Overwrite => 0,
         Mode::Discard => 1,
     });
-    let l = &h.layout;
-    for v in [
-        l.metadata_offset,
-        l.metadata_len,
-        l.data_offset,
-        l.cpu_stride,
-        l.hot,
-        l.rare,
-        l.slots,
-        l.commits,
-        l.commit_stride,
-        l.pages,
-        l.file_len,
-        l.annex_offset,
-        l.annex_capacity,
-    ] {
+    for v in h.layout.words() {
         p.u64(v);
     }
     let c = &h.clock;

@@ -329,9 +329,26 @@ impl<C: Clock> Inner<C> {
         self.recorded(measure.cuts());
     }
 
-    /// A span record with no fields: enter, exit, close. The span's
-    /// callsite comes from `spans` when it holds it, else from the
-    /// registry.
+    /// The callsite id of span `id`: from `spans` when it holds it, else
+    /// from the registry; `None` when the span is unknown or its callsite
+    /// could not be described.
+    #[inline]
+    fn span_callsite<S>(
+        &self,
+        id: &Id,
+        ctx: &Context<'_, S>,
+        spans: Option<&SpanSites>,
+    ) -> Option<u32>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        match spans.and_then(|s| s.get(id.into_u64())) {
+            Some(callsite) => Some(callsite),
+            None => self.callsite(ctx.metadata(id)?),
+        }
+    }
+
+    /// A span record with no fields: enter, exit, close.
     #[inline]
     fn span_edge<S>(
         &self,
@@ -342,20 +359,9 @@ impl<C: Clock> Inner<C> {
     ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        let span = id.into_u64();
-        let callsite = match spans.and_then(|s| s.get(span)) {
-            Some(callsite) => callsite,
-            None => {
-                let Some(meta) = ctx.metadata(id) else {
-                    return;
-                };
-                match self.callsite(meta) {
-                    Some(callsite) => callsite,
-                    None => return,
-                }
-            }
-        };
-        self.write(kind, callsite, Some(span), None, None);
+        if let Some(callsite) = self.span_callsite(id, ctx, spans) {
+            self.write(kind, callsite, Some(id.into_u64()), None, None);
+        }
     }
 }
 
@@ -404,34 +410,24 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let inner = &*self.inner;
-        let Some(meta) = ctx.metadata(id) else {
-            return;
-        };
-        if let Some(callsite) = inner.callsite(meta) {
+        if let Some(callsite) = inner.span_callsite(id, &ctx, self.spans.as_deref()) {
+            let fields: Fields<'_> = &|v| values.record(v);
             inner.write(
                 RecordKind::SpanRecord,
                 callsite,
                 Some(id.into_u64()),
                 None,
-                Some(&|v| values.record(v)),
+                Some(fields),
             );
         }
     }
 
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
-        let Some(meta) = ctx.metadata(span) else {
-            return;
-        };
-        if let Some(callsite) = inner.callsite(meta) {
+        if let Some(callsite) = inner.span_callsite(span, &ctx, self.spans.as_deref()) {
             // The span's id, then the one it follows from.
-            inner.write(
-                RecordKind::SpanFollows,
-                callsite,
-                Some(span.into_u64()),
-                Some(follows.into_u64()),
-                None,
-            );
+            let (span, follows) = (Some(span.into_u64()), Some(follows.into_u64()));
+            inner.write(RecordKind::SpanFollows, callsite, span, follows, None);
         }
     }
 

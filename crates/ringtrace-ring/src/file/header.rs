@@ -214,22 +214,7 @@ impl FileHeader {
             Mode::Overwrite => 0,
             Mode::Discard => 1,
         });
-        let l = &self.layout;
-        let words = [
-            l.metadata_offset,
-            l.metadata_len,
-            l.data_offset,
-            l.cpu_stride,
-            l.hot,
-            l.rare,
-            l.slots,
-            l.commits,
-            l.commit_stride,
-            l.pages,
-            l.file_len,
-            l.annex_offset,
-            l.annex_capacity,
-        ];
+        let words = self.layout.words();
         for v in &words[..layout_words(self.version)] {
             p.u64(*v);
         }

@@ -109,6 +109,31 @@ fn round_up(n: u64, to: u64) -> Option<u64> {
 }
 
 impl FileLayout {
+    /// Its words in the order the file header stores them (a version 1
+    /// header stores the first 11: no annex).
+    ///
+    /// ```
+    /// use ringtrace_ring::file::FileLayout;
+    /// assert_eq!(FileLayout::NONE.words(), [0; 13]);
+    /// ```
+    pub fn words(&self) -> [u64; 13] {
+        [
+            self.metadata_offset,
+            self.metadata_len,
+            self.data_offset,
+            self.cpu_stride,
+            self.hot,
+            self.rare,
+            self.slots,
+            self.commits,
+            self.commit_stride,
+            self.pages,
+            self.file_len,
+            self.annex_offset,
+            self.annex_capacity,
+        ]
+    }
+
     /// No layout: every offset and length zero (a ring that is in no file).
     pub const NONE: FileLayout = FileLayout {
         metadata_offset: 0,
