@@ -192,21 +192,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
     for v in &mut w {
         *v = t.u64("layout")?;
     }
-    let layout = FileLayout {
-        metadata_offset: w[0],
-        metadata_len: w[1],
-        data_offset: w[2],
-        cpu_stride: w[3],
-        hot: w[4],
-        rare: w[5],
-        slots: w[6],
-        commits: w[7],
-        commit_stride: w[8],
-        pages: w[9],
-        file_len: w[10],
-        annex_offset: w[11],
-        annex_capacity: w[12],
-    };
+    let layout = FileLayout::from_words(w);
     let name = t.str("clock name")?;
     let frequency = t.u64("clock frequency")?;
     let mult = t.u64("clock mult")?;

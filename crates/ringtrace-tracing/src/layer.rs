@@ -220,6 +220,25 @@ fn header(kind: RecordKind, callsite: u32) -> [u8; RECORD_HEADER_LEN] {
     head
 }
 
+/// Puts a record's header, then `span` and `parent` (or the span a
+/// `follows_from` record's span follows) when given.
+#[inline(always)]
+fn put_prefix(
+    kind: RecordKind,
+    callsite: u32,
+    span: Option<u64>,
+    parent: Option<u64>,
+    mut put: impl FnMut(&[u8]),
+) {
+    put(&header(kind, callsite));
+    if let Some(span) = span {
+        put(&span.to_le_bytes());
+    }
+    if let Some(parent) = parent {
+        put(&parent.to_le_bytes());
+    }
+}
+
 /// What visits a record's fields: the event's, the span's attributes, or
 /// the values recorded into a span.
 type Fields<'f> = &'f dyn Fn(&mut dyn tracing_core::field::Visit);
@@ -252,13 +271,7 @@ impl<C: Clock> Inner<C> {
         fields: Option<Fields<'_>>,
     ) {
         let mut pass = OnePass::new(self.string_limit);
-        pass.put(&header(kind, callsite));
-        if let Some(span) = span {
-            pass.put(&span.to_le_bytes());
-        }
-        if let Some(parent) = parent {
-            pass.put(&parent.to_le_bytes());
-        }
+        put_prefix(kind, callsite, span, parent, |b| pass.put(b));
         if let Some(fields) = fields {
             pass.begin_fields();
             fields(&mut pass);
@@ -309,13 +322,9 @@ impl<C: Clock> Inner<C> {
         };
         {
             let mut stream = r.stream();
-            stream.put(&header(kind, callsite));
-            if let Some(span) = span {
-                stream.put(&span.to_le_bytes());
-            }
-            if let Some(parent) = parent {
-                stream.put(&parent.to_le_bytes());
-            }
+            put_prefix(kind, callsite, span, parent, |b| {
+                stream.put(b);
+            });
             if let Some(fields) = fields {
                 stream.put(&[measure.count as u8]);
                 fields(&mut Encode {

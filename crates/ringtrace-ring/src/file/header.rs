@@ -270,21 +270,7 @@ impl FileHeader {
         for v in l.iter_mut().take(layout_words(version)) {
             *v = t.u64("layout")?;
         }
-        let layout = FileLayout {
-            metadata_offset: l[0],
-            metadata_len: l[1],
-            data_offset: l[2],
-            cpu_stride: l[3],
-            hot: l[4],
-            rare: l[5],
-            slots: l[6],
-            commits: l[7],
-            commit_stride: l[8],
-            pages: l[9],
-            file_len: l[10],
-            annex_offset: l[11],
-            annex_capacity: l[12],
-        };
+        let layout = FileLayout::from_words(l);
         let name = t.str("clock name")?;
         let frequency_hz = Some(t.u64("clock frequency")?).filter(|&f| f != 0);
         let mult = Some(t.u64("clock multiplier")?).filter(|&m| m != 0);

@@ -134,6 +134,32 @@ impl FileLayout {
         ]
     }
 
+    /// The layout whose words, in header order, are `w` (the inverse of
+    /// [`words`](Self::words)).
+    ///
+    /// ```
+    /// use ringtrace_ring::file::FileLayout;
+    /// let w: [u64; 13] = std::array::from_fn(|i| i as u64 * 8);
+    /// assert_eq!(FileLayout::from_words(w).words(), w);
+    /// ```
+    pub fn from_words(w: [u64; 13]) -> FileLayout {
+        FileLayout {
+            metadata_offset: w[0],
+            metadata_len: w[1],
+            data_offset: w[2],
+            cpu_stride: w[3],
+            hot: w[4],
+            rare: w[5],
+            slots: w[6],
+            commits: w[7],
+            commit_stride: w[8],
+            pages: w[9],
+            file_len: w[10],
+            annex_offset: w[11],
+            annex_capacity: w[12],
+        }
+    }
+
     /// No layout: every offset and length zero (a ring that is in no file).
     pub const NONE: FileLayout = FileLayout {
         metadata_offset: 0,
