@@ -154,6 +154,15 @@ fn record_command(dir: &Path, args: &[&str], role: &str) -> Command {
     c
 }
 
+/// Records this binary in `role` into `session` with `args`, which must
+/// succeed: its output, and its stderr as text.
+fn recorded(session: &Path, args: &[&str], role: &str) -> (Output, String) {
+    let out = record_command(session, args, role).output().unwrap();
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    (out, said)
+}
+
 fn ringtrace(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ringtrace"))
         .args(args)
@@ -168,32 +177,14 @@ fn text(out: &[u8]) -> String {
 /// A tool's name, if it is on the PATH; `None` (the test skips, unless CI
 /// requires the tools) otherwise.
 fn tool(name: &str) -> Option<&str> {
-    let found = Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
-            "{name} is not installed"
-        );
-        eprintln!("skipped: {name} is not installed");
-        return None;
-    }
-    Some(name)
+    ringtrace_testkit::have_tool(name).then_some(name)
 }
 
 #[test]
 fn a_program_and_its_child_are_recorded_and_read_back_by_every_reader() {
     let dir = TempDir::new("record-two");
     let session = dir.path().join("trace");
-    let out = record_command(&session, &["--clock", "mono"], "parent")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let said = text(&out.stderr);
+    let (_, said) = recorded(&session, &["--clock", "mono"], "parent");
     assert!(said.contains("exited with code 0"), "{said}");
 
     // The library's view: two processes, every step of each thread.
@@ -300,16 +291,10 @@ fn numbered(session: &Path) -> BTreeMap<u32, Vec<u64>> {
 #[test]
 fn a_program_killed_at_random_moments_leaves_every_committed_event() {
     let dir = TempDir::new("record-kill");
-    let seed = std::env::var("RINGTRACE_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos() as u64
-        });
-    eprintln!("RINGTRACE_KILL_SEED={seed}");
+    let seed = ringtrace_testkit::seed(
+        "RINGTRACE_KILL_SEED",
+        "a_program_killed_at_random_moments_leaves_every_committed_event",
+    );
     let mut state = seed | 1;
     for run in 0..20 {
         state ^= state << 13;
@@ -408,10 +393,10 @@ fn traced_pid(session: &Path) -> i32 {
 #[test]
 fn a_recorder_killed_at_random_moments_leaves_a_readable_session() {
     let dir = TempDir::new("record-killed");
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
+    let seed = ringtrace_testkit::seed(
+        "RINGTRACE_RECORDER_KILL_SEED",
+        "a_recorder_killed_at_random_moments_leaves_a_readable_session",
+    );
     let mut state = seed | 1;
     for run in 0..8 {
         state ^= state << 13;
@@ -573,11 +558,7 @@ fn bad_sessions_and_commands_are_refused_with_one_line() {
 fn refusals_are_shown_where_they_happened_with_their_cause() {
     let dir = TempDir::new("record-lost");
     let session = dir.path().join("trace");
-    let out = record_command(&session, &["--buffer-size", "8K"], "burst")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let said = text(&out.stderr);
+    let (out, said) = recorded(&session, &["--buffer-size", "8K"], "burst");
     let fired: u64 = text(&out.stdout)
         .lines()
         .find_map(|l| l.split("FIRED ").nth(1))

@@ -267,18 +267,7 @@ fn the_dump_merges_two_processes_in_time_order_each_line_with_its_process() {
 /// Whether `tool` runs; without it a check is skipped, or fails when
 /// `RINGTRACE_REQUIRE_TOOLS` is set (CI).
 fn have(tool: &str) -> bool {
-    let found = Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success() || !o.stdout.is_empty());
-    if !found {
-        assert!(
-            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
-            "{tool} is not installed and RINGTRACE_REQUIRE_TOOLS is set"
-        );
-        eprintln!("skipped: {tool} is not installed");
-    }
-    found
+    ringtrace_testkit::have_tool(tool)
 }
 
 fn run(tool: &str, args: &[&str]) -> String {

@@ -20,18 +20,7 @@ use std::sync::Arc;
 /// Whether trace-cmd can be run; without it the checks are skipped, or
 /// fail when `RINGTRACE_REQUIRE_TOOLS` is set (CI).
 fn have_trace_cmd() -> bool {
-    let found = Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success() || !o.stdout.is_empty());
-    if !found {
-        assert!(
-            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
-            "trace-cmd is not installed and RINGTRACE_REQUIRE_TOOLS is set"
-        );
-        eprintln!("skipped: trace-cmd is not installed (Debian: apt-get install trace-cmd)");
-    }
-    found
+    ringtrace_testkit::have_tool("trace-cmd")
 }
 
 /// A clock the test sets by hand: 3 GHz ticks, so that the export's

@@ -520,16 +520,7 @@ struct Rng(u64);
 
 impl Rng {
     fn from_env(test: &str) -> Rng {
-        let seed = std::env::var(SEED)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            });
-        eprintln!("{test}: seed {seed} (set {SEED}={seed} to repeat)");
+        let seed = ringtrace_testkit::seed(SEED, test);
         Rng(seed | 1)
     }
 

@@ -175,6 +175,48 @@ pub fn shown_byte(b: u8) -> String {
     }
 }
 
+/// The seed of a randomized test: the environment variable `var` when it
+/// is set (to repeat a failing run), else the clock's nanoseconds. It is
+/// printed on stderr, named by `test`, with how to repeat the run.
+///
+/// ```
+/// let seed = ringtrace_testkit::seed("RINGTRACE_DOC_SEED_UNSET", "doc");
+/// std::env::set_var("RINGTRACE_DOC_SEED_SET", "42");
+/// assert_eq!(ringtrace_testkit::seed("RINGTRACE_DOC_SEED_SET", "doc"), 42);
+/// # let _ = seed;
+/// ```
+pub fn seed(var: &str, test: &str) -> u64 {
+    let seed = std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!("{test}: seed {seed} (set {var}={seed} to repeat)");
+    seed
+}
+
+/// Whether `tool --version` runs (say, `trace-cmd` or `babeltrace2`): a
+/// test that reads its output back with the tool skips that check when it
+/// is missing, saying so, unless `RINGTRACE_REQUIRE_TOOLS` is set (CI),
+/// where a missing tool fails the test.
+pub fn have_tool(tool: &str) -> bool {
+    let found = Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success() || !o.stdout.is_empty());
+    if !found {
+        assert!(
+            std::env::var_os("RINGTRACE_REQUIRE_TOOLS").is_none(),
+            "{tool} is not installed and RINGTRACE_REQUIRE_TOOLS is set"
+        );
+        eprintln!("skipped: {tool} is not installed");
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
