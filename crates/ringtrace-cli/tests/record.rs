@@ -46,12 +46,17 @@ fn traced_program() {
             // Each thread writes until the ring has refused some (at
             // least EVENTS each, at most 50 times as many), then, once
             // the recorder has made room, one event after the refusals,
-            // which marks them; it says how many it fired.
+            // which marks them; it says how many it fired. Each thread
+            // stays on one CPU, so that its marking event goes to the
+            // buffer that refused (a thread moved during its sleep would
+            // leave that buffer's refusals after its last event).
             tracer.install().unwrap();
             ringtrace::tracepoint::registry::enable("rec:step").unwrap();
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             let threads: Vec<_> = (0..2u32)
                 .map(|w| {
                     std::thread::spawn(move || {
+                        pin_to_cpu(w as usize % cpus);
                         let mut fired = 0u64;
                         while fired < EVENTS
                             || (ringtrace::tracepoint::dropped() == 0 && fired < 50 * EVENTS)
@@ -125,6 +130,32 @@ fn traced_program() {
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
+}
+
+/// Keeps the calling thread on `cpu` (the `cpu`-th CPU this process may
+/// use), or leaves it free to move when that cannot be done.
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is an empty set.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; `allowed` is ours to fill.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) }
+        != 0
+    {
+        return;
+    }
+    // SAFETY: CPU_ISSET reads a set we own, with indices below its size.
+    let Some(target) = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
+        .nth(cpu)
+    else {
+        return;
+    };
+    // SAFETY: as above; a zeroed set is empty, CPU_SET adds one CPU.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `target` is below CPU_SETSIZE.
+    unsafe { libc::CPU_SET(target, &mut one) };
+    // SAFETY: pid 0 is this thread; `one` is a valid set.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) };
 }
 
 /// This test binary, to be started in `role`.
