@@ -397,6 +397,51 @@ fn a_blocking_writer_waits_for_the_drainer_and_then_counts_what_timed_out() {
     );
 }
 
+/// While a writer of a blocking ring waits for room, no refusal is
+/// counted for it (a reader recording the refusals as they grow, as a
+/// recorder's loss entries do, would record a loss that never happens);
+/// once a reader makes room it gets in and counts in `blocked`. A write
+/// through the calls that do not wait (`write_on`) is refused and counted
+/// at once.
+#[test]
+#[cfg_attr(miri, ignore = "timing: a writer left waiting for 100 ms")]
+fn a_waiting_writer_is_not_counted_refused_before_its_wait_ends() {
+    for path in paths() {
+        let config = small_blocking(path, Duration::from_secs(10));
+        let ring = Arc::new(RingBuffer::new(config, Counter::new()).unwrap());
+        let mut seq = 0u64;
+        // Filled without waiting: `write_on` never waits.
+        #[allow(deprecated)]
+        while ring.write_on(0, &payload(1, seq, 20)).is_ok() {
+            seq += 1;
+        }
+        let unwaited = ring.stats().missed;
+        assert_eq!(unwaited, 1, "{path:?}: the refusal without a wait counts");
+        let waiter = {
+            let ring = Arc::clone(&ring);
+            std::thread::spawn(move || ring.cpu_writer(0).write(&payload(1, seq, 20)))
+        };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(100) {
+            assert_eq!(
+                ring.stats().missed,
+                unwaited,
+                "{path:?}: a waiting write counted as refused"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!waiter.is_finished(), "{path:?}: the write did not wait");
+        while ring.cpu_buffer(0).unwrap().read_committed().is_some() {}
+        assert!(waiter.join().unwrap().is_ok(), "{path:?}");
+        let s = ring.stats();
+        assert_eq!(
+            (s.missed, s.blocked, s.timed_out),
+            (1, 1, 0),
+            "{path:?}: {s:?}"
+        );
+    }
+}
+
 /// What `read_committed_into` says of each page it hands out (events,
 /// first and last times, losses) is what the page's records say, for
 /// whole pages, pieces of open ones and the rest of a page a read by event

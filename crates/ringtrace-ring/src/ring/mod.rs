@@ -292,7 +292,13 @@ impl<C: Clock> RingBuffer<C> {
     #[deprecated(since = "0.2.0", note = "use `ring.cpu_writer(cpu).reserve(len)`")]
     #[inline(always)]
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
-        self.reserve_in(self.buffer_for(cpu), len)
+        let b = self.buffer_for(cpu);
+        match self.reserve_in(b, len) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+                crate::write::block::unwaited(b.shared().rare(), e)
+            }
+            r => r,
+        }
     }
 
     /// Reserves on `b`, one of this ring's buffers.
@@ -439,7 +445,12 @@ impl<C: Clock> RingBuffer<C> {
     #[deprecated(since = "0.2.0", note = "use `ring.cpu_writer(cpu).write(payload)`")]
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
-        self.write_to(cpu, payload)
+        match self.write_to(cpu, payload) {
+            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+                crate::write::block::unwaited(self.buffer_for(cpu).shared().rare(), e)
+            }
+            r => r,
+        }
     }
 
     /// Records `payload` on the buffer of `cpu`, taken modulo the buffer

@@ -4,16 +4,18 @@
 //! again, backing off, until a reader makes room, the other thread
 //! finishes, or its wait runs out.
 //!
-//! The refusal is counted when it happens (in `missed`, on the write
-//! path, as every refusal is); a write that then gets in takes its
-//! refusals back and counts in `blocked`; one that runs out of time keeps
-//! one refusal, in `timed_out` too. So while a write waits, `missed`
-//! counts it; at any quiescent point the counts are those of the writes'
-//! outcomes. Nothing here is on a write's path unless it was refused for
-//! a full buffer or a busy page in a ring configured to wait.
+//! In a ring configured to wait, the write path does not count a refusal
+//! for a full buffer or a busy page: the wait counts the write's outcome
+//! when it ends. A write that gets in counts in `blocked`; one that runs
+//! out of time counts one refusal, in `missed` and `timed_out`; one that
+//! may not wait (in a signal handler) one refusal of its cause, as in a
+//! ring that does not wait. So `missed` never counts a write that is still
+//! waiting and may yet get in: a reader that records the refusals as they
+//! grow (a recorder's loss entries) never records one that did not
+//! happen. Nothing here is on a write's path unless it was refused for a
+//! full buffer or a busy page in a ring configured to wait.
 
 use crate::page::counters::RareCounters;
-use crate::sync::Ordering;
 use crate::write::error::ReserveError;
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -82,23 +84,20 @@ fn may_wait() -> bool {
     SIGNAL_DEPTH.with(Cell::get) == 0 && !ringtrace_clock::emulation::interrupt::in_irq()
 }
 
-/// Takes back one refusal counted in `missed` and, for a busy page, in
-/// `busy`. Relaxed: a statistic, as every counter of the line (see
-/// `RareCounters::bump`).
-fn take_back(rare: &RareCounters, refusal: ReserveError) {
-    if refusal == ReserveError::Busy {
-        rare.busy.fetch_sub(1, Ordering::Relaxed);
-    }
-    rare.missed.fetch_sub(1, Ordering::Relaxed);
+/// Counts a refusal for a full buffer or a busy page (`refusal`): in
+/// `missed`, and in `busy` for a busy page.
+#[inline]
+pub(crate) fn count_refusal(rare: &RareCounters, refusal: ReserveError) {
+    rare.refused((refusal == ReserveError::Busy).then_some(&rare.busy));
 }
 
-/// After a write was refused (`first`, counted in `rare`) for a full
-/// buffer or for a busy page to reuse (a reservation still open in it, a
-/// claimer still zeroing it: another thread that will finish once it
+/// After a write was refused (`first`, not counted: see the module) for a
+/// full buffer or for a busy page to reuse (a reservation still open in
+/// it, a claimer still zeroing it: another thread that will finish once it
 /// runs), tries `attempt` on the same buffer again, backing off, for up to
-/// `wait`. A write that runs out of time keeps one refusal, in `missed`
+/// `wait`. A write that runs out of time counts one refusal, in `missed`
 /// and `timed_out` (not in `busy`, whatever its last cause), and returns
-/// its last error.
+/// its last error; one that may not wait counts `first` as such.
 #[cold]
 #[inline(never)]
 pub(crate) fn wait_for_room<T>(
@@ -108,32 +107,25 @@ pub(crate) fn wait_for_room<T>(
     mut attempt: impl FnMut() -> Result<T, ReserveError>,
 ) -> Result<T, ReserveError> {
     if !may_wait() {
+        count_refusal(rare, first);
         return Err(first);
     }
     let deadline = Instant::now() + wait;
-    let mut last = first;
     let mut tries = 0u32;
     loop {
         back_off(tries);
         tries = tries.saturating_add(1);
         match attempt() {
             Err(e @ (ReserveError::Full | ReserveError::Busy)) => {
-                // Counted again: one refusal per write.
-                take_back(rare, last);
-                last = e;
+                // Not counted by the attempt: counted here, once, if the
+                // wait is over.
                 if Instant::now() >= deadline {
-                    if e == ReserveError::Busy {
-                        // Counted as a timeout, not as its last cause.
-                        rare.busy.fetch_sub(1, Ordering::Relaxed);
-                    }
-                    RareCounters::bump(&rare.timed_out, 1);
+                    rare.refused(Some(&rare.timed_out));
                     return Err(e);
                 }
             }
             other => {
-                // In, or refused for another cause (counted as such): the
-                // earlier refusal is not this write's outcome.
-                take_back(rare, last);
+                // In, or refused for another cause (counted as such).
                 if other.is_ok() {
                     RareCounters::bump(&rare.blocked, 1);
                 }
@@ -141,6 +133,16 @@ pub(crate) fn wait_for_room<T>(
             }
         }
     }
+}
+
+/// A refusal for a full buffer or a busy page (`refused`) of a write that
+/// did not wait in a ring configured to wait (the calls that pick a
+/// buffer by number): counted as such, as the waiting calls count theirs.
+#[cold]
+#[inline(never)]
+pub(crate) fn unwaited<T>(rare: &RareCounters, refused: ReserveError) -> Result<T, ReserveError> {
+    count_refusal(rare, refused);
+    Err(refused)
 }
 
 /// Spins briefly, then yields, then sleeps up to a tenth of a

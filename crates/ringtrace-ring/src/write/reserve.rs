@@ -364,15 +364,14 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
                         expected = actual;
                         continue;
                     }
+                    // A ring that waits counts the write's outcome when
+                    // the wait ends (`write::block`), not this attempt.
+                    if s.geometry().block_for.is_none() {
+                        crate::write::block::count_refusal(s.rare(), e);
+                    }
                     return Placement::failed(match e {
-                        ReserveError::Full => {
-                            s.rare().refused(None);
-                            FAIL_FULL
-                        }
-                        _ => {
-                            s.rare().refused(Some(&s.rare().busy));
-                            FAIL_BUSY
-                        }
+                        ReserveError::Full => FAIL_FULL,
+                        _ => FAIL_BUSY,
                     });
                 }
             }
