@@ -114,6 +114,29 @@ if part test; then
     cargo run -q --locked --example "$example"
   done
 
+  step "the Perfetto export checked with Perfetto's own definitions (perfetto_trace_pb2)"
+  perfetto_tmp=$(mktemp -d)
+  RINGTRACE_PERFETTO_OUT="$perfetto_tmp/cases" cargo test -q --locked -p ringtrace --test perfetto
+  for trace in "$perfetto_tmp"/cases/*.pftrace; do
+    python3 scripts/check_perfetto.py "$trace" "${trace%.pftrace}.jsonl" >/dev/null
+  done
+  echo "$(ls "$perfetto_tmp"/cases/*.pftrace | wc -l) random traces checked"
+  cargo run -q --locked --example async_backend -- --ring "$perfetto_tmp/async.ring"
+  target_dir=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  cargo build -q --locked -p ringtrace-cli --bin ringtrace
+  "$target_dir/debug/ringtrace" export "$perfetto_tmp/async.ring" --format perfetto -o "$perfetto_tmp/async.pftrace"
+  "$target_dir/debug/ringtrace" dump --json "$perfetto_tmp/async.ring" > "$perfetto_tmp/async.jsonl"
+  python3 scripts/check_perfetto.py "$perfetto_tmp/async.pftrace" "$perfetto_tmp/async.jsonl" --min-tasks 64 --min-links 64
+  # A session of two processes, exported to one trace.
+  cargo build -q --locked -p ringtrace --example paced
+  paced="$target_dir/debug/examples/paced --rate 5000 --seconds 1"
+  "$target_dir/debug/ringtrace" record -o "$perfetto_tmp/two" -- sh -c "$paced --threads 2 & $paced --threads 1; wait"
+  "$target_dir/debug/ringtrace" export "$perfetto_tmp/two" --format perfetto -o "$perfetto_tmp/two.pftrace"
+  "$target_dir/debug/ringtrace" dump --json "$perfetto_tmp/two" > "$perfetto_tmp/two.jsonl"
+  python3 scripts/check_perfetto.py "$perfetto_tmp/two.pftrace" "$perfetto_tmp/two.jsonl"
+  python3 -c 'import sys; from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb; t = pb.Trace(); t.ParseFromString(open(sys.argv[1], "rb").read()); n = sum(p.track_descriptor.HasField("process") for p in t.packet); assert n == 2, f"{n} process tracks, not 2"' "$perfetto_tmp/two.pftrace"
+  rm -rf "$perfetto_tmp"
+
   step "the README's recording: ringtrace record a program, export the session, trace-cmd reads it"
   cargo build -q --locked -p ringtrace-cli --bin ringtrace
   cargo build -q --locked -p ringtrace --example paced
@@ -122,6 +145,9 @@ if part test; then
   "$target_dir/debug/ringtrace" record -o "$session_tmp/trace" -- "$target_dir/debug/examples/paced" --rate 20000 --threads 2 --seconds 1
   "$target_dir/debug/ringtrace" export "$session_tmp/trace" --format trace-cmd -o "$session_tmp/trace.dat"
   events=$(trace-cmd report -i "$session_tmp/trace.dat" | grep -c ' event: ')
+  "$target_dir/debug/ringtrace" export "$session_tmp/trace" --format perfetto -o "$session_tmp/trace.pftrace"
+  "$target_dir/debug/ringtrace" dump --json "$session_tmp/trace" > "$session_tmp/trace.jsonl"
+  python3 scripts/check_perfetto.py "$session_tmp/trace.pftrace" "$session_tmp/trace.jsonl"
   rm -rf "$session_tmp"
   echo "trace-cmd report: $events events"
   [ "$events" -ge 39000 ] || { echo "the README's recording: $events events, not the 40000 paced fired" >&2; exit 1; }

@@ -5,182 +5,19 @@
 
 mod common;
 
+use common::trace::*;
 use common::TempDir;
 use proptest::prelude::*;
-use ringtrace_clock::{Clock, ClockInfo, Counter, Guarantee, TickConversion};
+use ringtrace_clock::Counter;
 use ringtrace_export::export::{export, ExportSummary, Format};
 use ringtrace_export::text::hex;
-use ringtrace_export::{Dump, DumpOptions, EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
+use ringtrace_export::{Dump, DumpOptions};
 use ringtrace_ring::file::{self, Recovery};
-use ringtrace_ring::{Mode, RingBuffer, RingConfig};
-use ringtrace_tracepoint::{FieldKind, SourceLocation, TraceField};
+use ringtrace_ring::{RingBuffer, RingConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-
-/// A clock the test sets by hand: a 2.4 GHz counter, so that ticks turn
-/// into ns with fractions of a µs.
-#[derive(Clone)]
-struct ManualClock(Arc<AtomicU64>);
-
-impl ManualClock {
-    fn advance(&self, by: u64) {
-        self.0.fetch_add(by, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn read(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-    fn info(&self) -> ClockInfo {
-        ClockInfo {
-            name: "manual".into(),
-            frequency_hz: Some(2_400_000_000),
-            ticks_are_ns: false,
-            guarantee: Guarantee::Global,
-            precision_ns: Some(0.5),
-            conversion: TickConversion::from_frequency(2_400_000_000),
-        }
-    }
-}
-
-/// The tracepoints of the test traces, by id.
-const IRQ_DISABLE: u32 = 1;
-const IRQ_ENABLE: u32 = 2;
-const PREEMPT_DISABLE: u32 = 3;
-const PREEMPT_ENABLE: u32 = 4;
-const SOFTIRQS_DISABLE: u32 = 5;
-const SOFTIRQS_ENABLE: u32 = 6;
-const PAGE_READ: u32 = 7;
-const QUEUE_COUNTER: u32 = 8;
-const WORK_ENTER: u32 = 9;
-const WORK_EXIT: u32 = 10;
-const GC_START: u32 = 11;
-const GC_STOP: u32 = 12;
-const LOAD: u32 = 13;
-
-fn metadata() -> TraceMetadata {
-    let loc = || {
-        vec![
-            FieldDesc::new("ip", FieldKind::Location),
-            FieldDesc::new("parent", FieldKind::Location),
-        ]
-    };
-    let tp = |id, name: &str, fields, format: &str| TracepointDesc {
-        name: name.into(),
-        id,
-        fields,
-        format: format.into(),
-    };
-    let preemptirq = "caller={} parent={}";
-    TraceMetadata::new(vec![
-        tp(IRQ_DISABLE, "preemptirq:irq_disable", loc(), preemptirq),
-        tp(IRQ_ENABLE, "preemptirq:irq_enable", loc(), preemptirq),
-        tp(
-            PREEMPT_DISABLE,
-            "preemptirq:preempt_disable",
-            loc(),
-            preemptirq,
-        ),
-        tp(
-            PREEMPT_ENABLE,
-            "preemptirq:preempt_enable",
-            loc(),
-            preemptirq,
-        ),
-        tp(
-            SOFTIRQS_DISABLE,
-            "preemptirq:softirqs_disable",
-            loc(),
-            preemptirq,
-        ),
-        tp(
-            SOFTIRQS_ENABLE,
-            "preemptirq:softirqs_enable",
-            loc(),
-            preemptirq,
-        ),
-        tp(
-            PAGE_READ,
-            "app:page_read",
-            vec![
-                FieldDesc::new("n", FieldKind::U32),
-                FieldDesc::new("note", FieldKind::Str),
-            ],
-            "n={} note={}",
-        ),
-        tp(
-            QUEUE_COUNTER,
-            "app:queue_counter",
-            vec![FieldDesc::new("depth", FieldKind::U32)],
-            "depth={}",
-        ),
-        tp(WORK_ENTER, "app:work_enter", vec![], ""),
-        tp(WORK_EXIT, "app:work_exit", vec![], ""),
-        tp(GC_START, "app:gc_start", vec![], ""),
-        tp(GC_STOP, "app:gc_stop", vec![], ""),
-        tp(
-            LOAD,
-            "app:load",
-            vec![FieldDesc::new("value", FieldKind::F64)],
-            "{}",
-        ),
-    ])
-    .with_untagged(EventLayout {
-        name: "sample".into(),
-        fields: vec![FieldDesc::new("v", FieldKind::U16)],
-        format: "v={}".into(),
-    })
-}
-
-/// Appends one field's encoding to a payload.
-type Encode = dyn Fn(&mut Vec<u8>);
-
-/// A tracepoint event's payload: id, tid, then the fields.
-fn payload(id: u32, tid: u32, fields: &[&Encode]) -> Vec<u8> {
-    let mut p = id.to_le_bytes().to_vec();
-    p.extend_from_slice(&tid.to_le_bytes());
-    for f in fields {
-        f(&mut p);
-    }
-    p
-}
-
-fn put<T: TraceField>(v: T) -> impl Fn(&mut Vec<u8>) {
-    move |p: &mut Vec<u8>| v.encode(&mut |b: &[u8]| p.extend_from_slice(b))
-}
-
-/// A preemptirq event at line `line` of `irq.rs`.
-fn preemptirq(id: u32, tid: u32, line: u32) -> Vec<u8> {
-    let at = |line| SourceLocation {
-        file: "irq.rs",
-        line,
-        column: 5,
-    };
-    payload(id, tid, &[&put(at(line)), &put(at(line + 1))])
-}
-
-fn page_read(tid: u32, n: u32, note: &'static str) -> Vec<u8> {
-    payload(PAGE_READ, tid, &[&put(n), &put(note)])
-}
-
-/// A 2-CPU overwrite-mode ring file of four 256-byte pages a CPU, stamped
-/// by the clock.
-fn ring(path: &Path, clock: ManualClock) -> RingBuffer<ManualClock> {
-    let config = RingConfig::default()
-        .cpus(2)
-        .page_size(256)
-        .per_cpu_bytes(256 * 4)
-        .mode(Mode::Overwrite)
-        .quarantine_pages(2)
-        .fixup_after(None)
-        .file(path)
-        .metadata(metadata().to_bytes());
-    RingBuffer::new(config, clock).unwrap()
-}
 
 /// The export of `recovery`, parsed, with its text.
 fn exported(recovery: &Recovery, dir: &TempDir) -> (ExportSummary, Value, String) {
@@ -518,28 +355,6 @@ fn a_clock_whose_ticks_are_not_time_exports_ticks_as_microseconds_and_says_so() 
         .map(|e| e["ts"].as_u64().expect("whole ticks"))
         .collect();
     assert_eq!(exported, ticks);
-}
-
-/// One random event: its CPU, its thread, what it is, and the clock
-/// ticks before it.
-#[derive(Debug, Clone)]
-struct Random {
-    cpu: usize,
-    tid: u32,
-    what: u32,
-    gap: u64,
-}
-
-fn random_payload(r: &Random) -> Vec<u8> {
-    match r.what {
-        IRQ_DISABLE..=SOFTIRQS_ENABLE => preemptirq(r.what, r.tid, r.what),
-        PAGE_READ => page_read(r.tid, r.what, "r"),
-        QUEUE_COUNTER => payload(QUEUE_COUNTER, r.tid, &[&put(r.gap as u32)]),
-        WORK_ENTER..=GC_STOP => payload(r.what, r.tid, &[]),
-        LOAD => payload(LOAD, r.tid, &[&put(r.gap as f64 / 7.0)]),
-        14 => vec![0x2A, 0],
-        _ => vec![0xEE; 5],
-    }
 }
 
 proptest! {

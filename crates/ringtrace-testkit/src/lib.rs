@@ -9,6 +9,10 @@
 //! - [`inert_text`], [`shown_char`], [`shown_byte`]: text output checked
 //!   for what a terminal would obey, and the escapes the text output
 //!   documents, written out here rather than taken from the library.
+//! - [`perfetto`]: a Perfetto trace read back, every rule the trace
+//!   processor relies on checked.
+
+pub mod perfetto;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -7,7 +7,10 @@
 //! entered and left in turn, and closed once; it prints how many tasks
 //! ran on more than one thread and exports a Chrome/Perfetto JSON trace.
 //!
-//! `cargo run --example async_backend --features tracing`
+//! `cargo run --example async_backend --features tracing`; with
+//! `-- --ring PATH` it records into a ring file at PATH (a flight
+//! recorder that `ringtrace dump` and `ringtrace export` read after the
+//! program has ended) instead of memory.
 
 use ringtrace::{DumpOptions, ExportFormat, Tracer};
 use std::collections::BTreeMap;
@@ -39,7 +42,19 @@ async fn request(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tracer = Tracer::builder().buffer_size(4 << 20).build()?;
+    let args: Vec<String> = std::env::args().collect();
+    let mut builder = Tracer::builder().buffer_size(4 << 20);
+    match args.iter().position(|a| a == "--ring") {
+        Some(i) => match args.get(i + 1) {
+            Some(path) => builder = builder.file(path),
+            None => return Err("--ring needs a path".into()),
+        },
+        None if args.len() > 1 => {
+            return Err(format!("unknown arguments {:?} (valid: --ring PATH)", &args[1..]).into())
+        }
+        None => {}
+    }
+    let tracer = builder.build()?;
     tracing_subscriber::registry().with(tracer.layer()).init();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

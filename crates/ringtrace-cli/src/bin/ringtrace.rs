@@ -121,8 +121,10 @@ enum Command {
     /// Writes a ring file's events in another tool's format: `text`
     /// (`ringtrace dump`'s lines), `trace-cmd` (a trace.dat that
     /// `trace-cmd report -i FILE` reads), `chrome` (the trace-event JSON
-    /// that Perfetto UI and chrome://tracing open) or `ctf` (a CTF 1.8
-    /// trace directory for babeltrace2 and Trace Compass). The output is
+    /// that Perfetto UI and chrome://tracing open), `ctf` (a CTF 1.8
+    /// trace directory for babeltrace2 and Trace Compass) or `perfetto`
+    /// (Perfetto's own protobuf trace: thread, async task, per-CPU and
+    /// counter tracks, flows, a clock snapshot). The output is
     /// written under a temporary name and renamed when complete, so a
     /// failure leaves no half-written file. docs/export.md maps the fields.
     ///
@@ -231,8 +233,9 @@ struct ExportArgs {
     align_wall_clock: bool,
     /// The format to write: `text` (ftrace's lines), `trace-cmd` (a
     /// trace.dat), `chrome` (Chrome trace-event JSON: spans, instants,
-    /// counters and `lost` markers) or `ctf` (a CTF 1.8 directory, which
-    /// must not exist or be empty).
+    /// counters and `lost` markers), `ctf` (a CTF 1.8 directory, which
+    /// must not exist or be empty) or `perfetto` (Perfetto's protobuf
+    /// trace, for ui.perfetto.dev).
     #[arg(long, default_value = "text")]
     format: String,
     /// Where to write it: a file (`-` for standard output), or for `ctf` a

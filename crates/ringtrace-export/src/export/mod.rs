@@ -11,6 +11,7 @@ pub mod chrome;
 mod ctf;
 mod guard;
 pub mod output;
+mod perfetto;
 mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
@@ -35,12 +36,21 @@ pub enum Format {
     /// A CTF 1.8 trace directory, as babeltrace2 and Trace Compass read
     /// it.
     Ctf,
+    /// Perfetto's own protobuf trace, which ui.perfetto.dev and the trace
+    /// processor open: tracks per process and thread, interned names,
+    /// typed arguments, a clock snapshot (see `docs/export.md`).
+    Perfetto,
 }
 
 impl Format {
     /// Every format, as `--format` names them.
-    pub const ALL: &'static [Format] =
-        &[Format::Text, Format::TraceCmd, Format::Chrome, Format::Ctf];
+    pub const ALL: &'static [Format] = &[
+        Format::Text,
+        Format::TraceCmd,
+        Format::Chrome,
+        Format::Ctf,
+        Format::Perfetto,
+    ];
 
     /// The name `--format` takes.
     pub fn name(self) -> &'static str {
@@ -49,6 +59,7 @@ impl Format {
             Format::TraceCmd => "trace-cmd",
             Format::Chrome => "chrome",
             Format::Ctf => "ctf",
+            Format::Perfetto => "perfetto",
         }
     }
 
@@ -240,6 +251,7 @@ pub fn export_trace(
         Format::TraceCmd => trace_cmd::write(trace, out),
         Format::Chrome => chrome::export(trace, out),
         Format::Ctf => ctf::write(trace, out),
+        Format::Perfetto => perfetto::export(trace, out),
     }?;
     done.warnings.extend(trace.alignment_notes());
     Ok(done)

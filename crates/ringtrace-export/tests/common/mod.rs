@@ -3,3 +3,5 @@
 
 #[allow(unused_imports)] // not every test binary that includes this uses it
 pub use ringtrace_testkit::TempDir;
+
+pub mod trace;

@@ -1,0 +1,69 @@
+//! Interned strings of one packet sequence: event names, categories,
+//! debug annotation names and repeated string values, each given a number (an iid, from 1) the first
+//! time it is used. The strings new to a packet go into that packet's
+//! `interned_data`, which Perfetto reads before the packet's event, so
+//! every iid is described before (or where) it is first used.
+
+use std::collections::HashMap;
+
+/// What a string names: one `InternedData` field each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Kind {
+    /// `event_categories` (1): `EventCategory`.
+    Category,
+    /// `event_names` (2): `EventName`.
+    EventName,
+    /// `debug_annotation_names` (3): `DebugAnnotationName`.
+    AnnotationName,
+    /// `debug_annotation_string_values` (29): `InternedString`.
+    StringValue,
+}
+
+impl Kind {
+    /// The `InternedData` field that carries this kind.
+    pub fn field(self) -> u32 {
+        match self {
+            Kind::Category => 1,
+            Kind::EventName => 2,
+            Kind::AnnotationName => 3,
+            Kind::StringValue => 29,
+        }
+    }
+}
+
+/// The strings of one sequence, and those new since the last packet.
+#[derive(Debug, Default)]
+pub(super) struct Interned {
+    ids: HashMap<Kind, HashMap<String, u64>>,
+    /// New in the packet being built: kind, iid, string.
+    pub fresh: Vec<(Kind, u64, String)>,
+}
+
+impl Interned {
+    /// The iid of `s` as a `kind`, made (and noted fresh) if new.
+    pub fn id(&mut self, kind: Kind, s: &str) -> u64 {
+        let ids = self.ids.entry(kind).or_default();
+        if let Some(&id) = ids.get(s) {
+            return id;
+        }
+        let id = ids.len() as u64 + 1;
+        ids.insert(s.to_owned(), id);
+        self.fresh.push((kind, id, s.to_owned()));
+        id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_counts_its_own_ids_and_a_string_is_fresh_once() {
+        let mut i = Interned::default();
+        assert_eq!(i.id(Kind::EventName, "a"), 1);
+        assert_eq!(i.id(Kind::EventName, "b"), 2);
+        assert_eq!(i.id(Kind::Category, "a"), 1);
+        assert_eq!(i.id(Kind::EventName, "a"), 1);
+        assert_eq!(i.fresh.len(), 3);
+    }
+}

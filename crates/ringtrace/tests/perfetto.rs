@@ -1,0 +1,197 @@
+//! `Tracer::export(ExportFormat::Perfetto, ..)` over random `tracing`
+//! workloads (threads, nested spans, async tasks polled by several
+//! threads, `follows_from` links, events, losses in a small overwrite
+//! ring): the output, read back with a protobuf wire decoder, is a valid
+//! Perfetto trace (sequences, interning, tracks described before use,
+//! slices nested on every track, flows joining two events or more) and
+//! holds what the ring's own reader shows (every event and span enter at
+//! its time on its thread, each loss with its count, a task track for
+//! each task).
+//!
+//! With RINGTRACE_PERFETTO_OUT=DIR each case's trace and dump are kept
+//! there for scripts/check_perfetto.py, which checks them with
+//! Perfetto's own definitions.
+
+#![cfg(feature = "tracing")]
+
+use proptest::prelude::*;
+use ringtrace::export::Dump;
+use ringtrace::{DumpOptions, ExportFormat, Mode, Tracer};
+use ringtrace_testkit::perfetto::resolve;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// What one test thread does.
+#[derive(Debug, Clone)]
+enum Step {
+    /// An event with two fields.
+    Event(u64),
+    /// Spans nested this deep, an event in the innermost.
+    Nested(u8),
+    /// A task created here and polled by this many threads in turn, each
+    /// poll recording an event; it follows from the previous task.
+    Task(u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        any::<u64>().prop_map(Step::Event),
+        (1..4u8).prop_map(Step::Nested),
+        (1..4u8).prop_map(Step::Task),
+    ]
+}
+
+/// Thread `t`'s steps.
+fn run(t: usize, steps: &[Step]) {
+    let mut previous: Option<tracing::Span> = None;
+    {
+        for s in steps {
+            match s {
+                Step::Event(v) => tracing::info!(v, thread = t, "ev"),
+                Step::Nested(depth) => {
+                    let spans: Vec<tracing::Span> = (0..*depth)
+                        .map(|d| tracing::info_span!("nested", d))
+                        .collect();
+                    let guards: Vec<_> = spans.iter().map(|s| s.enter()).collect();
+                    tracing::warn!(depth, "inside");
+                    drop(guards);
+                }
+                Step::Task(polls) => {
+                    let task = tracing::info_span!("task", polls);
+                    if let Some(p) = &previous {
+                        task.follows_from(p);
+                    }
+                    let dispatch = tracing::dispatcher::get_default(|d| d.clone());
+                    for poll in 0..*polls {
+                        let task = task.clone();
+                        let dispatch = dispatch.clone();
+                        std::thread::spawn(move || {
+                            tracing::dispatcher::with_default(&dispatch, || {
+                                task.in_scope(|| tracing::debug!(poll, "poll"));
+                            })
+                        })
+                        .join()
+                        .unwrap();
+                    }
+                    previous = Some(task);
+                }
+            }
+        }
+    }
+}
+
+fn out_dir() -> Option<PathBuf> {
+    std::env::var_os("RINGTRACE_PERFETTO_OUT").map(PathBuf::from)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 24,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn random_tracing_workloads_export_to_a_valid_perfetto_trace_of_the_same_events(
+        steps in prop::collection::vec(prop::collection::vec(step(), 0..40), 1..4),
+        small in any::<bool>(),
+    ) {
+        let dir = ringtrace_testkit::TempDir::new("perfetto");
+        let ring = dir.0.join("t.ring");
+        // A small ring overwrites, so that losses are exported too.
+        let tracer = Tracer::builder()
+            .file(&ring)
+            .cpus(2)
+            .page_size(4096)
+            .buffer_size(if small { 8192 } else { 1 << 20 })
+            .mode(Mode::Overwrite)
+            .build()
+            .unwrap();
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
+        tracing::dispatcher::with_default(&dispatch, || {
+            std::thread::scope(|s| {
+                for (t, part) in steps.iter().enumerate() {
+                    let dispatch = &dispatch;
+                    s.spawn(move || tracing::dispatcher::with_default(dispatch, || run(t, part)));
+                }
+            });
+        });
+        drop(dispatch);
+        tracer.flush();
+        let out = dir.0.join("t.pftrace");
+        let summary = tracer.export(ExportFormat::Perfetto, &out).unwrap();
+        let (events, tracks) = resolve(&std::fs::read(&out).unwrap());
+
+        let snapshot = tracer.snapshot().unwrap();
+        let dump = Dump::new(&snapshot, DumpOptions::default()).unwrap();
+        let lines: Vec<serde_json::Value> = dump.events().iter().map(|e| dump.json(e)).collect();
+        prop_assert_eq!(summary.events, lines.len() as u64);
+        let tid_of = |track: u64| tracks[&track].tid;
+        // Every event and every span enter, at its time on its thread.
+        let mut instants: HashMap<(u64, u64, String), usize> = HashMap::new();
+        let mut slices: HashMap<(u64, u64, String), usize> = HashMap::new();
+        for e in &events {
+            let Some(tid) = tid_of(e.track) else { continue };
+            let key = (e.ts, tid, e.name.clone().unwrap_or_default());
+            match e.kind {
+                3 => *instants.entry(key).or_default() += 1,
+                1 => *slices.entry(key).or_default() += 1,
+                _ => {}
+            }
+        }
+        let (mut lost, mut enters, mut spans_entered) = (0, 0, HashMap::<u64, HashSet<u64>>::new());
+        let mut created = HashSet::new();
+        for l in &lines {
+            lost += l["lost_before"].as_u64().unwrap();
+            let ts = l["ts"].as_u64().unwrap();
+            let tid = l["tid"].as_u64().unwrap();
+            match l["event"].as_str().unwrap() {
+                "tracing:event" => {
+                    let name = l["fields"]["message"].as_str().unwrap().to_owned();
+                    let n = instants.get_mut(&(ts, tid, name.clone()));
+                    prop_assert!(n.as_ref().is_some_and(|n| **n > 0), "event {} at {} on {}", name, ts, tid);
+                    *n.unwrap() -= 1;
+                }
+                "tracing:span_enter" => {
+                    let name = l["callsite"].as_str().unwrap().to_owned();
+                    let n = slices.get_mut(&(ts, tid, name.clone()));
+                    prop_assert!(n.as_ref().is_some_and(|n| **n > 0), "span {} entered at {} on {}", name, ts, tid);
+                    *n.unwrap() -= 1;
+                    enters += 1;
+                    spans_entered.entry(l["span"].as_u64().unwrap()).or_default().insert(tid);
+                }
+                "tracing:span_new" => {
+                    created.insert(l["span"].as_u64().unwrap());
+                }
+                _ => {}
+            }
+        }
+        let marked: u64 = events
+            .iter()
+            .filter(|e| e.kind == 3 && e.name.as_deref() == Some("lost"))
+            .map(|e| e.args["count"].parse::<u64>().unwrap())
+            .sum();
+        prop_assert!(marked >= lost, "{} lost before events, {} marked", lost, marked);
+        prop_assert_eq!(summary.lost, marked);
+        // A task (a span created in the trace and entered on two threads)
+        // has its own track.
+        let tasks = spans_entered
+            .iter()
+            .filter(|(span, tids)| tids.len() > 1 && created.contains(*span))
+            .count();
+        let task_tracks = tracks
+            .values()
+            .filter(|t| t.name.as_deref().is_some_and(|n| n.starts_with("task #")))
+            .count();
+        prop_assert!(task_tracks >= tasks, "{} task tracks for {} tasks", task_tracks, tasks);
+        prop_assert!(enters <= events.iter().filter(|e| e.kind == 1).count());
+        if let Some(keep) = out_dir() {
+            std::fs::create_dir_all(&keep).unwrap();
+            let n = std::fs::read_dir(&keep).unwrap().count();
+            std::fs::copy(&out, keep.join(format!("case-{n}.pftrace"))).unwrap();
+            let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            std::fs::write(keep.join(format!("case-{n}.jsonl")), text.join("\n") + "\n").unwrap();
+        }
+    }
+}
