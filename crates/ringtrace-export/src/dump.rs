@@ -56,6 +56,10 @@ pub enum DumpError {
         /// Its last CPU buffer.
         last: usize,
     },
+    /// A streamed trace ([`Trace::with_source`]): the dump holds its
+    /// events in memory, from the recoveries.
+    #[error("a streamed trace cannot be dumped: read it whole (Trace::materialized, or a session opened with Session::open) and dump that")]
+    Streamed,
 }
 
 /// A recovered file, ready to print event by event.
@@ -162,6 +166,9 @@ impl<'r> Dump<'r> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn for_trace(trace: Trace<'r>, options: DumpOptions) -> Result<Dump<'r>, DumpError> {
+        if trace.is_streamed() {
+            return Err(DumpError::Streamed);
+        }
         let cpus = trace
             .processes()
             .iter()

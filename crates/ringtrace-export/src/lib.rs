@@ -49,6 +49,7 @@
 mod decode;
 mod dump;
 pub mod export;
+mod merge;
 mod metadata;
 mod summary;
 pub mod text;

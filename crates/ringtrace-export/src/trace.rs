@@ -6,7 +6,7 @@ use super::decode::Decoder;
 use super::summary::{metadata_decoder, MetadataDecoder, UnusableMetadata};
 use super::text::comm;
 use ringtrace_clock::{Guarantee, TickConversion};
-use ringtrace_ring::file::{FileClock, Recovery};
+use ringtrace_ring::file::{EventSource, FileClock, Recovery};
 use ringtrace_ring::Event;
 use thiserror::Error;
 
@@ -175,6 +175,17 @@ pub struct Trace<'r> {
     processes: Vec<Process<'r>>,
     align: Alignment,
     clock: FileClock,
+    source: Option<Source<'r>>,
+}
+
+/// Where a streamed trace's events come from.
+#[derive(Clone, Copy)]
+pub(crate) struct Source<'r>(pub &'r dyn EventSource);
+
+impl std::fmt::Debug for Source<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventSource")
+    }
 }
 
 /// The timeline's clock under [`Alignment::WallClock`]: ns since the epoch.
@@ -248,6 +259,7 @@ impl<'r> Trace<'r> {
             } else {
                 first.header.clock.clone()
             },
+            source: None,
         })
     }
 
@@ -257,7 +269,50 @@ impl<'r> Trace<'r> {
             processes: vec![Process::new(recovery, false)],
             align: Alignment::SharedClock,
             clock: recovery.header.clock.clone(),
+            source: None,
         }
+    }
+
+    /// The same trace with its events read from `source` (its process `i`
+    /// is this trace's process `i`) a batch at a time, not from the
+    /// recoveries: a session opened streamed, whose recoveries hold no
+    /// events. [`Trace::for_each_event`] and the Perfetto export then hold
+    /// one batch per CPU buffer, whatever the trace's size; the other
+    /// formats read every event into memory first, and
+    /// [`Trace::events`] and the dump, which hold references into the
+    /// recoveries, see only the events these hold.
+    pub fn with_source(mut self, source: &'r dyn EventSource) -> Trace<'r> {
+        self.source = Some(Source(source));
+        self
+    }
+
+    /// Whether its events come from a source ([`Trace::with_source`]).
+    pub fn is_streamed(&self) -> bool {
+        self.source.is_some()
+    }
+
+    /// Its recoveries with every event its source gives read into them
+    /// (as they are, for a trace that is not streamed): for readers that
+    /// need the whole trace at once.
+    pub fn materialized(&self) -> Vec<Recovery> {
+        self.processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut r = p.recovery.clone();
+                if let Some(source) = self.source() {
+                    for (cpu, c) in r.cpus.iter_mut().enumerate() {
+                        c.events = source.batches(i, cpu).flatten().collect();
+                        c.counts.recovered = c.events.len() as u64;
+                    }
+                }
+                r
+            })
+            .collect()
+    }
+
+    pub(crate) fn source(&self) -> Option<&'r dyn EventSource> {
+        self.source.map(|s| s.0)
     }
 
     /// The processes, in the order given.

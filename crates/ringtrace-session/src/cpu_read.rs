@@ -10,9 +10,10 @@ use ringtrace_ring::file::{CpuRecovery, LossNote};
 use ringtrace_ring::Event;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Who the chunks must belong to.
+#[derive(Debug, Clone)]
 pub(crate) struct Owner {
     pub pid: u32,
     pub start: u64,
@@ -59,32 +60,65 @@ fn listing(dir: &Path, first_kept: u32) -> Vec<(u32, bool)> {
     found.into_iter().collect()
 }
 
-/// Reads the chunks of `dir` for `owner`.
-pub(crate) fn read(dir: &Path, owner: &Owner) -> CpuRead {
-    let mut out = CpuRead {
-        recovery: CpuRecovery::new(owner.cpu),
-        losses: Vec::new(),
-    };
-    let mut pending_lost = 0u64;
-    for (number, open) in listing(dir, owner.first_kept) {
+/// What one chunk held: its events (with the losses before each), its
+/// loss entries, its problems, and where the losses stand among its
+/// events.
+pub(crate) struct ChunkRead {
+    pub events: Vec<Event>,
+    pub losses: Vec<Loss>,
+    pub problems: Vec<String>,
+    /// Loss notes, `before` counted within this chunk's events.
+    pub loss_notes: Vec<LossNote>,
+}
+
+/// One CPU buffer's chunks, read one at a time, in order: each holds
+/// one chunk's events, so that a reader that goes through them once holds
+/// no more. A loss at the end of one chunk counts on the first event of
+/// the next.
+pub(crate) struct CpuChunks {
+    dir: PathBuf,
+    owner: Owner,
+    listing: std::vec::IntoIter<(u32, bool)>,
+    pending_lost: u64,
+}
+
+impl CpuChunks {
+    /// The chunks of `dir` for `owner`.
+    pub fn new(dir: &Path, owner: Owner) -> CpuChunks {
+        CpuChunks {
+            listing: listing(dir, owner.first_kept).into_iter(),
+            dir: dir.to_owned(),
+            owner,
+            pending_lost: 0,
+        }
+    }
+
+    /// Reads chunk `number` (the open one if `open`).
+    fn chunk(&mut self, number: u32, open: bool) -> ChunkRead {
+        let owner = &self.owner;
+        let mut out = ChunkRead {
+            events: Vec::new(),
+            losses: Vec::new(),
+            problems: Vec::new(),
+            loss_notes: Vec::new(),
+        };
         let name = crate::open_chunk::file_name(number, if open { "open" } else { "chunk" });
-        let path = dir.join(&name);
-        let problems = &mut out.recovery.problems;
+        let path = self.dir.join(&name);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
             Err(e) => {
-                problems.push(format!("{name} cannot be read: {e}"));
-                continue;
+                out.problems.push(format!("{name} cannot be read: {e}"));
+                return out;
             }
         };
         if open && bytes.len() < HEADER_LEN {
-            continue; // made, and its writer stopped before its header
+            return out; // made, and its writer stopped before its header
         }
         let read = match chunk::read(&bytes, open) {
             Ok(r) => r,
             Err(why) => {
-                problems.push(format!("{name} cannot be read: {why}"));
-                continue;
+                out.problems.push(format!("{name} cannot be read: {why}"));
+                return out;
             }
         };
         let h = &read.header;
@@ -93,28 +127,27 @@ pub(crate) fn read(dir: &Path, owner: &Owner) -> CpuRead {
             || h.cpu as usize != owner.cpu
             || h.number != number
         {
-            problems.push(format!(
+            out.problems.push(format!(
                 "{name} belongs elsewhere: its header says pid {}, start {}, CPU {}, chunk {}",
                 h.pid, h.start, h.cpu, h.number
             ));
-            continue;
+            return out;
         }
         if let Some(why) = &read.problem {
-            problems.push(format!("{name} is damaged, read up to it: {why}"));
+            out.problems
+                .push(format!("{name} is damaged, read up to it: {why}"));
         }
         for entry in read.entries {
             match entry {
                 Entry::Loss { ts, count, cause } => {
-                    pending_lost = pending_lost.saturating_add(count);
+                    self.pending_lost = self.pending_lost.saturating_add(count);
                     out.losses.push(loss(owner, ts, count, cause));
-                    let before = out.recovery.events.len();
-                    out.recovery
-                        .loss_notes
-                        .push(LossNote::new(before, count, cause.name()));
+                    out.loss_notes
+                        .push(LossNote::new(out.events.len(), count, cause.name()));
                 }
                 Entry::Page(bytes) => {
                     if bytes.len() > owner.page_size {
-                        out.recovery.problems.push(format!(
+                        out.problems.push(format!(
                             "{name} holds a page of {} bytes, past the ring's page size {}: skipped",
                             bytes.len(),
                             owner.page_size
@@ -122,39 +155,66 @@ pub(crate) fn read(dir: &Path, owner: &Owner) -> CpuRead {
                         continue;
                     }
                     let Some(decoded) = page::decode(&bytes) else {
-                        out.recovery.problems.push(format!(
+                        out.problems.push(format!(
                             "{name} holds a page of {} bytes, shorter than a page header: skipped",
                             bytes.len()
                         ));
                         continue;
                     };
                     if let Some(why) = decoded.problem {
-                        out.recovery.problems.push(format!(
+                        out.problems.push(format!(
                             "{name}: page {} is damaged, read up to it: {why}",
                             decoded.header.seq
                         ));
                     }
                     let page_lost = u64::from(decoded.header.lost);
                     if page_lost > 0 {
-                        pending_lost = pending_lost.saturating_add(page_lost);
-                        let before = out.recovery.events.len();
-                        out.recovery.loss_notes.push(LossNote::new(
-                            before,
+                        self.pending_lost = self.pending_lost.saturating_add(page_lost);
+                        out.loss_notes.push(LossNote::new(
+                            out.events.len(),
                             page_lost,
                             "overwritten or lost with a writer (the page's count)",
                         ));
                     }
                     for (ts, payload) in decoded.events {
-                        out.recovery.events.push(Event {
+                        out.events.push(Event {
                             cpu: owner.cpu,
                             ts,
                             payload,
-                            lost_before: std::mem::take(&mut pending_lost),
+                            lost_before: std::mem::take(&mut self.pending_lost),
                         });
                     }
                 }
             }
         }
+        out
+    }
+}
+
+impl Iterator for CpuChunks {
+    type Item = ChunkRead;
+
+    fn next(&mut self) -> Option<ChunkRead> {
+        let (number, open) = self.listing.next()?;
+        Some(self.chunk(number, open))
+    }
+}
+
+/// Reads every chunk of `dir` for `owner`.
+pub(crate) fn read(dir: &Path, owner: Owner) -> CpuRead {
+    let mut out = CpuRead {
+        recovery: CpuRecovery::new(owner.cpu),
+        losses: Vec::new(),
+    };
+    for mut chunk in CpuChunks::new(dir, owner) {
+        let before = out.recovery.events.len();
+        for mut note in chunk.loss_notes {
+            note.before += before;
+            out.recovery.loss_notes.push(note);
+        }
+        out.recovery.problems.append(&mut chunk.problems);
+        out.recovery.events.append(&mut chunk.events);
+        out.losses.append(&mut chunk.losses);
     }
     out.recovery.counts.recovered = out.recovery.events.len() as u64;
     out

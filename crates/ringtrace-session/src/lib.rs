@@ -67,6 +67,7 @@ mod process;
 mod process_writer;
 mod reader;
 mod shared;
+mod streamed;
 mod writer;
 
 pub use drain::{Drained, Drainer};

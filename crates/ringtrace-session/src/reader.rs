@@ -14,11 +14,16 @@ use ringtrace_ring::file::{FileClock, Recovery, RecoveryParts, UnreadableMetadat
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// A session directory, read back.
 ///
-/// Reading holds every event of the session in memory (a process's
-/// `Recovery` holds its events); chunks are decoded one at a time.
+/// [`Session::open`] holds every event of the session in memory (a
+/// process's `Recovery` holds its events); chunks are decoded one at a
+/// time. [`Session::open_streamed`] reads the index, descriptions and
+/// metadata only, and gives the events a chunk at a time through
+/// [`EventSource`](ringtrace_ring::file::EventSource), for a reader whose
+/// memory must not grow with the session (the Perfetto export).
 ///
 /// ```
 /// use ringtrace_session::{OpenError, Session};
@@ -35,6 +40,11 @@ pub struct Session {
     losses: Vec<Loss>,
     rotated_out: RotatedOut,
     problems: Vec<String>,
+    /// Opened streamed: each process's CPU directories and owners, read
+    /// when asked for.
+    pub(crate) streamed: Option<Vec<Vec<(PathBuf, Owner)>>>,
+    /// Problems met while streaming chunks.
+    pub(crate) stream_problems: Mutex<Vec<String>>,
 }
 
 /// One process of a session, read back.
@@ -89,7 +99,37 @@ impl Session {
     /// index that is corrupt, the directory unreadable: each naming the
     /// path.
     pub fn open(dir: impl AsRef<Path>) -> Result<Session, OpenError> {
-        let dir = dir.as_ref().to_owned();
+        Session::read(dir.as_ref(), false)
+    }
+
+    /// Reads session directory `dir` as [`open`](Session::open) does,
+    /// except the events: each process's recovery has its CPUs with no
+    /// events (their `counts.recovered` is what the index counts), and
+    /// [`EventSource::batches`](ringtrace_ring::file::EventSource::batches)
+    /// reads each CPU's chunks one at a time when asked, so that a reader
+    /// that goes through them once holds one chunk per CPU. Problems of
+    /// the chunks are known once read: [`stream_problems`](Session::stream_problems).
+    ///
+    /// ```
+    /// use ringtrace_session::{OpenError, Session};
+    /// let err = Session::open_streamed("/nonexistent/session").unwrap_err();
+    /// assert!(matches!(err, OpenError::NotASession { .. }));
+    /// ```
+    pub fn open_streamed(dir: impl AsRef<Path>) -> Result<Session, OpenError> {
+        Session::read(dir.as_ref(), true)
+    }
+
+    /// What was wrong with the chunks streamed so far (with
+    /// [`open_streamed`](Session::open_streamed)), in words.
+    pub fn stream_problems(&self) -> Vec<String> {
+        self.stream_problems
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
+    }
+
+    fn read(dir: &Path, streamed: bool) -> Result<Session, OpenError> {
+        let dir = dir.to_owned();
         let index_path = dir.join(INDEX);
         let bytes = match fs::read(&index_path) {
             Ok(b) => b,
@@ -142,6 +182,8 @@ impl Session {
             losses: Vec::new(),
             rotated_out: RotatedOut::default(),
             problems: Vec::new(),
+            streamed: streamed.then(Vec::new),
+            stream_problems: Mutex::new(Vec::new()),
         };
         for p in &index.processes {
             for c in &p.cpus {
@@ -195,6 +237,7 @@ impl Session {
             }
         };
         let mut cpus = Vec::new();
+        let mut owners = Vec::new();
         for cpu in 0..info.header.cpus {
             let first_kept = indexed
                 .and_then(|p| p.cpus.get(cpu))
@@ -206,7 +249,19 @@ impl Session {
                 page_size: info.header.page_size,
                 first_kept,
             };
-            let mut read = cpu_read::read(&cpu_dir(&dir, cpu), &owner);
+            if self.streamed.is_some() {
+                let mut recovery = ringtrace_ring::file::CpuRecovery::new(cpu);
+                if let Some(c) = indexed.and_then(|p| p.cpus.get(cpu)) {
+                    recovery.counts.recovered = c
+                        .counters
+                        .events
+                        .saturating_sub(c.counters.rotated_out.events);
+                }
+                owners.push((cpu_dir(&dir, cpu), owner));
+                cpus.push(recovery);
+                continue;
+            }
+            let mut read = cpu_read::read(&cpu_dir(&dir, cpu), owner);
             if let Some(c) = indexed.and_then(|p| p.cpus.get(cpu)) {
                 let expected = c
                     .counters
@@ -242,6 +297,9 @@ impl Session {
         let written: Vec<Counters> = indexed
             .map(|p| p.cpus.iter().map(|c| c.counters).collect())
             .unwrap_or_default();
+        if let Some(streams) = self.streamed.as_mut() {
+            streams.push(owners);
+        }
         self.processes.push(SessionProcess {
             pid: info.pid,
             start: info.start,

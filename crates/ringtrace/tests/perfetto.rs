@@ -195,3 +195,106 @@ proptest! {
         }
     }
 }
+
+/// A session streamed by the program itself, with tasks, nested spans and
+/// events on several threads: the Perfetto export of the session opened
+/// streamed (a chunk at a time) is the export of the session read whole,
+/// byte for byte; the other formats read a streamed trace whole; the dump
+/// refuses one.
+#[test]
+fn a_session_exports_the_same_perfetto_trace_streamed_as_read_whole() {
+    use ringtrace::export::export::export_trace;
+    use ringtrace::export::Trace;
+    use ringtrace::session::Session;
+    let dir = ringtrace_testkit::TempDir::new("perfetto-session");
+    let session_dir = dir.0.join("trace");
+    let tracer = Tracer::builder()
+        .blocking(std::time::Duration::from_secs(5))
+        .buffer_size(16 << 10)
+        .page_size(4096)
+        .stream_to(&session_dir)
+        .stream_options(ringtrace::session::SessionOptions::default().rotate_size(16 << 10))
+        .build()
+        .unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
+    let steps: Vec<Vec<Step>> = (0..3)
+        .map(|t| {
+            (0..200u64)
+                .map(|i| match (i + t) % 3 {
+                    0 => Step::Event(i),
+                    1 => Step::Nested((i % 3) as u8 + 1),
+                    _ => Step::Task((i % 3) as u8 + 1),
+                })
+                .collect()
+        })
+        .collect();
+    tracing::dispatcher::with_default(&dispatch, || {
+        std::thread::scope(|s| {
+            for (t, part) in steps.iter().enumerate() {
+                let dispatch = &dispatch;
+                s.spawn(move || tracing::dispatcher::with_default(dispatch, || run(t, part)));
+            }
+        });
+    });
+    drop(dispatch);
+    tracer.finish().unwrap();
+
+    let whole = Session::open(&session_dir).unwrap();
+    let chunks: usize = std::fs::read_dir(&session_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir() && e.file_name() != "rings")
+        .flat_map(|p| std::fs::read_dir(p.path()).unwrap().filter_map(Result::ok))
+        .filter(|e| e.path().is_dir())
+        .map(|cpu| std::fs::read_dir(cpu.path()).unwrap().count())
+        .sum();
+    assert!(chunks > 2, "the session is in several chunks: {chunks}");
+    let whole_recoveries = whole.recoveries();
+    let whole_trace =
+        Trace::new(&whole_recoveries, ringtrace::export::Alignment::SharedClock).unwrap();
+    let streamed = Session::open_streamed(&session_dir).unwrap();
+    let streamed_recoveries = streamed.recoveries();
+    assert!(streamed_recoveries
+        .iter()
+        .all(|r| r.cpus.iter().all(|c| c.events.is_empty())));
+    let streamed_trace = Trace::new(
+        &streamed_recoveries,
+        ringtrace::export::Alignment::SharedClock,
+    )
+    .unwrap()
+    .with_source(&streamed);
+
+    let (a, b) = (dir.0.join("whole.pftrace"), dir.0.join("streamed.pftrace"));
+    let done_whole = export_trace(&whole_trace, ExportFormat::Perfetto, &a).unwrap();
+    let done_streamed = export_trace(&streamed_trace, ExportFormat::Perfetto, &b).unwrap();
+    assert_eq!(done_whole.events, done_streamed.events);
+    assert!(done_whole.events > 1000, "{}", done_whole.events);
+    let bytes = std::fs::read(&a).unwrap();
+    assert!(
+        bytes == std::fs::read(&b).unwrap(),
+        "the streamed export differs"
+    );
+    let (events, tracks) = resolve(&bytes);
+    assert!(
+        events.iter().filter(|e| e.kind == 3).count() >= 600,
+        "the events are instants"
+    );
+    assert!(tracks
+        .values()
+        .any(|t| t.name.as_deref().is_some_and(|n| n.starts_with("task #"))));
+    assert!(
+        streamed.stream_problems().is_empty(),
+        "{:?}",
+        streamed.stream_problems()
+    );
+
+    let (c, d) = (dir.0.join("whole.json"), dir.0.join("streamed.json"));
+    export_trace(&whole_trace, ExportFormat::Chrome, &c).unwrap();
+    export_trace(&streamed_trace, ExportFormat::Chrome, &d).unwrap();
+    assert!(
+        std::fs::read(&c).unwrap() == std::fs::read(&d).unwrap(),
+        "chrome differs"
+    );
+    let refused = Dump::for_trace(streamed_trace, DumpOptions::default()).unwrap_err();
+    assert!(refused.to_string().contains("streamed"), "{refused}");
+}

@@ -1085,10 +1085,57 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 fn inputs(
     files: &[std::path::PathBuf],
 ) -> Result<Vec<ringtrace::ring::file::Recovery>, Box<dyn std::error::Error>> {
-    let mut all = Vec::new();
+    Ok(read_inputs(files, false)?.recoveries)
+}
+
+/// What `read_inputs` read: the recoveries, and the sessions opened
+/// streamed with the index of their first process among them.
+struct Inputs {
+    recoveries: Vec<ringtrace::ring::file::Recovery>,
+    sessions: Vec<(usize, ringtrace_session::Session)>,
+}
+
+impl ringtrace::ring::file::EventSource for Inputs {
+    /// A streamed session's process: its chunks one at a time; a ring
+    /// file's: its events, in one batch.
+    fn batches(
+        &self,
+        process: usize,
+        cpu: usize,
+    ) -> Box<dyn Iterator<Item = Vec<ringtrace::ring::Event>> + '_> {
+        for (first, session) in &self.sessions {
+            if (*first..first + session.processes().len()).contains(&process) {
+                return session.batches(process - first, cpu);
+            }
+        }
+        let events = self
+            .recoveries
+            .get(process)
+            .and_then(|r| r.cpus.get(cpu))
+            .map(|c| c.events.clone());
+        Box::new(events.into_iter())
+    }
+}
+
+/// Reads the inputs as `inputs` says; with `streamed`, a session's events
+/// are left in its files, for `Inputs`' `EventSource` to give a chunk at a
+/// time.
+fn read_inputs(
+    files: &[std::path::PathBuf],
+    streamed: bool,
+) -> Result<Inputs, Box<dyn std::error::Error>> {
+    let mut all = Inputs {
+        recoveries: Vec::new(),
+        sessions: Vec::new(),
+    };
     for f in files {
         if f.is_dir() {
-            let session = match ringtrace_session::Session::open(f) {
+            let opened = if streamed {
+                ringtrace_session::Session::open_streamed(f)
+            } else {
+                ringtrace_session::Session::open(f)
+            };
+            let session = match opened {
                 Ok(s) => s,
                 Err(ringtrace_session::OpenError::NotASession { .. }) => {
                     return Err(format!(
@@ -1106,9 +1153,12 @@ fn inputs(
             if processes.is_empty() {
                 return Err(format!("{}: the session holds no process", f.display()).into());
             }
-            all.extend(processes);
+            if streamed {
+                all.sessions.push((all.recoveries.len(), session));
+            }
+            all.recoveries.extend(processes);
         } else {
-            all.push(ringtrace::ring::file::recover(f)?);
+            all.recoveries.push(ringtrace::ring::file::recover(f)?);
         }
     }
     Ok(all)
@@ -1139,9 +1189,25 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     };
     // The library refuses an output that leads to a ring file, one of
     // these (through any name or link) or another.
-    let recoveries = inputs(&args.files)?;
-    let trace = ringtrace::export::Trace::new(&recoveries, alignment(args.align_wall_clock))?;
-    let done = match export::export_trace(&trace, format, &output) {
+    // The Perfetto export streams a session's chunks: its memory does not
+    // grow with the session.
+    let streamed = format == export::Format::Perfetto;
+    let inputs = read_inputs(&args.files, streamed)?;
+    let mut trace =
+        ringtrace::export::Trace::new(&inputs.recoveries, alignment(args.align_wall_clock))?;
+    if streamed {
+        trace = trace.with_source(&inputs);
+    }
+    let done = export::export_trace(&trace, format, &output);
+    for (_, session) in &inputs.sessions {
+        for problem in session.stream_problems() {
+            say(format_args!(
+                "ringtrace: {}: {problem}",
+                session.dir().display()
+            ));
+        }
+    }
+    let done = match done {
         Ok(done) => done,
         // `-o -` into a pipe whose reader has gone (`| head`): quietly, with
         // a shell's code for SIGPIPE, as `dump` and the other commands.

@@ -246,6 +246,14 @@ pub fn export_trace(
     for p in trace.processes() {
         guard::refuse_ring_target(p.recovery, out)?;
     }
+    if trace.is_streamed() && format != Format::Perfetto {
+        // Only the Perfetto export streams: the others read every event
+        // into memory first.
+        let held = trace.materialized();
+        let whole = Trace::new(&held, trace.alignment())
+            .map_err(|e| ExportError::Unsupported(e.to_string()))?;
+        return export_trace(&whole, format, out);
+    }
     let mut done = match format {
         Format::Text => text(trace, out),
         Format::TraceCmd => trace_cmd::write(trace, out),

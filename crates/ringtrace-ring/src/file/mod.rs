@@ -51,6 +51,7 @@ pub mod layout;
 mod open_here;
 mod read;
 pub(crate) mod recover;
+mod source;
 mod walk;
 
 #[cfg(not(loom))]
@@ -70,6 +71,7 @@ pub use recover::{
     recover, recover_bytes, CpuRecovery, LossNote, Recovery, RecoveryCounts, RecoveryParts,
     WriterState,
 };
+pub use source::EventSource;
 
 use std::path::PathBuf;
 

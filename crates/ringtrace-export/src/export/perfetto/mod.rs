@@ -64,19 +64,15 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
             trace.clock().name
         ));
     }
-    let events = trace.events();
-    let tasks = Tasks::find(trace, &events);
+    let tasks = Tasks::find(trace);
     let mut counts = walk::Counts::default();
     output::write_file(out, |w| {
         let mut sink = Sink::new(w, time);
         let mut walk = Walk::new(trace, &mut sink, tasks);
-        let written = (|| {
-            walk.start()?;
-            for t in &events {
-                walk.event(t)?;
-            }
-            walk.finish()
-        })();
+        let written = walk
+            .start()
+            .and_then(|()| trace.for_each_event(&mut |process, e, ts| walk.event(process, e, ts)))
+            .and_then(|()| walk.finish());
         counts = walk.counts;
         written
             .and_then(|()| sink.flush())
@@ -96,7 +92,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
     }
     Ok(ExportSummary {
         path: out.to_owned(),
-        events: events.len() as u64,
+        events: counts.events,
         lost: counts.lost,
         warnings,
     })

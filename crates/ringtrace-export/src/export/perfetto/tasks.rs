@@ -13,7 +13,7 @@
 //! own; a link whose two spans are not both drawn (a record overwritten)
 //! is left out, so that every flow connects two slices.
 
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::Trace;
 use ringtrace_tracepoint::tracing_record::RecordKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -44,13 +44,14 @@ pub(super) struct Tasks {
 }
 
 impl Tasks {
-    /// Finds the tasks and links among `events` of `trace`.
-    pub fn find(trace: &Trace<'_>, events: &[TraceEvent<'_>]) -> Tasks {
+    /// Finds the tasks and links among the events of `trace` (a pass
+    /// over them).
+    pub fn find(trace: &Trace<'_>) -> Tasks {
         let processes = trace.processes();
         let mut seen: BTreeMap<SpanKey, Seen> = BTreeMap::new();
         let mut links: Vec<(SpanKey, SpanKey)> = Vec::new();
-        for t in events {
-            let payload = &t.event.payload;
+        let _ = trace.for_each_event::<()>(&mut |process, event, _| {
+            let payload = &event.payload;
             let kind = payload
                 .first_chunk::<4>()
                 .and_then(|id| RecordKind::from_id(u32::from_le_bytes(*id)));
@@ -58,13 +59,13 @@ impl Tasks {
                 kind,
                 Some(RecordKind::SpanNew | RecordKind::SpanEnter | RecordKind::SpanFollows)
             ) {
-                continue;
+                return Ok(());
             }
-            let p = &processes[t.process];
+            let p = &processes[process];
             let crate::decode::Decoded::Tracing(r) = p.decoder().decode(payload) else {
-                continue;
+                return Ok(());
             };
-            let Some(span) = r.span else { continue };
+            let Some(span) = r.span else { return Ok(()) };
             let key = (p.pid(), span);
             let s = seen.entry(key).or_default();
             match r.kind {
@@ -83,7 +84,8 @@ impl Tasks {
                     }
                 }
             }
-        }
+            Ok(())
+        });
         let mut found = Tasks::default();
         let mut next = 0u64;
         let mut flow = || {

@@ -15,7 +15,8 @@ use crate::decode::Decoded;
 use crate::export::chrome::{is_counter, span_edge, SpanEdge};
 use crate::metadata::TracepointDesc;
 use crate::text::hex;
-use crate::trace::{Process, Trace, TraceEvent};
+use crate::trace::{Process, Trace};
+use ringtrace_ring::Event;
 use ringtrace_tracepoint::FieldValue;
 use std::collections::HashMap;
 use std::io;
@@ -29,6 +30,8 @@ pub(super) struct Counts {
     pub closed_at_end: u64,
     /// Events lost, as the markers say.
     pub lost: u64,
+    /// Events written.
+    pub events: u64,
 }
 
 /// A live `tracing` span: what its slices are drawn with.
@@ -126,12 +129,12 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         Ok(())
     }
 
-    /// Writes one event.
-    pub fn event(&mut self, t: &TraceEvent<'t>) -> io::Result<()> {
-        let p: &'t Process<'t> = &self.trace.processes()[t.process];
-        let e = t.event;
+    /// Writes event `e` of process `process`, at `ts` on the timeline.
+    pub fn event(&mut self, process: usize, e: &Event, ts: u64) -> io::Result<()> {
+        let p: &'t Process<'t> = &self.trace.processes()[process];
         let pid = p.pid();
-        let ns = self.sink.time().ns(t.ts);
+        let ns = self.sink.time().ns(ts);
+        self.counts.events += 1;
         self.last_ns = self.last_ns.max(ns);
         if e.lost_before > 0 {
             self.loss(pid, e.cpu, e.lost_before, ns, false)?;

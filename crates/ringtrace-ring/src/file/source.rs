@@ -1,0 +1,34 @@
+//! Events read a piece at a time: a container of pages too large to hold
+//! in memory at once (a session directory of hours) gives each CPU
+//! buffer's events a batch at a time, so that a reader that goes through
+//! them once, in order (a streaming export), holds one batch per CPU
+//! buffer, whatever the trace's size.
+
+use crate::Event;
+
+/// A reader that gives the events of each process's CPU buffers a batch
+/// at a time, with `lost_before` counted as [`Recovery`](super::Recovery)
+/// counts it. `process` indexes the reader's processes (its recoveries,
+/// in order).
+///
+/// ```
+/// use ringtrace_ring::file::EventSource;
+/// use ringtrace_ring::Event;
+///
+/// /// Two batches of one event each, on every CPU.
+/// struct Two;
+/// impl EventSource for Two {
+///     fn batches(&self, _process: usize, cpu: usize) -> Box<dyn Iterator<Item = Vec<Event>> + '_> {
+///         let event = |ts| Event { cpu, ts, payload: vec![1], lost_before: 0 };
+///         Box::new(vec![vec![event(1)], vec![event(2)]].into_iter())
+///     }
+/// }
+/// let all: Vec<u64> = Two.batches(0, 1).flatten().map(|e| e.ts).collect();
+/// assert_eq!(all, [1, 2]);
+/// ```
+pub trait EventSource {
+    /// CPU buffer `cpu` of process `process`: its events in the order
+    /// recorded, a batch at a time (none for a process or CPU it does not
+    /// have).
+    fn batches(&self, process: usize, cpu: usize) -> Box<dyn Iterator<Item = Vec<Event>> + '_>;
+}

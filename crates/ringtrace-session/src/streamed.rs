@@ -1,0 +1,36 @@
+//! A session opened streamed gives its events a chunk at a time: each
+//! CPU's chunks are read in order when a reader asks for them, and what is
+//! wrong with them is noted as they are read.
+
+use crate::cpu_read::CpuChunks;
+use crate::reader::Session;
+use ringtrace_ring::file::EventSource;
+use ringtrace_ring::Event;
+
+impl EventSource for Session {
+    /// Process `process`'s CPU `cpu`: a chunk's events at a time when the
+    /// session was opened streamed, else all its events as one batch.
+    fn batches(&self, process: usize, cpu: usize) -> Box<dyn Iterator<Item = Vec<Event>> + '_> {
+        let Some(streams) = &self.streamed else {
+            let events = self
+                .processes()
+                .get(process)
+                .and_then(|p| p.recovery().cpus.get(cpu))
+                .map(|c| c.events.clone());
+            return Box::new(events.into_iter());
+        };
+        let Some((dir, owner)) = streams.get(process).and_then(|p| p.get(cpu)) else {
+            return Box::new(std::iter::empty());
+        };
+        let pid = self.processes().get(process).map_or(0, |p| p.pid);
+        let name = format!("process {pid}, CPU {cpu}");
+        Box::new(CpuChunks::new(dir, owner.clone()).map(move |chunk| {
+            if !chunk.problems.is_empty() {
+                if let Ok(mut all) = self.stream_problems.lock() {
+                    all.extend(chunk.problems.iter().map(|p| format!("{name}: {p}")));
+                }
+            }
+            chunk.events
+        }))
+    }
+}
