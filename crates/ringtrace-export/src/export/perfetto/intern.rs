@@ -5,6 +5,34 @@
 //! every iid is described before (or where) it is first used.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: the interned strings are short names, looked up for every
+/// event, where SipHash's cost shows and its flood resistance is not
+/// needed (the keys are the trace's own names).
+#[derive(Default)]
+pub(super) struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xCBF2_9CE4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3);
+        }
+        self.0 = h;
+    }
+}
+
+/// A map hashed with [`Fnv`].
+pub(super) type FnvMap<K, V> = HashMap<K, V, BuildHasherDefault<Fnv>>;
 
 /// What a string names: one `InternedData` field each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,7 +62,7 @@ impl Kind {
 /// The strings of one sequence, and those new since the last packet.
 #[derive(Debug, Default)]
 pub(super) struct Interned {
-    ids: HashMap<Kind, HashMap<String, u64>>,
+    ids: [FnvMap<String, u64>; 4],
     /// New in the packet being built: kind, iid, string.
     pub fresh: Vec<(Kind, u64, String)>,
 }
@@ -42,7 +70,7 @@ pub(super) struct Interned {
 impl Interned {
     /// The iid of `s` as a `kind`, made (and noted fresh) if new.
     pub fn id(&mut self, kind: Kind, s: &str) -> u64 {
-        let ids = self.ids.entry(kind).or_default();
+        let ids = &mut self.ids[kind as usize];
         if let Some(&id) = ids.get(s) {
             return id;
         }

@@ -22,6 +22,23 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// Writes into `out` the key of length-delimited field `field` and the
+/// length `len`, as they precede the field's bytes; returns how many bytes
+/// (at most 15).
+pub(super) fn len_prefix(field: u32, len: usize, out: &mut [u8; 16]) -> usize {
+    let mut at = 0;
+    for mut x in [(u64::from(field) << 3) | LEN, len as u64] {
+        while x >= 0x80 {
+            out[at] = (x as u8) | 0x80;
+            x >>= 7;
+            at += 1;
+        }
+        out[at] = x as u8;
+        at += 1;
+    }
+    at
+}
+
 impl Msg {
     /// An empty message.
     pub fn new() -> Msg {
@@ -75,11 +92,23 @@ impl Msg {
         self.bytes(field, v.as_bytes())
     }
 
-    /// A nested message field, built by `build`.
+    /// A nested message field, built by `build` in place: its length is
+    /// written before it as one byte, and moved right by the bytes a
+    /// longer length needs (no buffer of its own).
     pub fn message(&mut self, field: u32, build: impl FnOnce(&mut Msg)) -> &mut Msg {
-        let mut inner = Msg::new();
-        build(&mut inner);
-        self.bytes(field, &inner.bytes)
+        self.key(field, LEN);
+        let at = self.bytes.len();
+        self.bytes.push(0);
+        build(self);
+        let len = self.bytes.len() - at - 1;
+        if len < 0x80 {
+            self.bytes[at] = len as u8;
+        } else {
+            let mut prefix = Vec::with_capacity(10);
+            put_varint(&mut prefix, len as u64);
+            self.bytes.splice(at..=at, prefix);
+        }
+        self
     }
 }
 
@@ -115,5 +144,35 @@ mod tests {
         let mut m = Msg::new();
         m.uint(87, u64::MAX);
         assert_eq!(m.bytes.len(), 2 + 10);
+    }
+
+    #[test]
+    fn a_length_prefix_is_the_key_and_length_a_field_would_have() {
+        for len in [0usize, 5, 127, 128, 1 << 20, u32::MAX as usize] {
+            let mut head = [0u8; 16];
+            let n = len_prefix(1, len, &mut head);
+            let mut m = Msg::new();
+            m.key(1, LEN);
+            put_varint(&mut m.bytes, len as u64);
+            assert_eq!(&head[..n], &m.bytes[..], "length {len}");
+        }
+    }
+
+    #[test]
+    fn a_nested_message_of_any_length_is_prefixed_by_its_length() {
+        for len in [0usize, 1, 127, 128, 300, 16_384, 70_000] {
+            let text = "x".repeat(len);
+            let mut m = Msg::new();
+            m.uint(1, 7).message(2, |inner| {
+                inner.string(3, &text).message(4, |deeper| {
+                    deeper.uint(5, 1);
+                });
+            });
+            let mut inner = Msg::new();
+            inner.string(3, &text).bytes(4, &[0x28, 1]);
+            let mut expected = Msg::new();
+            expected.uint(1, 7).bytes(2, &inner.bytes);
+            assert_eq!(m.bytes, expected.bytes, "length {len}");
+        }
     }
 }

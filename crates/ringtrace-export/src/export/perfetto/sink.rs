@@ -14,13 +14,12 @@
 //! while they do not go back, and absolute on the trace clock when they
 //! do (a local span's begin, written at its end).
 
-use super::intern::{Interned, Kind};
-use super::proto::Msg;
+use super::intern::{FnvMap, Interned, Kind};
+use super::proto::{self, Msg};
 use super::schema::{annotation, clock, defaults, event, interned, packet, snapshot, trace};
 use super::time::TimeBase;
 use ringtrace_tracepoint::FieldValue;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 /// A debug annotation: a name and a typed value.
@@ -138,7 +137,9 @@ impl<'a> TrackEvent<'a> {
 pub(super) struct Sink<'w> {
     w: &'w mut dyn Write,
     time: TimeBase,
-    sequences: HashMap<SeqKey, Sequence>,
+    sequences: FnvMap<SeqKey, Sequence>,
+    /// The packet being built, kept for its buffer.
+    scratch: Msg,
     /// Packets and bytes written.
     pub packets: u64,
     pub bytes: u64,
@@ -149,7 +150,8 @@ impl<'w> Sink<'w> {
         Sink {
             w,
             time,
-            sequences: HashMap::new(),
+            sequences: FnvMap::default(),
+            scratch: Msg::new(),
             packets: 0,
             bytes: 0,
         }
@@ -229,12 +231,15 @@ impl<'w> Sink<'w> {
     /// Writes `e` at `ns` (of the trace's clock) on `seq`, which must have
     /// begun.
     pub fn event(&mut self, seq: SeqKey, ns: u64, e: &TrackEvent<'_>) -> io::Result<()> {
-        self.begin(seq, None)?;
+        if !self.sequences.contains_key(&seq) {
+            self.begin(seq, None)?;
+        }
         let is_time = self.time.is_time();
         let Some(s) = self.sequences.get_mut(&seq) else {
             return Ok(());
         };
-        let mut p = Msg::new();
+        let mut p = std::mem::take(&mut self.scratch);
+        p.bytes.clear();
         p.uint(packet::SEQUENCE_ID, u64::from(s.id))
             .uint(packet::SEQUENCE_FLAGS, packet::NEEDS_STATE);
         if !is_time {
@@ -249,51 +254,52 @@ impl<'w> Sink<'w> {
         let interned = &mut s.interned;
         let name = e.name.map(|n| interned.id(Kind::EventName, n));
         let category = e.category.map(|c| interned.id(Kind::Category, c));
-        let mut te = Msg::new();
-        match e.kind {
-            EventType::Begin => te.uint(event::TYPE, event::SLICE_BEGIN),
-            EventType::End => te.uint(event::TYPE, event::SLICE_END),
-            EventType::Instant => te.uint(event::TYPE, event::INSTANT),
-            EventType::Counter(_) => te.uint(event::TYPE, event::COUNTER),
-        };
-        if s.default_track != Some(e.track) {
-            te.uint(event::TRACK_UUID, e.track);
-        }
-        if let Some(category) = category {
-            te.uint(event::CATEGORY_IIDS, category);
-        }
-        if let Some(name) = name {
-            te.uint(event::NAME_IID, name);
-        }
-        for arg in e.args {
-            let iid = interned.id(Kind::AnnotationName, &arg.name);
-            te.message(event::DEBUG_ANNOTATIONS, |a| match &*arg.value {
-                FieldValue::Str(v) if arg.intern => {
-                    let value = interned.id(Kind::StringValue, v);
-                    a.uint(annotation::NAME_IID, iid)
-                        .uint(annotation::STRING_IID, value);
+        let default_track = s.default_track;
+        p.message(packet::TRACK_EVENT, |te| {
+            match e.kind {
+                EventType::Begin => te.uint(event::TYPE, event::SLICE_BEGIN),
+                EventType::End => te.uint(event::TYPE, event::SLICE_END),
+                EventType::Instant => te.uint(event::TYPE, event::INSTANT),
+                EventType::Counter(_) => te.uint(event::TYPE, event::COUNTER),
+            };
+            if default_track != Some(e.track) {
+                te.uint(event::TRACK_UUID, e.track);
+            }
+            if let Some(category) = category {
+                te.uint(event::CATEGORY_IIDS, category);
+            }
+            if let Some(name) = name {
+                te.uint(event::NAME_IID, name);
+            }
+            for arg in e.args {
+                let iid = interned.id(Kind::AnnotationName, &arg.name);
+                te.message(event::DEBUG_ANNOTATIONS, |a| match &*arg.value {
+                    FieldValue::Str(v) if arg.intern => {
+                        let value = interned.id(Kind::StringValue, v);
+                        a.uint(annotation::NAME_IID, iid)
+                            .uint(annotation::STRING_IID, value);
+                    }
+                    value => annotate(a, iid, value, interned),
+                });
+            }
+            match e.kind {
+                EventType::Counter(Sample::Int(v)) => {
+                    te.int(event::COUNTER_VALUE, v);
                 }
-                value => annotate(a, iid, value, interned),
-            });
-        }
-        match e.kind {
-            EventType::Counter(Sample::Int(v)) => {
-                te.int(event::COUNTER_VALUE, v);
+                EventType::Counter(Sample::Double(v)) => {
+                    te.double(event::DOUBLE_COUNTER_VALUE, v);
+                }
+                _ => {}
             }
-            EventType::Counter(Sample::Double(v)) => {
-                te.double(event::DOUBLE_COUNTER_VALUE, v);
+            for &f in e.flows {
+                te.fixed64(event::FLOW_IDS, f);
             }
-            _ => {}
-        }
-        for &f in e.flows {
-            te.fixed64(event::FLOW_IDS, f);
-        }
-        for &f in e.ends_flows {
-            te.fixed64(event::TERMINATING_FLOW_IDS, f);
-        }
-        p.bytes(packet::TRACK_EVENT, &te.bytes);
-        let fresh = std::mem::take(&mut interned.fresh);
-        if !fresh.is_empty() {
+            for &f in e.ends_flows {
+                te.fixed64(event::TERMINATING_FLOW_IDS, f);
+            }
+        });
+        if !interned.fresh.is_empty() {
+            let fresh = std::mem::take(&mut interned.fresh);
             p.message(packet::INTERNED_DATA, |d| {
                 for (kind, iid, s) in &fresh {
                     d.message(kind.field(), |entry| {
@@ -302,16 +308,19 @@ impl<'w> Sink<'w> {
                 }
             });
         }
-        self.frame(&p)
+        let written = self.frame(&p);
+        self.scratch = p;
+        written
     }
 
-    /// Appends `p` as one `Trace.packet`.
+    /// Writes `p` as one `Trace.packet`: its key and length, then it.
     fn frame(&mut self, p: &Msg) -> io::Result<()> {
-        let mut m = Msg::new();
-        m.bytes(trace::PACKET, &p.bytes);
+        let mut head = [0u8; 16];
+        let n = proto::len_prefix(trace::PACKET, p.bytes.len(), &mut head);
         self.packets += 1;
-        self.bytes += m.bytes.len() as u64;
-        self.w.write_all(&m.bytes)
+        self.bytes += (n + p.bytes.len()) as u64;
+        self.w.write_all(&head[..n])?;
+        self.w.write_all(&p.bytes)
     }
 
     /// Flushes the writer.

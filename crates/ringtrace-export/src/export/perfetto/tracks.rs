@@ -6,6 +6,7 @@
 //! counter tracepoint's series, a CPU's events lost), each under its
 //! process.
 
+use super::intern::FnvMap;
 use super::proto::Msg;
 use super::schema::track;
 use super::sink::{SeqKey, Sink};
@@ -42,7 +43,7 @@ pub(super) enum TrackKey {
 /// The tracks described so far, by key, and the processes' names.
 #[derive(Debug, Default)]
 pub(super) struct Tracks {
-    uuids: HashMap<TrackKey, u64>,
+    uuids: FnvMap<TrackKey, u64>,
     comms: HashMap<u32, String>,
 }
 
@@ -50,7 +51,7 @@ impl Tracks {
     /// Tracks for processes named as `comms` says (pid, comm).
     pub fn new(comms: impl IntoIterator<Item = (u32, String)>) -> Tracks {
         Tracks {
-            uuids: HashMap::new(),
+            uuids: FnvMap::default(),
             comms: comms.into_iter().collect(),
         }
     }

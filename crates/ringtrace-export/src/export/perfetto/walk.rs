@@ -63,6 +63,8 @@ pub(super) struct Walk<'t, 's, 'w> {
     pub counts: Counts,
     /// The latest time written, ns.
     pub last_ns: u64,
+    /// The last thread written to: its sequence and track.
+    last_thread: Option<((u32, u32), SeqKey, u64)>,
 }
 
 /// `cpu`, then `fields` under their names (one named like an annotation
@@ -105,6 +107,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             lost: HashMap::new(),
             counts: Counts::default(),
             last_ns: 0,
+            last_thread: None,
         }
     }
 
@@ -166,6 +169,11 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
     /// The sequence of thread (pid, tid), begun with its track as the
     /// default if new, and that track.
     pub fn thread(&mut self, pid: u32, tid: u32) -> io::Result<(SeqKey, u64)> {
+        if let Some((thread, seq, track)) = self.last_thread {
+            if thread == (pid, tid) {
+                return Ok((seq, track));
+            }
+        }
         let track = self
             .tracks
             .uuid(self.sink, pid, TrackKey::Thread { pid, tid }, None, None)?;
@@ -174,6 +182,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             tid: Some(tid),
         };
         self.sink.begin(seq, Some(track))?;
+        self.last_thread = Some(((pid, tid), seq, track));
         Ok((seq, track))
     }
 
