@@ -27,7 +27,13 @@ impl EventSource for Session {
         Box::new(CpuChunks::new(dir, owner.clone()).map(move |chunk| {
             if !chunk.problems.is_empty() {
                 if let Ok(mut all) = self.stream_problems.lock() {
-                    all.extend(chunk.problems.iter().map(|p| format!("{name}: {p}")));
+                    // A chunk read again (a second pass) says it once.
+                    for p in &chunk.problems {
+                        let p = format!("{name}: {p}");
+                        if !all.contains(&p) {
+                            all.push(p);
+                        }
+                    }
                 }
             }
             chunk.events

@@ -297,4 +297,39 @@ fn a_session_exports_the_same_perfetto_trace_streamed_as_read_whole() {
     );
     let refused = Dump::for_trace(streamed_trace, DumpOptions::default()).unwrap_err();
     assert!(refused.to_string().contains("streamed"), "{refused}");
+
+    // A chunk damaged: the streamed export says what it could not read.
+    let chunk = std::fs::read_dir(&session_dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir() && e.file_name() != "rings")
+        .flat_map(|p| {
+            std::fs::read_dir(p.path().join("cpu0"))
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "chunk"))
+        .expect("a finished chunk on CPU 0");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    bytes[200] ^= 0xFF;
+    std::fs::write(&chunk, bytes).unwrap();
+    let damaged = Session::open_streamed(&session_dir).unwrap();
+    let recoveries = damaged.recoveries();
+    let trace = Trace::new(&recoveries, ringtrace::export::Alignment::SharedClock)
+        .unwrap()
+        .with_source(&damaged);
+    let done = export_trace(&trace, ExportFormat::Perfetto, &b).unwrap();
+    assert!(done.events < done_whole.events);
+    assert!(
+        done.warnings
+            .iter()
+            .any(|w| w.contains("could not be read")),
+        "{:?}",
+        done.warnings
+    );
+    let problems = damaged.stream_problems();
+    assert_eq!(problems.len(), 1, "said once for two passes: {problems:?}");
+    assert!(problems[0].contains("checksum"), "{problems:?}");
 }

@@ -66,6 +66,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
     }
     let tasks = Tasks::find(trace);
     let mut counts = walk::Counts::default();
+    let mut per_cpu = Default::default();
     output::write_file(out, |w| {
         let mut sink = Sink::new(w, time);
         let mut walk = Walk::new(trace, &mut sink, tasks);
@@ -74,10 +75,27 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
             .and_then(|()| trace.for_each_event(&mut |process, e, ts| walk.event(process, e, ts)))
             .and_then(|()| walk.finish());
         counts = walk.counts;
+        per_cpu = std::mem::take(&mut walk.per_cpu);
         written
             .and_then(|()| sink.flush())
             .map_err(|e| ExportError::io(out, &e))
     })?;
+    if trace.is_streamed() {
+        // A streamed session's recoveries hold what its index counts.
+        for (i, p) in trace.processes().iter().enumerate() {
+            for c in &p.recovery.cpus {
+                let read = per_cpu.get(&(i, c.cpu)).copied().unwrap_or(0);
+                if read < c.counts.recovered {
+                    warnings.push(format!(
+                        "process {} CPU {}: the session's index counts {} events, {read} were read (the others are in chunks that could not be read)",
+                        p.pid(),
+                        c.cpu,
+                        c.counts.recovered
+                    ));
+                }
+            }
+        }
+    }
     if counts.unmatched > 0 {
         warnings.push(format!(
             "{} span ends had no open span to close: drawn as instants with `unmatched_end`",

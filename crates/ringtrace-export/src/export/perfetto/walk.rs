@@ -65,6 +65,8 @@ pub(super) struct Walk<'t, 's, 'w> {
     pub last_ns: u64,
     /// The last thread written to: its sequence and track.
     last_thread: Option<((u32, u32), SeqKey, u64)>,
+    /// Events read, by process and CPU.
+    pub per_cpu: HashMap<(usize, usize), u64>,
 }
 
 /// `cpu`, then `fields` under their names (one named like an annotation
@@ -108,6 +110,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             counts: Counts::default(),
             last_ns: 0,
             last_thread: None,
+            per_cpu: HashMap::new(),
         }
     }
 
@@ -138,6 +141,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         let pid = p.pid();
         let ns = self.sink.time().ns(ts);
         self.counts.events += 1;
+        *self.per_cpu.entry((process, e.cpu)).or_default() += 1;
         self.last_ns = self.last_ns.max(ns);
         if e.lost_before > 0 {
             self.loss(pid, e.cpu, e.lost_before, ns, false)?;
