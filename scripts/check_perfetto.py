@@ -22,7 +22,7 @@ And it must say what the source says: every event that the dump shows as
 an instant (a tracepoint event, a `tracing` event) is an instant on its
 thread's track with the same time (ns of the trace's clock, whose ticks
 are ns: `mono`, `boot`...), thread, name and fields; every span enter is
-a slice on its thread; every loss appears with its count; at least
+a slice on its thread, and every local span a slice from its start; every loss appears with its count; at least
 --min-tasks task tracks and --min-links follows_from flows are there.
 Exits 1 with every problem listed (the first 20) when any check fails.
 """
@@ -269,6 +269,12 @@ def check_against_dump(events, tracks, dump_path, problems):
                 problems.check(match[0]["args"].get("cpu") == d["cpu"], f"{where}: cpu differs")
                 instants[key].remove(match[0])
                 checked["tracing events"] += 1
+        elif kind == "tracing" and name == "tracing:local_span":
+            start = min(d.get("start", d["ts"]), d["ts"])
+            match = [e for e in begins[(start, d.get("tid"))] if e["name"] == d["callsite"]]
+            if problems.check(match, f"{where}: no slice {d['callsite']!r} from {start} on thread {d.get('tid')}"):
+                begins[(start, d.get("tid"))].remove(match[0])
+                checked["local spans"] += 1
         elif kind == "tracing" and name == "tracing:span_enter":
             match = [e for e in begins[key] if e["name"] == d["callsite"] and e["args"].get("span") == d.get("span")]
             if problems.check(match, f"{where}: no slice {d['callsite']!r} of span {d.get('span')} on thread {d.get('tid')}"):

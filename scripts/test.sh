@@ -127,6 +127,11 @@ if part test; then
   "$target_dir/debug/ringtrace" export "$perfetto_tmp/async.ring" --format perfetto -o "$perfetto_tmp/async.pftrace"
   "$target_dir/debug/ringtrace" dump --json "$perfetto_tmp/async.ring" > "$perfetto_tmp/async.jsonl"
   python3 scripts/check_perfetto.py "$perfetto_tmp/async.pftrace" "$perfetto_tmp/async.jsonl" --min-tasks 64 --min-links 64
+  # Local spans and tracepoints beside the layer's records.
+  cargo run -q --locked --example tracing_backend -- --ring "$perfetto_tmp/backend.ring" >/dev/null
+  "$target_dir/debug/ringtrace" export "$perfetto_tmp/backend.ring" --format perfetto -o "$perfetto_tmp/backend.pftrace"
+  "$target_dir/debug/ringtrace" dump --json "$perfetto_tmp/backend.ring" > "$perfetto_tmp/backend.jsonl"
+  python3 scripts/check_perfetto.py "$perfetto_tmp/backend.pftrace" "$perfetto_tmp/backend.jsonl"
   # A session of two processes, exported to one trace.
   cargo build -q --locked -p ringtrace --example paced
   paced="$target_dir/debug/examples/paced --rate 5000 --seconds 1"

@@ -42,18 +42,12 @@ async fn request(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let mut builder = Tracer::builder().buffer_size(4 << 20);
-    match args.iter().position(|a| a == "--ring") {
-        Some(i) => match args.get(i + 1) {
-            Some(path) => builder = builder.file(path),
-            None => return Err("--ring needs a path".into()),
-        },
-        None if args.len() > 1 => {
-            return Err(format!("unknown arguments {:?} (valid: --ring PATH)", &args[1..]).into())
-        }
-        None => {}
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let builder = match args.as_slice() {
+        [] => Tracer::builder().buffer_size(4 << 20),
+        [flag, path] if flag == "--ring" => Tracer::builder().buffer_size(4 << 20).file(path),
+        _ => return Err(format!("usage: async_backend [--ring PATH], not {args:?}").into()),
+    };
     let tracer = builder.build()?;
     tracing_subscriber::registry().with(tracer.layer()).init();
 

@@ -7,7 +7,8 @@
 //! prints the start of the dump and exports a Chrome/Perfetto JSON trace
 //! (spans as slices per thread, events as instants with their fields).
 //!
-//! `cargo run --example tracing_backend`
+//! `cargo run --example tracing_backend` (`-- --ring PATH` records into
+//! a ring file at PATH instead of memory).
 
 use ringtrace::{DumpOptions, ExportFormat, Tracer};
 use tracing::{debug, info, info_span, instrument, warn};
@@ -46,10 +47,15 @@ fn worker(id: u64, jobs: u64) -> u64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tracer = Tracer::builder()
-        .clock("mono")
-        .buffer_size(1 << 20)
-        .build()?;
+    // `--ring PATH`: a ring file that outlives the program (for
+    // `ringtrace dump` and `ringtrace export`), not memory.
+    let ring: Vec<String> = std::env::args().skip(1).collect();
+    let builder = Tracer::builder().clock("mono").buffer_size(1 << 20);
+    let tracer = match ring.as_slice() {
+        [] => builder.build()?,
+        [flag, path] if flag == "--ring" => builder.file(path).build()?,
+        _ => return Err(format!("usage: tracing_backend [--ring PATH], not {ring:?}").into()),
+    };
     tracing_subscriber::registry().with(tracer.layer()).init();
     tracer.install()?; // tracepoints and local spans record into it too
 
