@@ -279,3 +279,51 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn two_processes_that_share_a_pid_keep_their_own_tracks() {
+    let dir = TempDir::new("perfetto-pid-reuse");
+    let clock = ManualClock(Arc::new(AtomicU64::new(1_000)));
+    let mut recoveries = Vec::new();
+    for (name, comm) in [("a.ring", "first"), ("b.ring", "second")] {
+        let path = dir.0.join(name);
+        let ring = ring(&path, clock.clone());
+        clock.advance(2400);
+        ring.cpu_writer(0).write(&page_read(7, 1, comm)).unwrap();
+        drop(ring);
+        let mut r = file::recover(&path).unwrap();
+        // The same pid, reused by a later process of a long session.
+        r.header.pid = 4242;
+        r.header.comm = comm.into();
+        recoveries.push(r);
+    }
+    let trace = ringtrace_export::Trace::new(&recoveries, ringtrace_export::Alignment::SharedClock)
+        .unwrap();
+    let out = dir.0.join("t.pftrace");
+    let summary = ringtrace_export::export::export_trace(&trace, Format::Perfetto, &out).unwrap();
+    assert_eq!(summary.events, 2);
+    let bytes = std::fs::read(&out).unwrap();
+    let (events, tracks) = resolve(&bytes);
+    let threads: Vec<u64> = tracks
+        .iter()
+        .filter(|(_, t)| t.tid == Some(7))
+        .map(|(uuid, _)| *uuid)
+        .collect();
+    assert_eq!(threads.len(), 2, "a thread track per process: {tracks:?}");
+    for note in ["first", "second"] {
+        let e = events
+            .iter()
+            .find(|e| e.args.get("note").map(String::as_str) == Some(note))
+            .unwrap();
+        assert!(threads.contains(&e.track));
+    }
+    let trace = ringtrace_testkit::perfetto::Message::parse(&bytes);
+    let names: Vec<String> = trace
+        .msgs(1)
+        .iter()
+        .filter_map(|p| p.msg(60))
+        .filter_map(|d| d.msg(3))
+        .map(|p| format!("{}:{}", p.uint(1).unwrap(), p.string(6).unwrap()))
+        .collect();
+    assert_eq!(names, ["4242:first", "4242:second"]);
+}

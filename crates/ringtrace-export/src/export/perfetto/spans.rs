@@ -49,15 +49,17 @@ fn merge(args: &mut Vec<Arg<'static>>, new: Vec<Arg<'static>>) {
 }
 
 impl<'t> Walk<'t, '_, '_> {
-    /// Writes `tracing` record `r` of process `p`, read from CPU `cpu`.
+    /// Writes `tracing` record `r` of process `p` (the trace's
+    /// `process`-th), read from CPU `cpu`.
     pub fn tracing(
         &mut self,
+        process: usize,
         p: &Process<'t>,
         r: &TracingRecord<'_>,
         cpu: usize,
         ns: u64,
     ) -> io::Result<()> {
-        let pid = p.pid();
+        let pid = process as u32;
         let name = r.callsite.name.as_str();
         let target = r.callsite.target.as_str();
         let cpu_v = FieldValue::Unsigned(cpu as u64);

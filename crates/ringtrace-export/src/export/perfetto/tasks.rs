@@ -17,7 +17,7 @@ use crate::trace::Trace;
 use ringtrace_tracepoint::tracing_record::RecordKind;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// A span, by process and id.
+/// A span, by process (its place in the trace) and id.
 pub(super) type SpanKey = (u32, u64);
 
 /// What the pass saw of one span.
@@ -66,7 +66,7 @@ impl Tasks {
                 return Ok(());
             };
             let Some(span) = r.span else { return Ok(()) };
-            let key = (p.pid(), span);
+            let key = (process as u32, span);
             let s = seen.entry(key).or_default();
             match r.kind {
                 RecordKind::SpanNew => s.created = true,
@@ -80,7 +80,7 @@ impl Tasks {
                 }
                 _ => {
                     if let Some(from) = r.follows {
-                        links.push((key, (p.pid(), from)));
+                        links.push((key, (process as u32, from)));
                     }
                 }
             }

@@ -13,7 +13,8 @@ use super::sink::{SeqKey, Sink};
 use std::collections::HashMap;
 use std::io;
 
-/// A track, by what it shows.
+/// A track, by what it shows; `pid` is the process's key (its place in
+/// the trace), not its pid.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum TrackKey {
     Process(u32),
@@ -40,19 +41,21 @@ pub(super) enum TrackKey {
     },
 }
 
-/// The tracks described so far, by key, and the processes' names.
+/// The tracks described so far, by key, and the processes' pids and
+/// names by key (their place in the trace: a pid can be reused within a
+/// session).
 #[derive(Debug, Default)]
 pub(super) struct Tracks {
     uuids: FnvMap<TrackKey, u64>,
-    comms: HashMap<u32, String>,
+    processes: HashMap<u32, (u32, String)>,
 }
 
 impl Tracks {
-    /// Tracks for processes named as `comms` says (pid, comm).
-    pub fn new(comms: impl IntoIterator<Item = (u32, String)>) -> Tracks {
+    /// Tracks for `processes`: (key, (pid, comm)).
+    pub fn new(processes: impl IntoIterator<Item = (u32, (u32, String))>) -> Tracks {
         Tracks {
             uuids: FnvMap::default(),
-            comms: comms.into_iter().collect(),
+            processes: processes.into_iter().collect(),
         }
     }
 
@@ -92,24 +95,24 @@ impl Tracks {
             (_, None, None) => None,
         };
         let uuid = self.uuids.len() as u64 + 1;
-        let comm = pid
-            .and_then(|p| self.comms.get(&p))
-            .map_or("", String::as_str);
+        let (real_pid, comm) = pid
+            .and_then(|p| self.processes.get(&p))
+            .map_or((0, ""), |(pid, comm)| (*pid, comm.as_str()));
         let mut d = Msg::new();
         d.uint(track::UUID, uuid);
         if let Some(parent) = parent {
             d.uint(track::PARENT_UUID, parent);
         }
         match &key {
-            TrackKey::Process(pid) => {
+            TrackKey::Process(_) => {
                 d.message(track::PROCESS, |p| {
-                    p.int(track::PROCESS_PID, i64::from(*pid))
+                    p.int(track::PROCESS_PID, i64::from(real_pid))
                         .string(track::PROCESS_NAME, comm);
                 });
             }
-            TrackKey::Thread { pid, tid } => {
+            TrackKey::Thread { tid, .. } => {
                 d.message(track::THREAD, |t| {
-                    t.int(track::THREAD_PID, i64::from(*pid))
+                    t.int(track::THREAD_PID, i64::from(real_pid))
                         .int(track::THREAD_TID, i64::from(*tid))
                         .string(track::THREAD_NAME, &format!("{comm}-{tid}"));
                 });

@@ -96,7 +96,8 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             trace
                 .processes()
                 .iter()
-                .map(|p| (p.pid(), p.comm().to_owned())),
+                .enumerate()
+                .map(|(i, p)| (i as u32, (p.pid(), p.comm().to_owned()))),
         );
         Walk {
             trace,
@@ -120,15 +121,16 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         let trace = self.trace;
         let start = self.sink.time().ns(trace.base());
         self.last_ns = start;
-        for p in trace.processes() {
+        for (i, _) in trace.processes().iter().enumerate() {
+            let key = i as u32;
             self.tracks
-                .uuid(self.sink, p.pid(), TrackKey::Process(p.pid()), None, None)?;
+                .uuid(self.sink, key, TrackKey::Process(key), None, None)?;
         }
-        for p in trace.processes() {
+        for (i, p) in trace.processes().iter().enumerate() {
             for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
                 let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
                 if count > 0 {
-                    self.loss(p.pid(), c.cpu, count, start, true)?;
+                    self.loss(i as u32, c.cpu, count, start, true)?;
                 }
             }
         }
@@ -138,7 +140,9 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
     /// Writes event `e` of process `process`, at `ts` on the timeline.
     pub fn event(&mut self, process: usize, e: &Event, ts: u64) -> io::Result<()> {
         let p: &'t Process<'t> = &self.trace.processes()[process];
-        let pid = p.pid();
+        // Processes are told apart by their place in the trace (a pid can
+        // be reused within a session); `pid` below is that key.
+        let pid = process as u32;
         let ns = self.sink.time().ns(ts);
         self.counts.events += 1;
         *self.per_cpu.entry((process, e.cpu)).or_default() += 1;
@@ -149,13 +153,13 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         let cpu = FieldValue::Unsigned(e.cpu as u64);
         let d = p.decoder().decode(&e.payload);
         match &d {
-            Decoded::Tracing(r) => self.tracing(p, r, e.cpu, ns),
+            Decoded::Tracing(r) => self.tracing(process, p, r, e.cpu, ns),
             Decoded::Tracepoint { desc, tid, .. } => {
                 self.tracepoint(pid, *tid, desc, &cpu, &d.fields(), e.cpu, ns)
             }
             Decoded::Untagged { layout, .. } => {
                 let args = with_cpu(&cpu, &d.fields(), "");
-                self.instant(pid, pid, ns, &layout.name, "untagged", &args)
+                self.instant(pid, p.pid(), ns, &layout.name, "untagged", &args)
             }
             Decoded::Raw { why } => {
                 let raw = FieldValue::Str(hex(&e.payload));
@@ -165,7 +169,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
                     Arg::of("raw", &raw),
                     Arg::of("why", &why),
                 ];
-                self.instant(pid, pid, ns, "raw", "raw", &args)
+                self.instant(pid, p.pid(), ns, "raw", "raw", &args)
             }
         }
     }
