@@ -4,7 +4,7 @@ with Perfetto's own message definitions (the `perfetto` package's
 generated perfetto_trace_pb2), against `ringtrace dump --json` of the same
 input.
 
-    check_perfetto.py TRACE.pftrace DUMP.jsonl [--min-tasks N] [--min-links N]
+    check_perfetto.py TRACE.pftrace DUMP.jsonl [--min-tasks N] [--min-links N] [--wall-clock]
 
 The trace must be valid as Perfetto reads it:
 - every packet is on a sequence; a sequence's first packet says so and
@@ -21,7 +21,8 @@ The trace must be valid as Perfetto reads it:
 And it must say what the source says: every event that the dump shows as
 an instant (a tracepoint event, a `tracing` event) is an instant on its
 thread's track with the same time (ns of the trace's clock, whose ticks
-are ns: `mono`, `boot`...), thread, name and fields; every span enter is
+are ns: `mono`, `boot`...; with --wall-clock, for a trace exported with
+--align-wall-clock, the dump's `wall_ns`), thread, name and fields; every span enter is
 a slice on its thread, and every local span a slice from its start; every loss appears with its count; at least
 --min-tasks task tracks and --min-links follows_from flows are there.
 Exits 1 with every problem listed (the first 20) when any check fails.
@@ -233,7 +234,7 @@ def fields_match(fields, args, problems, where):
         problems.check(ok, f"{where}: field {k} is {got!r} in the trace, {v!r} in the dump")
 
 
-def check_against_dump(events, tracks, dump_path, problems):
+def check_against_dump(events, tracks, dump_path, problems, time_key="ts"):
     dump = [json.loads(line) for line in open(dump_path) if line.strip()]
     instants = collections.defaultdict(list)
     begins = collections.defaultdict(list)
@@ -254,7 +255,7 @@ def check_against_dump(events, tracks, dump_path, problems):
         lost += d.get("lost_before", 0)
         kind = d.get("kind")
         name = d["event"]
-        key = (d["ts"], d.get("tid"))
+        key = (d[time_key], d.get("tid"))
         if kind == "tracing" and name == "tracing:event":
             fields = dict(d.get("fields", {}))
             title = fields.pop("message", None)
@@ -270,7 +271,7 @@ def check_against_dump(events, tracks, dump_path, problems):
                 instants[key].remove(match[0])
                 checked["tracing events"] += 1
         elif kind == "tracing" and name == "tracing:local_span":
-            start = min(d.get("start", d["ts"]), d["ts"])
+            start = min(d.get("start", d["ts"]), d["ts"]) - d["ts"] + d[time_key]
             match = [e for e in begins[(start, d.get("tid"))] if e["name"] == d["callsite"]]
             if problems.check(match, f"{where}: no slice {d['callsite']!r} from {start} on thread {d.get('tid')}"):
                 begins[(start, d.get("tid"))].remove(match[0])
@@ -298,12 +299,15 @@ def main():
     ap.add_argument("dump")
     ap.add_argument("--min-tasks", type=int, default=0)
     ap.add_argument("--min-links", type=int, default=0)
+    ap.add_argument("--wall-clock", action="store_true",
+                    help="the trace was exported with --align-wall-clock: compare with the dump's wall_ns")
     args = ap.parse_args()
     problems = Problems()
     events, tracks = decode(args.trace, problems)
     check_nesting(events, tracks, problems)
     flows = check_flows(events, problems)
-    checked, lost = check_against_dump(events, tracks, args.dump, problems)
+    checked, lost = check_against_dump(events, tracks, args.dump, problems,
+                                       "wall_ns" if args.wall_clock else "ts")
     tasks = [t for t in tracks.values() if t.HasField("name") and " #" in t.name and not t.HasField("counter")]
     problems.check(len(tasks) >= args.min_tasks, f"{len(tasks)} task tracks, fewer than {args.min_tasks}")
     # A follows_from link is a flow that ends somewhere.

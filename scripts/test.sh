@@ -139,6 +139,9 @@ if part test; then
   "$target_dir/debug/ringtrace" export "$perfetto_tmp/two" --format perfetto -o "$perfetto_tmp/two.pftrace"
   "$target_dir/debug/ringtrace" dump --json "$perfetto_tmp/two" > "$perfetto_tmp/two.jsonl"
   python3 scripts/check_perfetto.py "$perfetto_tmp/two.pftrace" "$perfetto_tmp/two.jsonl"
+  "$target_dir/debug/ringtrace" export "$perfetto_tmp/two" --align-wall-clock --format perfetto -o "$perfetto_tmp/wall.pftrace"
+  "$target_dir/debug/ringtrace" dump --json --align-wall-clock "$perfetto_tmp/two" > "$perfetto_tmp/wall.jsonl"
+  python3 scripts/check_perfetto.py "$perfetto_tmp/wall.pftrace" "$perfetto_tmp/wall.jsonl" --wall-clock
   python3 -c 'import sys; from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb; t = pb.Trace(); t.ParseFromString(open(sys.argv[1], "rb").read()); n = sum(p.track_descriptor.HasField("process") for p in t.packet); assert n == 2, f"{n} process tracks, not 2"' "$perfetto_tmp/two.pftrace"
   rm -rf "$perfetto_tmp"
 
