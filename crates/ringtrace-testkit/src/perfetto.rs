@@ -176,6 +176,10 @@ pub fn resolve(bytes: &[u8]) -> (Vec<Resolved>, HashMap<u64, Track>) {
             v.insert(SeqState::default());
         }
         let state = seqs.get_mut(&seq).unwrap();
+        if flags & 1 == 1 {
+            // The state cleared: interned strings and defaults forgotten.
+            *state = SeqState::default();
+        }
         if let Some(snapshot) = p.msg(6) {
             for c in snapshot.msgs(1) {
                 if c.uint(3) == Some(1) {

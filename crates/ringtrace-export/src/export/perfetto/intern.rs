@@ -65,9 +65,23 @@ pub(super) struct Interned {
     ids: [FnvMap<String, u64>; 4],
     /// New in the packet being built: kind, iid, string.
     pub fresh: Vec<(Kind, u64, String)>,
+    /// Bytes of the strings held.
+    held: usize,
 }
 
+/// When a sequence's strings pass either bound, its state is cleared (and
+/// the strings interned again as they come), so that the tables stay
+/// bounded whatever the trace holds (a message formatted per event is a
+/// new name each time).
+pub(super) const MAX_STRINGS: usize = 1 << 16;
+pub(super) const MAX_BYTES: usize = 8 << 20;
+
 impl Interned {
+    /// Whether the tables have passed their bounds.
+    pub fn is_full(&self) -> bool {
+        self.held > MAX_BYTES || self.ids.iter().map(|m| m.len()).sum::<usize>() > MAX_STRINGS
+    }
+
     /// The iid of `s` as a `kind`, made (and noted fresh) if new.
     pub fn id(&mut self, kind: Kind, s: &str) -> u64 {
         let ids = &mut self.ids[kind as usize];
@@ -75,6 +89,7 @@ impl Interned {
             return id;
         }
         let id = ids.len() as u64 + 1;
+        self.held += s.len();
         ids.insert(s.to_owned(), id);
         self.fresh.push((kind, id, s.to_owned()));
         id

@@ -10,7 +10,9 @@
 //! and the defaults (the delta clock, the thread's track). Every later
 //! packet that reads that state says so (`SEQ_NEEDS_INCREMENTAL_STATE`),
 //! and carries the strings it interns first, in its own
-//! `interned_data`. Timestamps are deltas on the sequence's delta clock
+//! `interned_data`. When a sequence's strings pass a bound (the intern
+//! module's), its state is cleared and set up again the same way, so the
+//! tables stay bounded. Timestamps are deltas on the sequence's delta clock
 //! while they do not go back, and absolute on the trace clock when they
 //! do (a local span's begin, written at its end).
 
@@ -169,20 +171,44 @@ impl<'w> Sink<'w> {
             return Ok(());
         }
         let id = self.sequences.len() as u32 + 1;
-        let time = &self.time;
-        let last_ns = time
+        let last_ns = self
+            .time
             .snapshot
             .iter()
             .find(|(c, _)| *c == clock::TRACE_DELTA)
             .map_or(0, |(_, ns)| *ns);
+        self.sequences.insert(
+            seq,
+            Sequence {
+                id,
+                interned: Interned::default(),
+                last_ns,
+                default_track,
+            },
+        );
+        self.clear_state(seq, true)
+    }
+
+    /// Writes the packet that clears `seq`'s incremental state and sets
+    /// it up again: the clock snapshot at the delta clock's value, and the
+    /// defaults; `first` on the sequence's first packet. Its interned
+    /// strings are forgotten.
+    fn clear_state(&mut self, seq: SeqKey, first: bool) -> io::Result<()> {
+        let Some(s) = self.sequences.get_mut(&seq) else {
+            return Ok(());
+        };
+        s.interned = Interned::default();
         let mut p = Msg::new();
-        p.uint(packet::SEQUENCE_ID, u64::from(id))
-            .bool(packet::FIRST_ON_SEQUENCE, true)
-            .uint(packet::SEQUENCE_FLAGS, packet::STATE_CLEARED);
-        if !time.snapshot.is_empty() {
-            p.message(packet::CLOCK_SNAPSHOT, |s| {
-                for &(clock_id, ns) in &time.snapshot {
-                    s.message(snapshot::CLOCKS, |c| {
+        p.uint(packet::SEQUENCE_ID, u64::from(s.id));
+        if first {
+            p.bool(packet::FIRST_ON_SEQUENCE, true);
+        }
+        p.uint(packet::SEQUENCE_FLAGS, packet::STATE_CLEARED);
+        let snapshot = self.time.snapshot_at(s.last_ns);
+        if !snapshot.is_empty() {
+            p.message(packet::CLOCK_SNAPSHOT, |c| {
+                for &(clock_id, ns) in &snapshot {
+                    c.message(snapshot::CLOCKS, |c| {
                         c.uint(snapshot::CLOCK_ID, u64::from(clock_id))
                             .uint(snapshot::CLOCK_TIMESTAMP, ns);
                         if clock_id == clock::TRACE_DELTA {
@@ -190,10 +216,11 @@ impl<'w> Sink<'w> {
                         }
                     });
                 }
-                s.uint(snapshot::PRIMARY, u64::from(time.primary));
+                c.uint(snapshot::PRIMARY, u64::from(self.time.primary));
             });
         }
-        let delta = !time.snapshot.is_empty();
+        let delta = !snapshot.is_empty();
+        let default_track = s.default_track;
         if delta || default_track.is_some() {
             p.message(packet::DEFAULTS, |d| {
                 if delta {
@@ -206,15 +233,6 @@ impl<'w> Sink<'w> {
                 }
             });
         }
-        self.sequences.insert(
-            seq,
-            Sequence {
-                id,
-                interned: Interned::default(),
-                last_ns,
-                default_track,
-            },
-        );
         self.frame(&p)
     }
 
@@ -231,8 +249,10 @@ impl<'w> Sink<'w> {
     /// Writes `e` at `ns` (of the trace's clock) on `seq`, which must have
     /// begun.
     pub fn event(&mut self, seq: SeqKey, ns: u64, e: &TrackEvent<'_>) -> io::Result<()> {
-        if !self.sequences.contains_key(&seq) {
-            self.begin(seq, None)?;
+        match self.sequences.get(&seq) {
+            None => self.begin(seq, None)?,
+            Some(s) if s.interned.is_full() => self.clear_state(seq, false)?,
+            Some(_) => {}
         }
         let is_time = self.time.is_time();
         let Some(s) = self.sequences.get_mut(&seq) else {

@@ -57,7 +57,7 @@ impl<'t> Walk<'t, '_, '_> {
         p: &Process<'t>,
         r: &TracingRecord<'_>,
         cpu: usize,
-        ns: u64,
+        (ts, ns): (u64, u64),
     ) -> io::Result<()> {
         let pid = process as u32;
         let name = r.callsite.name.as_str();
@@ -84,7 +84,14 @@ impl<'t> Walk<'t, '_, '_> {
                     args.push(Arg::owned("parent", FieldValue::Unsigned(parent)));
                 }
                 args.extend(fields(r, None));
+                // A span of this id still open lost its close: its task
+                // slice ends here.
+                if let Some(old) = self.spans.remove(&(pid, span)) {
+                    self.unclosed(old, ns)?;
+                }
+                let key = (pid, span, ts);
                 let mut live = Live {
+                    key,
                     name: name.to_owned(),
                     target: target.to_owned(),
                     args,
@@ -93,15 +100,21 @@ impl<'t> Walk<'t, '_, '_> {
                     drawn: false,
                     polled_by: None,
                 };
-                if self.tasks.is_task((pid, span)) {
+                if self.tasks.is_task(key) {
                     let parent = r
                         .parent
                         .and_then(|s| self.spans.get(&(pid, s)))
                         .and_then(|l| l.task_track);
-                    let key = TrackKey::Task { pid, span };
-                    let track = self.tracks.uuid(self.sink, pid, key, Some(name), parent)?;
-                    let (causes, follows) = self.tasks.first_slice((pid, span));
-                    let mut flows: Vec<u64> = self.tasks.chain((pid, span)).into_iter().collect();
+                    let track_key = TrackKey::Task {
+                        pid,
+                        span,
+                        created: ts,
+                    };
+                    let track = self
+                        .tracks
+                        .uuid(self.sink, pid, track_key, Some(name), parent)?;
+                    let (causes, follows) = self.tasks.first_slice(key);
+                    let mut flows: Vec<u64> = self.tasks.chain(key).into_iter().collect();
                     flows.extend(causes);
                     let (seq, _) = self.thread(pid, r.tid)?;
                     let e = TrackEvent {
@@ -128,8 +141,8 @@ impl<'t> Walk<'t, '_, '_> {
                 Ok(())
             }
             (RecordKind::SpanEnter, Some(span)) => {
-                let key = (pid, span);
-                let live = self.spans.entry(key).or_insert_with(|| Live {
+                let live = self.spans.entry((pid, span)).or_insert_with(|| Live {
+                    key: (pid, span, 0),
                     name: name.to_owned(),
                     target: target.to_owned(),
                     args: vec![
@@ -141,6 +154,7 @@ impl<'t> Walk<'t, '_, '_> {
                     drawn: false,
                     polled_by: None,
                 });
+                let key = live.key;
                 let first = !live.drawn;
                 live.drawn = true;
                 let live_tid = live.polled_by.replace(r.tid);
@@ -186,6 +200,7 @@ impl<'t> Walk<'t, '_, '_> {
                 let Some(live) = self.spans.remove(&(pid, span)) else {
                     return Ok(());
                 };
+                self.tasks.done(live.key);
                 let Some(track) = live.task_track else {
                     return Ok(());
                 };
@@ -223,26 +238,33 @@ impl<'t> Walk<'t, '_, '_> {
         }
     }
 
-    /// Ends every task slice still open at `ns`, with `unclosed: true`.
-    pub fn finish_tasks(&mut self, ns: u64) -> io::Result<()> {
+    /// Ends `live`'s task slice, if open, at `ns` with `unclosed: true`.
+    fn unclosed(&mut self, live: Live, ns: u64) -> io::Result<()> {
+        self.tasks.done(live.key);
+        let Some(track) = live.task_track else {
+            return Ok(());
+        };
+        self.counts.closed_at_end += 1;
         let unclosed = FieldValue::Bool(true);
         let args = [Arg::of("unclosed", &unclosed)];
-        let mut open: Vec<_> = self
-            .spans
-            .iter()
-            .filter_map(|(key, live)| live.task_track.map(|t| (*key, t)))
-            .collect();
-        open.sort_unstable();
-        for ((pid, _), track) in open.into_iter().rev() {
-            self.counts.closed_at_end += 1;
-            let seq = SeqKey { pid, tid: None };
-            let e = TrackEvent {
-                args: &args,
-                ..TrackEvent::new(EventType::End, track)
-            };
-            self.sink.event(seq, ns, &e)?;
+        let seq = SeqKey {
+            pid: live.key.0,
+            tid: None,
+        };
+        let e = TrackEvent {
+            args: &args,
+            ..TrackEvent::new(EventType::End, track)
+        };
+        self.sink.event(seq, ns, &e)
+    }
+
+    /// Ends every task slice still open at `ns`, with `unclosed: true`.
+    pub fn finish_tasks(&mut self, ns: u64) -> io::Result<()> {
+        let mut open: Vec<Live> = self.spans.drain().map(|(_, live)| live).collect();
+        open.sort_by_key(|live| live.key);
+        for live in open.into_iter().rev() {
+            self.unclosed(live, ns)?;
         }
-        self.spans.clear();
         Ok(())
     }
 }

@@ -12,21 +12,48 @@
 //! (`Span::follows_from`) has a flow from the other's first slice to its
 //! own; a link whose two spans are not both drawn (a record overwritten)
 //! is left out, so that every flow connects two slices.
+//!
+//! Span ids are reused once a span closes, so a span is known by its
+//! process, its id and its creation's time. The pass holds the spans open
+//! at each point of the trace, the tasks and links it found, and the
+//! last [`RECENT`] spans closed (a span may be followed from after it
+//! closed: a link to one closed longer ago is not drawn, and counted).
 
 use crate::trace::Trace;
 use ringtrace_tracepoint::tracing_record::RecordKind;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
-/// A span, by process (its place in the trace) and id.
-pub(super) type SpanKey = (u32, u64);
+/// A span: its process (its place in the trace), its id, and its
+/// creation's time on the timeline (0 when its creation is not in the
+/// trace).
+pub(super) type SpanKey = (u32, u64, u64);
+
+/// Spans closed whose links are still looked for.
+pub(super) const RECENT: usize = 1 << 16;
 
 /// What the pass saw of one span.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Copy)]
 struct Seen {
     created: bool,
     enters: u64,
     first_tid: Option<u32>,
     threads: bool,
+}
+
+impl Seen {
+    fn is_task(&self) -> bool {
+        self.enters > 1 || self.threads
+    }
+
+    /// Whether a slice of it is drawn: a task's at its creation, another
+    /// span's when it is entered.
+    fn drawn(&self) -> bool {
+        if self.is_task() {
+            self.created
+        } else {
+            self.enters > 0
+        }
+    }
 }
 
 /// The tasks and flows of a trace.
@@ -39,8 +66,68 @@ pub(super) struct Tasks {
     follows: HashMap<SpanKey, Vec<u64>>,
     /// Spans that are tasks.
     tasks: HashSet<SpanKey>,
-    /// `follows_from` links drawn as flows.
+    /// `follows_from` links drawn as flows, and those not drawn: an end
+    /// not drawn, or a span closed too long before.
     pub links: u64,
+    pub links_dropped: u64,
+}
+
+/// The pass's state.
+#[derive(Default)]
+struct Pass {
+    open: HashMap<(u32, u64), (SpanKey, Seen)>,
+    recent: VecDeque<SpanKey>,
+    closed: HashMap<(u32, u64), (SpanKey, Seen)>,
+    /// Spans that are a link's end, and what was seen of them at close.
+    linked: HashMap<SpanKey, Option<Seen>>,
+    links: Vec<(SpanKey, SpanKey)>,
+    next_flow: u64,
+    found: Tasks,
+}
+
+impl Pass {
+    fn flow(&mut self) -> u64 {
+        self.next_flow += 1;
+        self.next_flow
+    }
+
+    /// `key` is done with: a task keeps its chain.
+    fn finish(&mut self, key: SpanKey, seen: Seen) {
+        if seen.is_task() {
+            self.found.tasks.insert(key);
+            // A chain starts at the task's slice: none without it.
+            if seen.created {
+                let flow = self.flow();
+                self.found.chains.insert(key, flow);
+            }
+        }
+        if let Some(at_close) = self.linked.get_mut(&key) {
+            *at_close = Some(seen);
+        }
+        let id = (key.0, key.1);
+        self.closed.insert(id, (key, seen));
+        self.recent.push_back(key);
+        if self.recent.len() > RECENT {
+            if let Some(old) = self.recent.pop_front() {
+                if self
+                    .closed
+                    .get(&(old.0, old.1))
+                    .is_some_and(|(k, _)| *k == old)
+                {
+                    self.closed.remove(&(old.0, old.1));
+                }
+            }
+        }
+    }
+
+    /// The span of `id` a link names: the one open, else the one closed
+    /// last (if recent).
+    fn named(&self, id: (u32, u64)) -> Option<SpanKey> {
+        self.open
+            .get(&id)
+            .or_else(|| self.closed.get(&id))
+            .map(|(key, _)| *key)
+    }
 }
 
 impl Tasks {
@@ -48,16 +135,20 @@ impl Tasks {
     /// over them).
     pub fn find(trace: &Trace<'_>) -> Tasks {
         let processes = trace.processes();
-        let mut seen: BTreeMap<SpanKey, Seen> = BTreeMap::new();
-        let mut links: Vec<(SpanKey, SpanKey)> = Vec::new();
-        let _ = trace.for_each_event::<()>(&mut |process, event, _| {
+        let mut pass = Pass::default();
+        let _ = trace.for_each_event::<()>(&mut |process, event, ts| {
             let payload = &event.payload;
             let kind = payload
                 .first_chunk::<4>()
                 .and_then(|id| RecordKind::from_id(u32::from_le_bytes(*id)));
             if !matches!(
                 kind,
-                Some(RecordKind::SpanNew | RecordKind::SpanEnter | RecordKind::SpanFollows)
+                Some(
+                    RecordKind::SpanNew
+                        | RecordKind::SpanEnter
+                        | RecordKind::SpanFollows
+                        | RecordKind::SpanClose
+                )
             ) {
                 return Ok(());
             }
@@ -66,11 +157,23 @@ impl Tasks {
                 return Ok(());
             };
             let Some(span) = r.span else { return Ok(()) };
-            let key = (process as u32, span);
-            let s = seen.entry(key).or_default();
+            let id = (process as u32, span);
             match r.kind {
-                RecordKind::SpanNew => s.created = true,
+                RecordKind::SpanNew => {
+                    if let Some((key, seen)) = pass.open.remove(&id) {
+                        pass.finish(key, seen); // its close was lost
+                    }
+                    let seen = Seen {
+                        created: true,
+                        ..Seen::default()
+                    };
+                    pass.open.insert(id, ((id.0, id.1, ts), seen));
+                }
                 RecordKind::SpanEnter => {
+                    let (_, s) = pass
+                        .open
+                        .entry(id)
+                        .or_insert(((id.0, id.1, 0), Seen::default()));
                     s.enters += 1;
                     match s.first_tid {
                         None => s.first_tid = Some(r.tid),
@@ -78,51 +181,54 @@ impl Tasks {
                         Some(_) => {}
                     }
                 }
+                RecordKind::SpanClose => {
+                    if let Some((key, seen)) = pass.open.remove(&id) {
+                        pass.finish(key, seen);
+                    }
+                }
                 _ => {
-                    if let Some(from) = r.follows {
-                        links.push((key, (process as u32, from)));
+                    let Some(from) = r.follows else { return Ok(()) };
+                    match (pass.named(id), pass.named((id.0, from))) {
+                        (Some(span), Some(cause)) if span != cause => {
+                            for end in [span, cause] {
+                                let at_close = pass
+                                    .closed
+                                    .get(&(end.0, end.1))
+                                    .filter(|(k, _)| *k == end)
+                                    .map(|(_, seen)| *seen);
+                                pass.linked.entry(end).or_insert(at_close);
+                            }
+                            pass.links.push((span, cause));
+                        }
+                        _ => pass.found.links_dropped += 1,
                     }
                 }
             }
             Ok(())
         });
-        let mut found = Tasks::default();
-        let mut next = 0u64;
-        let mut flow = || {
-            next += 1;
-            next
-        };
-        for (key, s) in &seen {
-            if s.enters > 1 || s.threads {
-                found.tasks.insert(*key);
-                // A chain starts at the task's slice: none without it.
-                if s.created {
-                    found.chains.insert(*key, flow());
-                }
+        let mut open: Vec<(SpanKey, Seen)> = pass.open.drain().map(|(_, v)| v).collect();
+        open.sort_by_key(|(key, _)| *key);
+        for (key, seen) in open {
+            pass.finish(key, seen);
+        }
+        for (span, cause) in std::mem::take(&mut pass.links) {
+            let drawn = |key: &SpanKey| {
+                pass.linked
+                    .get(key)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|s| s.drawn())
+            };
+            if drawn(&span) && drawn(&cause) {
+                let flow = pass.flow();
+                pass.found.causes.entry(cause).or_default().push(flow);
+                pass.found.follows.entry(span).or_default().push(flow);
+                pass.found.links += 1;
+            } else {
+                pass.found.links_dropped += 1;
             }
         }
-        let drawn = |key: &SpanKey| {
-            seen.get(key).is_some_and(|s| {
-                if found.tasks.contains(key) {
-                    s.created
-                } else {
-                    s.enters > 0
-                }
-            })
-        };
-        let mut kept = Vec::new();
-        for (span, cause) in links {
-            if drawn(&span) && drawn(&cause) && span != cause {
-                kept.push((span, cause));
-            }
-        }
-        for (span, cause) in kept {
-            let id = flow();
-            found.causes.entry(cause).or_default().push(id);
-            found.follows.entry(span).or_default().push(id);
-            found.links += 1;
-        }
-        found
+        pass.found
     }
 
     /// Whether `span` is a task.
@@ -141,5 +247,13 @@ impl Tasks {
             self.causes.remove(&span).unwrap_or_default(),
             self.follows.remove(&span).unwrap_or_default(),
         )
+    }
+
+    /// Forgets `span` (closed: its id may be reused).
+    pub fn done(&mut self, span: SpanKey) {
+        self.tasks.remove(&span);
+        self.chains.remove(&span);
+        self.causes.remove(&span);
+        self.follows.remove(&span);
     }
 }

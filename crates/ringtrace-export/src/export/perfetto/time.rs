@@ -18,6 +18,8 @@ pub(super) struct TimeBase {
     pub snapshot: Vec<(u32, u64)>,
     /// The builtin clock the trace's clock is, or `REALTIME`.
     pub primary: u32,
+    /// The anchor in ns of the trace's clock, and `REALTIME` then.
+    anchor: Option<(u64, u64)>,
 }
 
 impl TimeBase {
@@ -28,6 +30,7 @@ impl TimeBase {
             clock: c.clone(),
             snapshot: Vec::new(),
             primary: clock::REALTIME,
+            anchor: None,
         };
         let Some(p) = trace.processes().first() else {
             return time;
@@ -37,6 +40,12 @@ impl TimeBase {
         }
         let h = &p.recovery.header;
         let anchor = time.ns(p.timeline(h.anchor_ticks));
+        let wall = if builtin(&c.name) == Some(clock::REALTIME) {
+            anchor
+        } else {
+            h.wall_ns
+        };
+        time.anchor = Some((anchor, wall));
         time.snapshot.push((clock::TRACE, anchor));
         time.snapshot.push((clock::TRACE_DELTA, anchor));
         match builtin(&c.name) {
@@ -49,6 +58,28 @@ impl TimeBase {
             None => time.snapshot.push((clock::REALTIME, h.wall_ns)),
         }
         time
+    }
+
+    /// The snapshot moved to `ns` of the trace's clock (every clock read
+    /// that much later: the trace's and its builtin clock at `ns`,
+    /// `REALTIME` as far from the anchor's reading), for a sequence
+    /// whose state is cleared with its delta clock at `ns`.
+    pub fn snapshot_at(&self, ns: u64) -> Vec<(u32, u64)> {
+        let Some((anchor, wall)) = self.anchor else {
+            return Vec::new();
+        };
+        self.snapshot
+            .iter()
+            .map(|&(id, _)| {
+                let at = if id == clock::REALTIME {
+                    (i128::from(wall) + i128::from(ns) - i128::from(anchor))
+                        .clamp(0, i128::from(u64::MAX)) as u64
+                } else {
+                    ns
+                };
+                (id, at)
+            })
+            .collect()
     }
 
     /// Whether the ticks are time (else they are written as they are, with

@@ -22,10 +22,11 @@ pub(super) enum TrackKey {
         pid: u32,
         tid: u32,
     },
-    /// An async task: a span of process `pid`.
+    /// An async task: a span of process `pid`, created at `created`.
     Task {
         pid: u32,
         span: u64,
+        created: u64,
     },
     /// A CPU's sections of one kind (`irqs off`...), lane `lane` (0, or
     /// more when sections overlap on that CPU).

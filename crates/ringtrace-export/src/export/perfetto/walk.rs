@@ -37,6 +37,8 @@ pub(super) struct Counts {
 /// A live `tracing` span: what its slices are drawn with.
 #[derive(Debug, Clone)]
 pub(super) struct Live {
+    /// Which span it is (its id may be reused once it closes).
+    pub key: SpanKey,
     pub name: String,
     pub target: String,
     pub args: Vec<Arg<'static>>,
@@ -58,7 +60,8 @@ pub(super) struct Walk<'t, 's, 'w> {
     pub stacks: Stacks,
     pub lanes: Lanes,
     pub tasks: Tasks,
-    pub spans: HashMap<SpanKey, Live>,
+    /// By process and span id.
+    pub spans: HashMap<(u32, u64), Live>,
     lost: HashMap<(u32, usize), u64>,
     pub counts: Counts,
     /// The latest time written, ns.
@@ -153,7 +156,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         let cpu = FieldValue::Unsigned(e.cpu as u64);
         let d = p.decoder().decode(&e.payload);
         match &d {
-            Decoded::Tracing(r) => self.tracing(process, p, r, e.cpu, ns),
+            Decoded::Tracing(r) => self.tracing(process, p, r, e.cpu, (ts, ns)),
             Decoded::Tracepoint { desc, tid, .. } => {
                 self.tracepoint(pid, *tid, desc, &cpu, &d.fields(), e.cpu, ns)
             }
