@@ -58,6 +58,7 @@ mod tracing_export;
 
 pub use decode::{Decoded, Decoder};
 pub use dump::{Dump, DumpError, DumpOptions};
+pub use merge::Item;
 pub use metadata::{
     metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata, TracepointDesc,
     METADATA_VERSION,

@@ -1,27 +1,73 @@
-//! A trace's events one at a time, in time order, whether the
-//! recoveries hold them or a source gives them a batch at a time: a
-//! merge of each process's CPU buffers by their next event's time on the
-//! timeline (ties by pid, then CPU), holding one batch per buffer.
+//! A trace's events (and its buffers' fill samples) one at a time, in
+//! time order, whether the recoveries hold them or a source gives them a
+//! batch at a time: a merge of each process's CPU buffers by their next
+//! item's time on the timeline (ties by pid, then CPU), holding one batch
+//! per buffer.
 
 use crate::trace::Trace;
+use ringtrace_ring::file::{EventBatch, FillSample};
 use ringtrace_ring::Event;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-/// One CPU buffer's events not yet given.
+/// One item of a trace, in time order: an event, or a buffer's fill
+/// sample (see [`CpuRecovery::fill`](ringtrace_ring::file::CpuRecovery::fill)).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Item<'a> {
+    /// An event of the `process`-th process, at `ts` on the timeline.
+    Event {
+        /// The process's place in [`Trace::processes`].
+        process: usize,
+        /// The event.
+        event: &'a Event,
+        /// Its time on the timeline.
+        ts: u64,
+    },
+    /// How full CPU buffer `cpu` of the `process`-th process was, at `ts`
+    /// on the timeline.
+    Fill {
+        /// The process's place in [`Trace::processes`].
+        process: usize,
+        /// The CPU buffer.
+        cpu: usize,
+        /// The sample.
+        sample: &'a FillSample,
+        /// Its time on the timeline.
+        ts: u64,
+    },
+}
+
+/// One CPU buffer's items not yet given.
 struct Stream<'s> {
     process: usize,
-    batches: Box<dyn Iterator<Item = Vec<Event>> + 's>,
+    cpu: usize,
+    batches: Box<dyn Iterator<Item = EventBatch> + 's>,
     next: VecDeque<Event>,
+    fill: VecDeque<FillSample>,
+}
+
+/// What a stream gives next.
+enum Head {
+    Event(u64),
+    Fill(u64),
 }
 
 impl Stream<'_> {
-    /// The next event, a new batch read when the last is used up.
-    fn head(&mut self) -> Option<&Event> {
-        while self.next.is_empty() {
-            self.next = self.batches.next()?.into();
+    /// The time of the next item (a fill sample before an event of its
+    /// time), a new batch read when the last is used up.
+    fn head(&mut self) -> Option<Head> {
+        while self.next.is_empty() && self.fill.is_empty() {
+            let batch = self.batches.next()?;
+            self.next = batch.events.into();
+            self.fill = batch.fill.into();
         }
-        self.next.front()
+        match (self.next.front(), self.fill.front()) {
+            (Some(e), Some(f)) if f.ts <= e.ts => Some(Head::Fill(f.ts)),
+            (Some(e), _) => Some(Head::Event(e.ts)),
+            (None, Some(f)) => Some(Head::Fill(f.ts)),
+            (None, None) => None,
+        }
     }
 }
 
@@ -60,36 +106,95 @@ impl<'r> Trace<'r> {
         &self,
         f: &mut dyn FnMut(usize, &Event, u64) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.for_each_item(&mut |item| match item {
+            Item::Event { process, event, ts } => f(process, event, ts),
+            Item::Fill { .. } => Ok(()),
+        })
+    }
+
+    /// [`Trace::for_each_event`] with the buffers' fill samples among the
+    /// events, in time order (a sample before an event of its time).
+    pub fn for_each_item<E>(&self, f: &mut dyn FnMut(Item<'_>) -> Result<(), E>) -> Result<(), E> {
+        let processes = self.processes();
         let Some(source) = self.source() else {
+            let mut fills: Vec<(u64, u32, usize, usize, &FillSample)> = Vec::new();
+            for (i, p) in processes.iter().enumerate() {
+                for c in &p.recovery.cpus {
+                    fills.extend(
+                        c.fill
+                            .iter()
+                            .map(|s| (p.timeline(s.ts), p.pid(), c.cpu, i, s)),
+                    );
+                }
+            }
+            fills.sort_by_key(|(ts, pid, cpu, _, _)| (*ts, *pid, *cpu));
+            let mut fills = fills.into_iter().peekable();
             for t in self.events() {
-                f(t.process, t.event, t.ts)?;
+                while let Some((ts, _, cpu, process, sample)) = fills.next_if(|x| x.0 <= t.ts) {
+                    f(Item::Fill {
+                        process,
+                        cpu,
+                        sample,
+                        ts,
+                    })?;
+                }
+                f(Item::Event {
+                    process: t.process,
+                    event: t.event,
+                    ts: t.ts,
+                })?;
+            }
+            for (ts, _, cpu, process, sample) in fills {
+                f(Item::Fill {
+                    process,
+                    cpu,
+                    sample,
+                    ts,
+                })?;
             }
             return Ok(());
         };
-        let processes = self.processes();
         let mut streams: Vec<Stream<'_>> = Vec::new();
         for (i, p) in processes.iter().enumerate() {
             for cpu in 0..p.recovery.cpus.len() {
                 streams.push(Stream {
                     process: i,
+                    cpu,
                     batches: source.batches(i, cpu),
                     next: VecDeque::new(),
+                    fill: VecDeque::new(),
                 });
             }
         }
         let key = |s: &mut Stream<'_>, at: usize| {
             let p = &processes[s.process];
-            s.head()
-                .map(|e| Reverse((p.timeline(e.ts), p.pid(), e.cpu, at)))
+            let (ts, fill) = match s.head()? {
+                Head::Event(ts) => (ts, 1u8),
+                Head::Fill(ts) => (ts, 0u8),
+            };
+            Some(Reverse((p.timeline(ts), fill, p.pid(), s.cpu, at)))
         };
         let mut heap = BinaryHeap::new();
         for (at, s) in streams.iter_mut().enumerate() {
             heap.extend(key(s, at));
         }
-        while let Some(Reverse((ts, _, _, at))) = heap.pop() {
+        while let Some(Reverse((ts, fill, _, _, at))) = heap.pop() {
             let s = &mut streams[at];
-            if let Some(e) = s.next.pop_front() {
-                f(s.process, &e, ts)?;
+            if fill == 0 {
+                if let Some(sample) = s.fill.pop_front() {
+                    f(Item::Fill {
+                        process: s.process,
+                        cpu: s.cpu,
+                        sample: &sample,
+                        ts,
+                    })?;
+                }
+            } else if let Some(e) = s.next.pop_front() {
+                f(Item::Event {
+                    process: s.process,
+                    event: &e,
+                    ts,
+                })?;
             }
             heap.extend(key(s, at));
         }

@@ -302,7 +302,10 @@ impl<'r> Trace<'r> {
                 let mut r = p.recovery.clone();
                 if let Some(source) = self.source() {
                     for (cpu, c) in r.cpus.iter_mut().enumerate() {
-                        c.events = source.batches(i, cpu).flatten().collect();
+                        for batch in source.batches(i, cpu) {
+                            c.events.extend(batch.events);
+                            c.fill.extend(batch.fill);
+                        }
                         c.counts.recovered = c.events.len() as u64;
                     }
                 }

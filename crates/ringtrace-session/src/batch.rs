@@ -3,7 +3,7 @@
 //! write per chunk they land in (`ProcessWriter::append_batch`), instead
 //! of one per page. A drainer fills one per CPU per round.
 
-use crate::chunk::{self, KIND_LOSS, KIND_PAGE};
+use crate::chunk::{self, KIND_FILL, KIND_LOSS, KIND_PAGE};
 use crate::error::WriteError;
 use crate::index::Counters;
 use crate::loss::LossCause;
@@ -16,6 +16,8 @@ pub(crate) enum Held {
     Page { events: u64, lost: u64 },
     /// A loss.
     Loss { count: u64, cause: LossCause },
+    /// A fill sample.
+    Fill,
 }
 
 /// One entry: where it ends in the batch's bytes, its times, what it
@@ -41,6 +43,7 @@ impl Queued {
                 c.loss_entries += 1;
                 c.lost_by_cause[cause.index()] += count;
             }
+            Held::Fill => {}
         }
         c.raw_bytes += len;
         c.disk_bytes += len;
@@ -54,6 +57,7 @@ impl Queued {
                 c.unwritten.events += events;
             }
             Held::Loss { .. } => c.unwritten.losses += 1,
+            Held::Fill => {}
         }
     }
 }
@@ -128,6 +132,19 @@ impl Batch {
             first: ts,
             last: ts,
             held: Held::Loss { count, cause },
+        });
+    }
+
+    /// Adds a fill sample: at `ts`, `pages` of the buffer's `capacity`
+    /// were waiting for the reader.
+    pub fn fill(&mut self, ts: u64, pages: u32, capacity: u32) {
+        let payload = chunk::fill_payload(ts, pages, capacity);
+        chunk::append_entry_to(&mut self.bytes, KIND_FILL, &payload);
+        self.entries.push(Queued {
+            end: self.bytes.len(),
+            first: ts,
+            last: ts,
+            held: Held::Fill,
         });
     }
 

@@ -7,8 +7,11 @@ use crate::loss::LossCause;
 
 /// The first eight bytes of every chunk.
 pub(crate) const MAGIC: [u8; 8] = *b"RTCHUNK\0";
-/// The chunk format this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+/// The chunk format this build writes (version 2 added fill entries);
+/// it reads this one and [`OLDEST_VERSION`].
+pub(crate) const VERSION: u32 = 2;
+/// The oldest chunk format this build reads.
+pub(crate) const OLDEST_VERSION: u32 = 1;
 /// Bytes of the fixed header.
 pub(crate) const HEADER_LEN: usize = 160;
 /// The body is one zstd frame.
@@ -24,6 +27,10 @@ pub(crate) const KIND_PAGE: u8 = 1;
 pub(crate) const KIND_LOSS: u8 = 2;
 /// A loss entry's payload: ts, count, cause, zero.
 pub(crate) const LOSS_LEN: usize = 24;
+/// An entry holding a fill sample (version 2).
+pub(crate) const KIND_FILL: u8 = 3;
+/// A fill entry's payload: ts, pages, capacity, zero.
+pub(crate) const FILL_LEN: usize = 24;
 /// Longest clock name kept in a chunk header.
 const CLOCK_NAME: usize = 63;
 /// The largest body a reader decompresses: past the writer's largest
@@ -97,10 +104,10 @@ impl ChunkHeader {
             return Err(bad("magic", "not a ringtrace chunk"));
         }
         let version = t.u32("version")?;
-        if version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&version) {
             return Err(bad(
                 "version",
-                format!("{version}; this build reads version {VERSION}"),
+                format!("{version}; this build reads versions {OLDEST_VERSION} to {VERSION}"),
             ));
         }
         let mut h = ChunkHeader {
@@ -160,6 +167,17 @@ pub(crate) fn loss_payload(ts: u64, count: u64, cause: LossCause) -> Vec<u8> {
     p.0
 }
 
+/// A fill entry's payload: at `ts`, `pages` of the buffer's `capacity`
+/// were waiting for the reader.
+pub(crate) fn fill_payload(ts: u64, pages: u32, capacity: u32) -> Vec<u8> {
+    let mut p = Put(Vec::with_capacity(FILL_LEN));
+    p.u64(ts);
+    p.u32(pages);
+    p.u32(capacity);
+    p.u64(0);
+    p.0
+}
+
 /// The index of a finished chunk: each entry's offset in the body and its
 /// time, then a checksum.
 pub(crate) fn encode_index(index: &[(u64, u64)]) -> Vec<u8> {
@@ -184,6 +202,8 @@ pub(crate) enum Entry {
         count: u64,
         cause: LossCause,
     },
+    /// How full the buffer was when a drain round read it.
+    Fill { ts: u64, pages: u32, capacity: u32 },
 }
 
 /// A chunk read back: its header, its entries, and what stopped the
@@ -267,11 +287,30 @@ fn entries(body: &[u8], open: bool) -> (Vec<(u64, Entry)>, Option<String>) {
                 };
                 Entry::Loss { ts, count, cause }
             }
+            KIND_FILL => {
+                let mut f = Take::new(payload);
+                let read = (|| -> Result<_, Bad> {
+                    Ok((f.u64("ts")?, f.u32("pages")?, f.u32("capacity")?))
+                })();
+                let (Ok((ts, pages, capacity)), FILL_LEN) = (read, len) else {
+                    return (
+                        out,
+                        Some(format!(
+                            "the fill entry at byte {at} is {len} bytes, not {FILL_LEN}"
+                        )),
+                    );
+                };
+                Entry::Fill {
+                    ts,
+                    pages,
+                    capacity,
+                }
+            }
             other => {
                 return (
                     out,
                     Some(format!(
-                        "the entry at byte {at} is of kind {other}, not 1 (page) or 2 (loss)"
+                        "the entry at byte {at} is of kind {other}, not 1 (page), 2 (loss) or 3 (fill)"
                     )),
                 );
             }

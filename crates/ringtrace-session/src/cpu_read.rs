@@ -6,7 +6,7 @@
 use crate::chunk::{self, Entry, HEADER_LEN};
 use crate::loss::{Loss, LossCause};
 use crate::page;
-use ringtrace_ring::file::{CpuRecovery, LossNote};
+use ringtrace_ring::file::{CpuRecovery, FillSample, LossNote};
 use ringtrace_ring::Event;
 use std::collections::BTreeMap;
 use std::fs;
@@ -69,6 +69,8 @@ pub(crate) struct ChunkRead {
     pub problems: Vec<String>,
     /// Loss notes, `before` counted within this chunk's events.
     pub loss_notes: Vec<LossNote>,
+    /// Fill samples, in the order written.
+    pub fill: Vec<FillSample>,
 }
 
 /// One CPU buffer's chunks, read one at a time, in order: each holds
@@ -101,6 +103,7 @@ impl CpuChunks {
             losses: Vec::new(),
             problems: Vec::new(),
             loss_notes: Vec::new(),
+            fill: Vec::new(),
         };
         let name = crate::open_chunk::file_name(number, if open { "open" } else { "chunk" });
         let path = self.dir.join(&name);
@@ -145,6 +148,11 @@ impl CpuChunks {
                     out.loss_notes
                         .push(LossNote::new(out.events.len(), count, cause.name()));
                 }
+                Entry::Fill {
+                    ts,
+                    pages,
+                    capacity,
+                } => out.fill.push(FillSample::new(ts, pages, capacity)),
                 Entry::Page(bytes) => {
                     if bytes.len() > owner.page_size {
                         out.problems.push(format!(
@@ -214,6 +222,7 @@ pub(crate) fn read(dir: &Path, owner: Owner) -> CpuRead {
         }
         out.recovery.problems.append(&mut chunk.problems);
         out.recovery.events.append(&mut chunk.events);
+        out.recovery.fill.append(&mut chunk.fill);
         out.losses.append(&mut chunk.losses);
     }
     out.recovery.counts.recovered = out.recovery.events.len() as u64;

@@ -101,14 +101,25 @@ impl Drainer {
                 },
             );
             batch.clear();
+            let capacity = u32::try_from(out.info().header.pages_per_cpu).unwrap_or(u32::MAX);
             let mut turn = || -> Result<(), WriteError> {
+                let (mut pages, mut newest) = (0u32, None);
                 for _ in 0..PAGES_PER_TURN {
                     let Some(found) = b.read_committed_into(&mut page) else {
                         break;
                     };
                     on_page(&page);
+                    if found.events > 0 {
+                        newest = Some(found.last_ts);
+                    }
                     drained.events += self.page(cpu, &mut page, found, b, &mut batch, out)?;
                     drained.pages += 1;
+                    pages += 1;
+                }
+                // How full the buffer was: the pages this turn found
+                // waiting, at the newest event among them.
+                if let Some(ts) = newest {
+                    batch.fill(ts, pages, capacity);
                 }
                 if !batch.is_empty() {
                     out.append_batch(cpu, &batch)?;

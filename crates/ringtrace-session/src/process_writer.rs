@@ -212,6 +212,28 @@ impl ProcessWriter {
         appended
     }
 
+    /// Appends to `cpu`'s chunks how full its buffer was when drained:
+    /// `pages` of its `capacity` were waiting, the newest of their events
+    /// at `ts`. The reader gives it in
+    /// [`CpuRecovery::fill`](ringtrace_ring::file::CpuRecovery::fill).
+    /// A [`Drainer`](crate::Drainer) appends one per round that finds
+    /// pages.
+    pub fn append_fill(
+        &mut self,
+        cpu: usize,
+        ts: u64,
+        pages: u32,
+        capacity: u32,
+    ) -> Result<(), WriteError> {
+        self.check(cpu)?;
+        let mut one = std::mem::take(&mut self.one);
+        one.clear();
+        one.fill(ts, pages, capacity);
+        let appended = self.append_batch(cpu, &one);
+        self.one = one;
+        appended
+    }
+
     /// Appends `batch`'s entries, in order, to `cpu`'s chunks: one write
     /// for the entries that go into one chunk (a chunk rotates where a
     /// single append would have rotated it). On a failed write, that

@@ -4,19 +4,18 @@
 
 use crate::cpu_read::CpuChunks;
 use crate::reader::Session;
-use ringtrace_ring::file::EventSource;
-use ringtrace_ring::Event;
+use ringtrace_ring::file::{EventBatch, EventSource};
 
 impl EventSource for Session {
     /// Process `process`'s CPU `cpu`: a chunk's events at a time when the
     /// session was opened streamed, else all its events as one batch.
-    fn batches(&self, process: usize, cpu: usize) -> Box<dyn Iterator<Item = Vec<Event>> + '_> {
+    fn batches(&self, process: usize, cpu: usize) -> Box<dyn Iterator<Item = EventBatch> + '_> {
         let Some(streams) = &self.streamed else {
             let events = self
                 .processes()
                 .get(process)
                 .and_then(|p| p.recovery().cpus.get(cpu))
-                .map(|c| c.events.clone());
+                .map(|c| EventBatch::new(c.events.clone()).with_fill(c.fill.clone()));
             return Box::new(events.into_iter());
         };
         let Some((dir, owner)) = streams.get(process).and_then(|p| p.get(cpu)) else {
@@ -36,7 +35,7 @@ impl EventSource for Session {
                     }
                 }
             }
-            chunk.events
+            EventBatch::new(chunk.events).with_fill(chunk.fill)
         }))
     }
 }

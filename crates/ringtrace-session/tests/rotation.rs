@@ -199,6 +199,20 @@ fn a_drained_round_makes_the_chunks_page_by_page_appends_make() {
         pages += 1;
     }
     assert_eq!(pages, drained.pages);
+    // The round's fill sample, after its pages.
+    let fill = Session::open(&batched).unwrap().recoveries()[0].cpus[0]
+        .fill
+        .clone();
+    assert_eq!(fill.len(), 1, "one round, one sample: {fill:?}");
+    assert_eq!(u64::from(fill[0].pages), pages);
+    let newest = Session::open(&batched).unwrap().recoveries()[0].cpus[0]
+        .events
+        .last()
+        .map(|e| e.ts);
+    assert_eq!(Some(fill[0].ts), newest, "at the newest event drained");
+    process
+        .append_fill(0, fill[0].ts, fill[0].pages, fill[0].capacity)
+        .unwrap();
     process.finish(ProcessExit::Exited(0)).unwrap();
     session.finish().unwrap();
     let names = chunks(&batched.join("1-2/cpu0"), ".chunk");

@@ -1102,7 +1102,7 @@ impl ringtrace::ring::file::EventSource for Inputs {
         &self,
         process: usize,
         cpu: usize,
-    ) -> Box<dyn Iterator<Item = Vec<ringtrace::ring::Event>> + '_> {
+    ) -> Box<dyn Iterator<Item = ringtrace::ring::file::EventBatch> + '_> {
         for (first, session) in &self.sessions {
             if (*first..first + session.processes().len()).contains(&process) {
                 return session.batches(process - first, cpu);
@@ -1112,7 +1112,9 @@ impl ringtrace::ring::file::EventSource for Inputs {
             .recoveries
             .get(process)
             .and_then(|r| r.cpus.get(cpu))
-            .map(|c| c.events.clone());
+            .map(|c| {
+                ringtrace::ring::file::EventBatch::new(c.events.clone()).with_fill(c.fill.clone())
+            });
         Box::new(events.into_iter())
     }
 }

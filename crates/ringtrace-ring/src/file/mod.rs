@@ -68,10 +68,10 @@ pub use layout::FileLayout;
 #[cfg(not(loom))]
 pub use open_here::open_in_this_process;
 pub use recover::{
-    recover, recover_bytes, CpuRecovery, LossNote, Recovery, RecoveryCounts, RecoveryParts,
-    WriterState,
+    recover, recover_bytes, CpuRecovery, FillSample, LossNote, Recovery, RecoveryCounts,
+    RecoveryParts, WriterState,
 };
-pub use source::EventSource;
+pub use source::{EventBatch, EventSource};
 
 use std::path::PathBuf;
 

@@ -68,6 +68,35 @@ pub struct CpuRecovery {
     /// its share of that event's `lost_before`. Empty for a ring file,
     /// whose losses have no recorded cause.
     pub loss_notes: Vec<LossNote>,
+    /// How full the buffer was each time a reader drained it (a session
+    /// records one sample per drain round that found pages), in time
+    /// order. Empty for a ring file.
+    pub fill: Vec<FillSample>,
+}
+
+/// How full a CPU buffer was when a reader drained it: `pages` of its
+/// `capacity` were waiting, the newest event drained then at `ts` (clock
+/// ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FillSample {
+    /// The time of the newest event the round drained.
+    pub ts: u64,
+    /// Pages the round found waiting (at most what one round drains).
+    pub pages: u32,
+    /// Pages in the buffer's ring.
+    pub capacity: u32,
+}
+
+impl FillSample {
+    /// `pages` of `capacity` waiting at `ts`.
+    pub fn new(ts: u64, pages: u32, capacity: u32) -> FillSample {
+        FillSample {
+            ts,
+            pages,
+            capacity,
+        }
+    }
 }
 
 /// Events of a CPU buffer lost at one place, and why (see
@@ -115,6 +144,7 @@ impl CpuRecovery {
             file_stats: Stats::default(),
             problems: Vec::new(),
             loss_notes: Vec::new(),
+            fill: Vec::new(),
         }
     }
 }
@@ -445,6 +475,7 @@ fn recover_cpu(
         file_stats: Stats::default(),
         problems: Vec::new(),
         loss_notes: Vec::new(),
+        fill: Vec::new(),
     };
     if first.bytes.len() < control_len {
         out.problems.push(

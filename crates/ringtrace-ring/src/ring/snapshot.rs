@@ -72,6 +72,7 @@ impl<C: Clock> RingBuffer<C> {
                     file_stats: stats,
                     problems: Vec::new(),
                     loss_notes: Vec::new(),
+                    fill: Vec::new(),
                 }
             })
             .collect();

@@ -24,7 +24,9 @@
 //!   track per CPU (the lanes module);
 //! - counter tracepoints as `TYPE_COUNTER` samples, one counter track per
 //!   series; each loss as an instant `lost` on its process's track and a
-//!   sample of its CPU's `events lost` counter;
+//!   sample of its CPU's `events lost` counter; each fill sample of a
+//!   session (how full a CPU buffer was when drained) on its CPU's
+//!   `buffer fill` counter;
 //! - names, categories and annotation names interned, a packet sequence
 //!   per writing thread (and one per process for its tracks, losses and
 //!   counters), incremental state as Perfetto requires (the sink
@@ -48,6 +50,7 @@ mod tracks;
 mod walk;
 
 use super::{output, ExportError, ExportSummary};
+use crate::merge::Item;
 use crate::trace::Trace;
 use sink::Sink;
 use tasks::Tasks;
@@ -72,7 +75,17 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
         let mut walk = Walk::new(trace, &mut sink, tasks);
         let written = walk
             .start()
-            .and_then(|()| trace.for_each_event(&mut |process, e, ts| walk.event(process, e, ts)))
+            .and_then(|()| {
+                trace.for_each_item(&mut |item| match item {
+                    Item::Event { process, event, ts } => walk.event(process, event, ts),
+                    Item::Fill {
+                        process,
+                        cpu,
+                        sample,
+                        ts,
+                    } => walk.fill(process, cpu, sample, ts),
+                })
+            })
             .and_then(|()| walk.finish());
         counts = walk.counts;
         per_cpu = std::mem::take(&mut walk.per_cpu);

@@ -16,6 +16,7 @@ use crate::export::chrome::{is_counter, span_edge, SpanEdge};
 use crate::metadata::TracepointDesc;
 use crate::text::hex;
 use crate::trace::{Process, Trace};
+use ringtrace_ring::file::FillSample;
 use ringtrace_ring::Event;
 use ringtrace_tracepoint::FieldValue;
 use std::collections::HashMap;
@@ -402,6 +403,28 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             lane: lane.lane,
         };
         self.tracks.uuid(self.sink, writer, key, None, None)
+    }
+
+    /// How full CPU buffer `cpu` of the `process`-th process was at `ts`
+    /// (timeline): a sample of its `buffer fill` counter, in percent of
+    /// its pages.
+    pub fn fill(
+        &mut self,
+        process: usize,
+        cpu: usize,
+        sample: &FillSample,
+        ts: u64,
+    ) -> io::Result<()> {
+        let pid = process as u32;
+        let ns = self.sink.time().ns(ts);
+        let name = format!("cpu {cpu}: buffer fill (%)");
+        let track =
+            self.tracks
+                .uuid(self.sink, pid, TrackKey::Counter { pid, name }, None, None)?;
+        let percent = f64::from(sample.pages) * 100.0 / f64::from(sample.capacity.max(1));
+        let seq = SeqKey { pid, tid: None };
+        let e = TrackEvent::new(EventType::Counter(Sample::Double(percent)), track);
+        self.sink.event(seq, ns, &e)
     }
 
     /// `count` events of process `pid`'s CPU `cpu` lost just before `ns`:
