@@ -80,6 +80,11 @@ impl Tracer {
             config.metadata = metadata_for_tracepoints()?.to_bytes();
         }
         let ring = RingBuffer::new(config, clock)?;
+        // Where the ring's clock stands against BOOTTIME, MONOTONIC and
+        // REALTIME, so that exports line up with the machine's other
+        // traces; a full annex only loses that.
+        let anchors = ringtrace_ring::file::ClockAnchors::read(ring.clock());
+        let _ = ring.append_metadata(&anchors.to_record());
         Ok(Tracer {
             ring: Arc::new(ring),
             #[cfg(feature = "stream")]

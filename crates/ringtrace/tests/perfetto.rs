@@ -448,3 +448,65 @@ fn more_distinct_names_than_the_intern_bound_clear_the_state_and_read_back() {
         std::fs::write(keep.join("names.jsonl"), lines.join("\n") + "\n").unwrap();
     }
 }
+
+fn clock_now(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for clock_gettime.
+    assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A tracer's trace carries a clock snapshot that places it on BOOTTIME,
+/// MONOTONIC and REALTIME, whatever its clock: `mono` exactly on
+/// MONOTONIC, `tsc` through the anchors the tracer recorded.
+#[test]
+fn the_clock_snapshot_places_the_trace_on_the_machines_clocks() {
+    for clock in ["mono", "tsc"] {
+        let Ok(tracer) = Tracer::builder()
+            .clock(clock)
+            .cpus(1)
+            .buffer_size(64 << 10)
+            .build()
+        else {
+            continue; // no tsc on this machine
+        };
+        tracer.write(b"x").unwrap();
+        let dir = ringtrace_testkit::TempDir::new("perfetto-clocks");
+        let out = dir.0.join("c.pftrace");
+        tracer.export(ExportFormat::Perfetto, &out).unwrap();
+        let bytes = std::fs::read(&out).unwrap();
+        let trace = ringtrace_testkit::perfetto::Message::parse(&bytes);
+        let first = &trace.msgs(1)[0];
+        let snapshot = first.msg(6).expect("a clock snapshot");
+        let at = |id: u64| {
+            snapshot
+                .msgs(1)
+                .iter()
+                .find(|c| c.uint(1) == Some(id))
+                .and_then(|c| c.uint(2))
+                .unwrap_or_else(|| panic!("{clock}: no clock {id} in the snapshot"))
+        };
+        let (trace_ns, boot, mono, real) = (at(64), at(6), at(3), at(1));
+        if clock == "mono" {
+            assert_eq!(mono, trace_ns, "mono is MONOTONIC itself");
+            assert_eq!(snapshot.uint(2), Some(3), "primary: MONOTONIC");
+        }
+        // The offsets between the machine's clocks, as they are now
+        // (no suspend in between).
+        let boot_off =
+            clock_now(libc::CLOCK_BOOTTIME) as i128 - clock_now(libc::CLOCK_MONOTONIC) as i128;
+        let real_off =
+            clock_now(libc::CLOCK_REALTIME) as i128 - clock_now(libc::CLOCK_MONOTONIC) as i128;
+        assert!(
+            (boot as i128 - mono as i128 - boot_off).abs() < 1_000_000,
+            "{clock}: BOOTTIME - MONOTONIC"
+        );
+        assert!(
+            (real as i128 - mono as i128 - real_off).abs() < 50_000_000,
+            "{clock}: REALTIME - MONOTONIC"
+        );
+    }
+}

@@ -37,6 +37,7 @@
 
 #[cfg(not(loom))]
 pub(crate) mod adopt;
+mod anchors;
 mod annex;
 #[cfg(not(loom))]
 mod at_exit;
@@ -54,6 +55,7 @@ pub(crate) mod recover;
 mod source;
 mod walk;
 
+pub use anchors::{ClockAnchors, ANCHORS_MAGIC, ANCHORS_VERSION};
 #[cfg(not(loom))]
 pub use attach::LiveFile;
 #[cfg(not(loom))]

@@ -1,25 +1,34 @@
 //! The trace's time in the Perfetto trace: every timestamp in ns of the
 //! trace's clock, and the clock snapshot that maps that clock to
-//! Perfetto's builtin clocks (`REALTIME` by the ring's wall-clock anchor;
-//! `MONOTONIC`, `MONOTONIC_RAW` or `BOOTTIME` when the trace's clock is
-//! that clock), so that the trace lines up with others of the same
-//! machine.
+//! Perfetto's builtin clocks, so that the trace lines up with others of
+//! the same machine (a kernel trace on `BOOTTIME`, `perf` on
+//! `MONOTONIC`):
+//!
+//! - the builtin clock the trace's clock is (`mono`, `mono-raw`, `boot`;
+//!   the wall-clock timeline of an aligned trace is `REALTIME`), exactly;
+//! - `BOOTTIME`, `MONOTONIC` and `REALTIME` through the clock anchors
+//!   record a tracer appends to its ring's metadata (readings of the
+//!   ring's clock and the system's taken together, to within their
+//!   spread), when the first process's ring has one;
+//! - else `REALTIME` through the ring header's wall-clock anchor.
 
 use super::schema::clock;
-use crate::trace::Trace;
-use ringtrace_ring::file::FileClock;
+use crate::trace::{Alignment, Trace};
+use ringtrace_ring::file::{ClockAnchors, FileClock};
 
 /// How the trace's ticks are written.
 #[derive(Debug, Clone)]
 pub(super) struct TimeBase {
     clock: FileClock,
-    /// `(clock id, ns)` read at one instant (the first process's anchor);
-    /// empty when the clock's ticks are not time.
+    /// Each clock of the snapshot as its offset from the trace's clock:
+    /// it reads `ns + offset` when the trace's reads `ns`. Empty when the
+    /// clock's ticks are not time.
+    offsets: Vec<(u32, i128)>,
+    /// The snapshot at the first process's anchor.
     pub snapshot: Vec<(u32, u64)>,
-    /// The builtin clock the trace's clock is, or `REALTIME`.
+    /// The builtin clock the trace's clock is, else `BOOTTIME` when the
+    /// anchors give it, else `REALTIME`.
     pub primary: u32,
-    /// The anchor in ns of the trace's clock, and `REALTIME` then.
-    anchor: Option<(u64, u64)>,
 }
 
 impl TimeBase {
@@ -28,9 +37,9 @@ impl TimeBase {
         let c = trace.clock();
         let mut time = TimeBase {
             clock: c.clone(),
+            offsets: Vec::new(),
             snapshot: Vec::new(),
             primary: clock::REALTIME,
-            anchor: None,
         };
         let Some(p) = trace.processes().first() else {
             return time;
@@ -40,43 +49,59 @@ impl TimeBase {
         }
         let h = &p.recovery.header;
         let anchor = time.ns(p.timeline(h.anchor_ticks));
-        let wall = if builtin(&c.name) == Some(clock::REALTIME) {
-            anchor
+        let own = if trace.alignment() == Alignment::WallClock {
+            Some(clock::REALTIME)
         } else {
-            h.wall_ns
+            builtin(&c.name)
         };
-        time.anchor = Some((anchor, wall));
-        time.snapshot.push((clock::TRACE, anchor));
-        time.snapshot.push((clock::TRACE_DELTA, anchor));
-        match builtin(&c.name) {
-            Some(clock::REALTIME) => time.snapshot.push((clock::REALTIME, anchor)),
-            Some(id) => {
-                time.snapshot.push((id, anchor));
-                time.snapshot.push((clock::REALTIME, h.wall_ns));
-                time.primary = id;
+        let mut offsets: Vec<(u32, i128)> = Vec::new();
+        let mut put = |id: u32, offset: i128| {
+            if !offsets.iter().any(|(i, _)| *i == id) {
+                offsets.push((id, offset));
             }
-            None => time.snapshot.push((clock::REALTIME, h.wall_ns)),
+        };
+        put(clock::TRACE, 0);
+        put(clock::TRACE_DELTA, 0);
+        if let Some(id) = own {
+            put(id, 0);
         }
+        let anchors = p
+            .decoder()
+            .metadata_records()
+            .iter()
+            .find_map(|r| ClockAnchors::parse(r).ok().flatten());
+        if let Some(a) = anchors {
+            // Where the trace's clock stood at the readings: exactly its own
+            // builtin clock's reading when it is one.
+            let at = match own {
+                Some(clock::MONOTONIC) => i128::from(a.mono_ns),
+                Some(clock::BOOTTIME) => i128::from(a.boot_ns),
+                Some(clock::REALTIME) => i128::from(a.realtime_ns),
+                _ => i128::from(time.ns(p.timeline(a.ticks))),
+            };
+            put(clock::BOOTTIME, i128::from(a.boot_ns) - at);
+            put(clock::MONOTONIC, i128::from(a.mono_ns) - at);
+            put(clock::REALTIME, i128::from(a.realtime_ns) - at);
+        } else {
+            put(clock::REALTIME, i128::from(h.wall_ns) - i128::from(anchor));
+        }
+        time.offsets = offsets;
+        time.primary = match (own, anchors) {
+            (Some(id), _) => id,
+            (None, Some(_)) => clock::BOOTTIME,
+            (None, None) => clock::REALTIME,
+        };
+        time.snapshot = time.snapshot_at(anchor);
         time
     }
 
-    /// The snapshot moved to `ns` of the trace's clock (every clock read
-    /// that much later: the trace's and its builtin clock at `ns`,
-    /// `REALTIME` as far from the anchor's reading), for a sequence
+    /// The snapshot when the trace's clock reads `ns`: for a sequence
     /// whose state is cleared with its delta clock at `ns`.
     pub fn snapshot_at(&self, ns: u64) -> Vec<(u32, u64)> {
-        let Some((anchor, wall)) = self.anchor else {
-            return Vec::new();
-        };
-        self.snapshot
+        self.offsets
             .iter()
-            .map(|&(id, _)| {
-                let at = if id == clock::REALTIME {
-                    (i128::from(wall) + i128::from(ns) - i128::from(anchor))
-                        .clamp(0, i128::from(u64::MAX)) as u64
-                } else {
-                    ns
-                };
+            .map(|&(id, offset)| {
+                let at = (i128::from(ns) + offset).clamp(0, i128::from(u64::MAX)) as u64;
                 (id, at)
             })
             .collect()
