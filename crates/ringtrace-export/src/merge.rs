@@ -129,30 +129,36 @@ impl<'r> Trace<'r> {
             }
             fills.sort_by_key(|(ts, pid, cpu, _, _)| (*ts, *pid, *cpu));
             let mut fills = fills.into_iter().peekable();
-            for t in self.events() {
-                while let Some((ts, _, cpu, process, sample)) = fills.next_if(|x| x.0 <= t.ts) {
-                    f(Item::Fill {
+            let events = self.events();
+            let mut events = events.iter().peekable();
+            // A fill sample before an event of its time.
+            loop {
+                let fill_first = match (fills.peek(), events.peek()) {
+                    (Some(fill), Some(t)) => fill.0 <= t.ts,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (None, None) => return Ok(()),
+                };
+                let item = if fill_first {
+                    let Some((ts, _, cpu, process, sample)) = fills.next() else {
+                        continue;
+                    };
+                    Item::Fill {
                         process,
                         cpu,
                         sample,
                         ts,
-                    })?;
-                }
-                f(Item::Event {
-                    process: t.process,
-                    event: t.event,
-                    ts: t.ts,
-                })?;
+                    }
+                } else {
+                    let Some(t) = events.next() else { continue };
+                    Item::Event {
+                        process: t.process,
+                        event: t.event,
+                        ts: t.ts,
+                    }
+                };
+                f(item)?;
             }
-            for (ts, _, cpu, process, sample) in fills {
-                f(Item::Fill {
-                    process,
-                    cpu,
-                    sample,
-                    ts,
-                })?;
-            }
-            return Ok(());
         };
         let mut streams: Vec<Stream<'_>> = Vec::new();
         for (i, p) in processes.iter().enumerate() {

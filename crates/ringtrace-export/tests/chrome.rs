@@ -8,16 +8,12 @@ mod common;
 use common::trace::*;
 use common::TempDir;
 use proptest::prelude::*;
-use ringtrace_clock::Counter;
 use ringtrace_export::export::{export, ExportSummary, Format};
 use ringtrace_export::text::hex;
 use ringtrace_export::{Dump, DumpOptions};
 use ringtrace_ring::file::{self, Recovery};
-use ringtrace_ring::{RingBuffer, RingConfig};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 
 /// The export of `recovery`, parsed, with its text.
 fn exported(recovery: &Recovery, dir: &TempDir) -> (ExportSummary, Value, String) {
@@ -114,17 +110,9 @@ fn by_name<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
 fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
     let dir = TempDir::new("known");
     let path = dir.0.join("t.ring");
-    let clock = ManualClock(Arc::new(AtomicU64::new(1_000_000)));
-    let ring = ring(&path, clock.clone());
-    let at = |cpu: usize, p: &[u8], gap: u64| {
-        clock.advance(gap);
-        ring.cpu_writer(cpu).write(p).unwrap();
-    };
-    // Fillers on CPU 0, enough to wrap its ring many times over: the
-    // oldest are overwritten.
-    for n in 0..300 {
-        at(0, &page_read(100, n, "filler"), 1237);
-    }
+    let script = Scripted::new(&path);
+    let at = |cpu: usize, p: &[u8], gap: u64| script.at(cpu, p, gap);
+    script.fillers();
     at(0, &preemptirq(PREEMPT_DISABLE, 100, 10), 2401);
     at(0, &preemptirq(IRQ_DISABLE, 100, 20), 2402);
     at(1, &page_read(200, 1000, "two"), 2403);
@@ -136,7 +124,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
     at(0, &[0xAB; 8], 2409);
     at(1, &[0x2A, 0], 2410); // the untagged layout
     at(1, &page_read(200, 1001, "last"), 2411);
-    drop(ring);
+    drop(script);
 
     let recovery = file::recover(&path).unwrap();
     let pid = recovery.header.pid;
@@ -330,17 +318,7 @@ fn a_known_sequence_exports_with_spans_counters_losses_and_exact_timestamps() {
 fn a_clock_whose_ticks_are_not_time_exports_ticks_as_microseconds_and_says_so() {
     let dir = TempDir::new("counter");
     let path = dir.0.join("c.ring");
-    let config = RingConfig::default()
-        .cpus(1)
-        .per_cpu_bytes(8192)
-        .quarantine_pages(1)
-        .file(&path)
-        .metadata(metadata().to_bytes());
-    let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    ring.cpu_writer(0).write(&page_read(7, 1, "a")).unwrap();
-    ring.cpu_writer(0).write(&page_read(7, 2, "b")).unwrap();
-    drop(ring);
-    let recovery = file::recover(&path).unwrap();
+    let recovery = counter_ring(&path);
     let (_, json, _) = exported(&recovery, &dir);
     let events = schema_checked(&json, recovery.header.pid, 1);
     let other = &json["otherData"];
@@ -358,30 +336,14 @@ fn a_clock_whose_ticks_are_not_time_exports_ticks_as_microseconds_and_says_so() 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 64,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(cases())]
 
     #[test]
     fn random_events_export_to_a_balanced_trace_of_the_right_shape(
-        randoms in prop::collection::vec(
-            (0..2usize, 1..4u32, 1..16u32, 0..5000u64)
-                .prop_map(|(cpu, tid, what, gap)| Random { cpu, tid, what, gap }),
-            0..120,
-        )
+        randoms in randoms(120)
     ) {
         let dir = TempDir::new("prop");
-        let path = dir.0.join("p.ring");
-        let clock = ManualClock(Arc::new(AtomicU64::new(77)));
-        let ring = ring(&path, clock.clone());
-        for r in &randoms {
-            clock.advance(r.gap);
-            ring.cpu_writer(r.cpu).write(&random_payload(r)).unwrap();
-        }
-        drop(ring);
-        let recovery = file::recover(&path).unwrap();
+        let recovery = recovered(&dir.0.join("p.ring"), &randoms);
         let (summary, json, text) = exported(&recovery, &dir);
         let events = schema_checked(&json, recovery.header.pid, 2);
         balance_checked(events);

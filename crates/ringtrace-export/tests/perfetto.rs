@@ -11,10 +11,8 @@ mod common;
 use common::trace::*;
 use common::TempDir;
 use proptest::prelude::*;
-use ringtrace_clock::Counter;
 use ringtrace_export::export::{export, ExportSummary, Format};
 use ringtrace_ring::file::{self, Recovery};
-use ringtrace_ring::{RingBuffer, RingConfig};
 use ringtrace_testkit::perfetto::{resolve, Resolved, Track};
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -55,15 +53,9 @@ fn on(events: &[Resolved], track: u64) -> Vec<(u64, Option<&str>)> {
 fn a_known_trace_exports_sections_per_cpu_spans_counters_instants_and_losses() {
     let dir = TempDir::new("perfetto-known");
     let path = dir.0.join("t.ring");
-    let clock = ManualClock(Arc::new(AtomicU64::new(1_000_000)));
-    let ring = ring(&path, clock.clone());
-    let at = |cpu: usize, p: &[u8], gap: u64| {
-        clock.advance(gap);
-        ring.cpu_writer(cpu).write(p).unwrap();
-    };
-    for n in 0..300 {
-        at(0, &page_read(100, n, "filler"), 1237);
-    }
+    let script = Scripted::new(&path);
+    let at = |cpu: usize, p: &[u8], gap: u64| script.at(cpu, p, gap);
+    script.fillers();
     // Threads 100 and 101 both disable irqs on CPU 0: two lanes.
     at(0, &preemptirq(IRQ_DISABLE, 100, 10), 2400);
     at(0, &preemptirq(IRQ_DISABLE, 101, 20), 2400);
@@ -81,7 +73,7 @@ fn a_known_trace_exports_sections_per_cpu_spans_counters_instants_and_losses() {
     at(1, &[0x2A, 0], 2400); // the untagged layout
     at(1, &[0xEE; 5], 2400); // no tracepoint's id
     at(1, &page_read(200, 1001, "last"), 2400);
-    drop(ring);
+    drop(script);
 
     let recovery = file::recover(&path).unwrap();
     let (summary, events, tracks) = exported(&recovery, &dir);
@@ -185,17 +177,7 @@ fn a_known_trace_exports_sections_per_cpu_spans_counters_instants_and_losses() {
 fn a_clock_whose_ticks_are_not_time_exports_its_ticks_without_a_snapshot_and_says_so() {
     let dir = TempDir::new("perfetto-counter");
     let path = dir.0.join("c.ring");
-    let config = RingConfig::default()
-        .cpus(1)
-        .per_cpu_bytes(8192)
-        .quarantine_pages(1)
-        .file(&path)
-        .metadata(metadata().to_bytes());
-    let ring = RingBuffer::new(config, Counter::new()).unwrap();
-    ring.cpu_writer(0).write(&page_read(7, 1, "a")).unwrap();
-    ring.cpu_writer(0).write(&page_read(7, 2, "b")).unwrap();
-    drop(ring);
-    let recovery = file::recover(&path).unwrap();
+    let recovery = counter_ring(&path);
     let (summary, events, _) = exported(&recovery, &dir);
     assert!(
         summary
@@ -221,30 +203,14 @@ fn a_clock_whose_ticks_are_not_time_exports_its_ticks_without_a_snapshot_and_say
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 64,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(cases())]
 
     #[test]
     fn random_tracepoint_events_export_to_a_valid_perfetto_trace_with_every_loss(
-        randoms in prop::collection::vec(
-            (0..2usize, 1..4u32, 1..16u32, 0..5000u64)
-                .prop_map(|(cpu, tid, what, gap)| Random { cpu, tid, what, gap }),
-            0..200,
-        )
+        randoms in randoms(200)
     ) {
         let dir = TempDir::new("perfetto-prop");
-        let path = dir.0.join("p.ring");
-        let clock = ManualClock(Arc::new(AtomicU64::new(77)));
-        let ring = ring(&path, clock.clone());
-        for r in &randoms {
-            clock.advance(r.gap);
-            ring.cpu_writer(r.cpu).write(&random_payload(r)).unwrap();
-        }
-        drop(ring);
-        let recovery = file::recover(&path).unwrap();
+        let recovery = recovered(&dir.0.join("p.ring"), &randoms);
         let (summary, events, tracks) = exported(&recovery, &dir);
         let merged = recovery.merged();
         let lost_before: u64 = merged.iter().map(|e| e.lost_before).sum();

@@ -81,6 +81,20 @@ fn run(t: usize, steps: &[Step]) {
     }
 }
 
+/// Runs each thread's steps on a thread of its own, through the
+/// tracer's layer.
+fn record(tracer: &Tracer, steps: &[Vec<Step>]) {
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
+    tracing::dispatcher::with_default(&dispatch, || {
+        std::thread::scope(|s| {
+            for (t, part) in steps.iter().enumerate() {
+                let dispatch = &dispatch;
+                s.spawn(move || tracing::dispatcher::with_default(dispatch, || run(t, part)));
+            }
+        });
+    });
+}
+
 fn out_dir() -> Option<PathBuf> {
     std::env::var_os("RINGTRACE_PERFETTO_OUT").map(PathBuf::from)
 }
@@ -108,16 +122,7 @@ proptest! {
             .mode(Mode::Overwrite)
             .build()
             .unwrap();
-        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
-        tracing::dispatcher::with_default(&dispatch, || {
-            std::thread::scope(|s| {
-                for (t, part) in steps.iter().enumerate() {
-                    let dispatch = &dispatch;
-                    s.spawn(move || tracing::dispatcher::with_default(dispatch, || run(t, part)));
-                }
-            });
-        });
-        drop(dispatch);
+        record(&tracer, &steps);
         tracer.flush();
         let out = dir.0.join("t.pftrace");
         let summary = tracer.export(ExportFormat::Perfetto, &out).unwrap();
@@ -254,7 +259,6 @@ fn a_session_exports_the_same_perfetto_trace_streamed_as_read_whole() {
         .stream_options(ringtrace::session::SessionOptions::default().rotate_size(16 << 10))
         .build()
         .unwrap();
-    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
     let steps: Vec<Vec<Step>> = (0..3)
         .map(|t| {
             (0..200u64)
@@ -266,15 +270,7 @@ fn a_session_exports_the_same_perfetto_trace_streamed_as_read_whole() {
                 .collect()
         })
         .collect();
-    tracing::dispatcher::with_default(&dispatch, || {
-        std::thread::scope(|s| {
-            for (t, part) in steps.iter().enumerate() {
-                let dispatch = &dispatch;
-                s.spawn(move || tracing::dispatcher::with_default(dispatch, || run(t, part)));
-            }
-        });
-    });
-    drop(dispatch);
+    record(&tracer, &steps);
     tracer.finish().unwrap();
 
     let whole = Session::open(&session_dir).unwrap();

@@ -195,3 +195,87 @@ pub fn random_payload(r: &Random) -> Vec<u8> {
         _ => vec![0xEE; 5],
     }
 }
+
+/// A strategy of up to `max` random events on 2 CPUs and 3 threads.
+pub fn randoms(max: usize) -> impl proptest::strategy::Strategy<Value = Vec<Random>> {
+    use proptest::prelude::*;
+    prop::collection::vec(
+        (0..2usize, 1..4u32, 1..16u32, 0..5000u64).prop_map(|(cpu, tid, what, gap)| Random {
+            cpu,
+            tid,
+            what,
+            gap,
+        }),
+        0..max,
+    )
+}
+
+/// Writes `randoms` into a new ring file at `path` (the clock starting at
+/// 77 and advanced by each event's gap) and recovers it.
+pub fn recovered(path: &Path, randoms: &[Random]) -> ringtrace_ring::file::Recovery {
+    let clock = ManualClock(Arc::new(AtomicU64::new(77)));
+    let ring = ring(path, clock.clone());
+    for r in randoms {
+        clock.advance(r.gap);
+        ring.cpu_writer(r.cpu).write(&random_payload(r)).unwrap();
+    }
+    drop(ring);
+    ringtrace_ring::file::recover(path).unwrap()
+}
+
+/// A ring file written event by event at chosen times: the clock starts
+/// at 1,000,000 ticks.
+pub struct Scripted {
+    clock: ManualClock,
+    ring: RingBuffer<ManualClock>,
+}
+
+impl Scripted {
+    /// A new ring file at `path`.
+    pub fn new(path: &Path) -> Scripted {
+        let clock = ManualClock(Arc::new(AtomicU64::new(1_000_000)));
+        let ring = ring(path, clock.clone());
+        Scripted { clock, ring }
+    }
+
+    /// Writes `payload` on `cpu`, `gap` ticks after the last.
+    pub fn at(&self, cpu: usize, payload: &[u8], gap: u64) {
+        self.clock.advance(gap);
+        self.ring.cpu_writer(cpu).write(payload).unwrap();
+    }
+
+    /// 300 page reads of thread 100 on CPU 0 (`n` 0 to 299, note
+    /// `filler`), enough to wrap its ring many times over: the oldest are
+    /// overwritten.
+    pub fn fillers(&self) {
+        for n in 0..300 {
+            self.at(0, &page_read(100, n, "filler"), 1237);
+        }
+    }
+}
+
+/// Two page reads of thread 7 (`n` 1 and 2) in a one-CPU ring file at
+/// `path` stamped by a `counter` clock, whose ticks are not time;
+/// recovered.
+pub fn counter_ring(path: &Path) -> ringtrace_ring::file::Recovery {
+    let config = RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(8192)
+        .quarantine_pages(1)
+        .file(path)
+        .metadata(metadata().to_bytes());
+    let ring = RingBuffer::new(config, ringtrace_clock::Counter::new()).unwrap();
+    ring.cpu_writer(0).write(&page_read(7, 1, "a")).unwrap();
+    ring.cpu_writer(0).write(&page_read(7, 2, "b")).unwrap();
+    drop(ring);
+    ringtrace_ring::file::recover(path).unwrap()
+}
+
+/// The property tests' configuration: 64 cases, no regression files.
+pub fn cases() -> proptest::test_runner::Config {
+    proptest::test_runner::Config {
+        cases: 64,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    }
+}
