@@ -190,6 +190,10 @@ proptest! {
             .sum();
         prop_assert!(marked >= lost, "{} lost before events, {} marked", lost, marked);
         prop_assert_eq!(summary.lost, marked);
+        // Nothing lost, every follows_from link is drawn; any not drawn
+        // is said.
+        let undrawn = summary.warnings.iter().any(|w| w.contains("follows_from links are not drawn"));
+        prop_assert!(marked > 0 || !undrawn, "{:?}", summary.warnings);
         // A task (a span created in the trace and entered more than once
         // or on two threads) has its own track; no other span has one.
         let tasks = spans_entered

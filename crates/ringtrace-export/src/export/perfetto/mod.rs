@@ -70,6 +70,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
     let tasks = Tasks::find(trace);
     let mut counts = walk::Counts::default();
     let mut per_cpu = Default::default();
+    let mut links_dropped = 0;
     output::write_file(out, |w| {
         let mut sink = Sink::new(w, time);
         let mut walk = Walk::new(trace, &mut sink, tasks);
@@ -89,6 +90,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
             .and_then(|()| walk.finish());
         counts = walk.counts;
         per_cpu = std::mem::take(&mut walk.per_cpu);
+        links_dropped = walk.tasks.links_dropped;
         written
             .and_then(|()| sink.flush())
             .map_err(|e| ExportError::io(out, &e))
@@ -108,6 +110,12 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
                 }
             }
         }
+    }
+    if links_dropped > 0 {
+        warnings.push(format!(
+            "{links_dropped} follows_from links are not drawn: a span they join is not in the trace (overwritten), or closed more than {} span closes before the link",
+            tasks::RECENT
+        ));
     }
     if counts.unmatched > 0 {
         warnings.push(format!(
