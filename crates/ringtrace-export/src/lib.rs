@@ -52,9 +52,11 @@ pub mod export;
 mod merge;
 mod metadata;
 mod summary;
+pub mod spans;
 pub mod text;
 mod trace;
 mod tracing_export;
+mod wall;
 
 pub use decode::{Decoded, Decoder};
 pub use dump::{Dump, DumpError, DumpOptions};
@@ -65,3 +67,4 @@ pub use metadata::{
 };
 pub use summary::{metadata_decoder, MetadataDecoder, UnusableMetadata};
 pub use trace::{Alignment, Process, Trace, TraceError, TraceEvent};
+pub use wall::{WallClock, WallSource};

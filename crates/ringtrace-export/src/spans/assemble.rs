@@ -1,0 +1,473 @@
+//! The walk that puts span trees back together: each `tracing` record of
+//! the trace, in time order, applied to the spans still open, each tree
+//! handed over when its last span closes.
+
+use super::ids::stable_hash;
+use super::{Assembled, EventData, SpanData, SpanTree};
+use crate::decode::Decoded;
+use crate::trace::{Process, Trace};
+use ringtrace_tracepoint::tracing_record::{RecordKind, TracingRecord};
+use ringtrace_tracepoint::FieldValue;
+use std::collections::HashMap;
+
+/// What [`assemble`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AssembleSummary {
+    /// Trees handed over.
+    pub trees: u64,
+    /// Spans in them.
+    pub spans: u64,
+    /// Spans never closed in the trace (ended at its last time).
+    pub unclosed: u64,
+    /// `tracing` events, inside spans or not.
+    pub events: u64,
+    /// Of those, events outside any span.
+    pub loose_events: u64,
+    /// Span records (enter, exit, close, record, link) of spans whose
+    /// creation is not in the trace (overwritten, lost, or before it
+    /// began): left out.
+    pub orphan_records: u64,
+    /// Spans whose parent's creation is not in the trace: made roots.
+    pub orphan_spans: u64,
+    /// Events that are not `tracing` records (tracepoints, raw), left
+    /// to the event exporters.
+    pub other_events: u64,
+}
+
+/// A span still open: where it is.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    /// Its tree, by its root's uid.
+    root: u64,
+    /// Its place in the tree's spans.
+    index: usize,
+}
+
+/// A tree with spans still open.
+#[derive(Debug)]
+struct OpenTree {
+    spans: Vec<SpanData>,
+    open: usize,
+}
+
+/// A thread's entered span: its id and uid (the id may have been reused
+/// once it closed without its exit in the trace), and when it was entered
+/// (ns).
+#[derive(Debug, Clone, Copy)]
+struct Entered {
+    id: u64,
+    uid: u64,
+    at: u64,
+}
+
+struct State<'f, E> {
+    live: HashMap<(usize, u64), Live>,
+    trees: HashMap<(usize, u64), OpenTree>,
+    stacks: HashMap<(usize, u32), Vec<Entered>>,
+    summary: AssembleSummary,
+    last_ns: u64,
+    out: &'f mut dyn FnMut(Assembled) -> Result<(), E>,
+}
+
+/// Walks `trace` in time order and hands each [`SpanTree`] to `f` when
+/// its last span closes, each event outside any span as it comes, and
+/// the trees still open at the end (their open spans ended at the
+/// trace's last time, `closed: false`). Stops at `f`'s first error.
+///
+/// ```
+/// use ringtrace_export::spans::{assemble, Assembled};
+/// use ringtrace_export::Trace;
+/// # let dir = std::env::temp_dir().join(format!("ringtrace-assemble-doc-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let path = dir.join("empty.ring");
+/// # let config = ringtrace_ring::RingConfig::default().cpus(1).per_cpu_bytes(8192).file(&path);
+/// # drop(ringtrace_ring::RingBuffer::new(config, ringtrace_clock::Counter::new())?);
+/// let recovery = ringtrace_ring::file::recover(&path)?;
+/// let mut trees = 0;
+/// let summary = assemble::<std::io::Error>(&Trace::single(&recovery), &mut |a| {
+///     if let Assembled::Tree(_) = a {
+///         trees += 1;
+///     }
+///     Ok(())
+/// })?;
+/// assert_eq!((trees, summary.trees), (0, 0));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn assemble<E>(
+    trace: &Trace<'_>,
+    f: &mut dyn FnMut(Assembled) -> Result<(), E>,
+) -> Result<AssembleSummary, E> {
+    let mut state = State {
+        live: HashMap::new(),
+        trees: HashMap::new(),
+        stacks: HashMap::new(),
+        summary: AssembleSummary::default(),
+        last_ns: 0,
+        out: f,
+    };
+    let clock = trace.clock().clone();
+    let ns = |ticks: u64| clock.ticks_to_ns(ticks).unwrap_or(ticks);
+    trace.for_each_event(&mut |process, e, ts| {
+        let p = &trace.processes()[process];
+        let at = ns(ts);
+        state.last_ns = state.last_ns.max(at);
+        match p.decoder().decode(&e.payload) {
+            Decoded::Tracing(r) => state.record(process, p, &r, e.cpu, at, &ns),
+            _ => {
+                state.summary.other_events += 1;
+                Ok(())
+            }
+        }
+    })?;
+    state.finish()
+}
+
+/// A field list as owned pairs, without `skip`.
+fn owned(r: &TracingRecord<'_>, skip: Option<&str>) -> Vec<(String, FieldValue)> {
+    r.fields
+        .iter()
+        .filter(|f| Some(f.name) != skip)
+        .map(|f| (f.name.to_owned(), f.value.clone()))
+        .collect()
+}
+
+impl<E> State<'_, E> {
+    fn record(
+        &mut self,
+        process: usize,
+        p: &Process<'_>,
+        r: &TracingRecord<'_>,
+        cpu: usize,
+        at: u64,
+        ns: &dyn Fn(u64) -> u64,
+    ) -> Result<(), E> {
+        let id = r.span.unwrap_or(0);
+        match r.kind {
+            RecordKind::Event => return self.event(process, r, cpu, at),
+            RecordKind::SpanNew => return self.new_span(process, p, r, cpu, at),
+            RecordKind::LocalSpan => {
+                let start = r.start.map_or(at, |s| ns(p.timeline(s)).min(at));
+                return self.local_span(process, p, r, cpu, (start, at));
+            }
+            _ => {}
+        }
+        let Some(live) = self.live.get(&(process, id)).copied() else {
+            self.summary.orphan_records += 1;
+            return Ok(());
+        };
+        match r.kind {
+            RecordKind::SpanRecord => {
+                let fields = owned(r, None);
+                let span = self.span_mut(process, live);
+                for (name, value) in fields {
+                    match span.fields.iter_mut().find(|(n, _)| *n == name) {
+                        Some(old) => old.1 = value,
+                        None => span.fields.push((name, value)),
+                    }
+                }
+            }
+            RecordKind::SpanEnter => {
+                let span = self.span_mut(process, live);
+                if !span.threads.contains(&r.tid) {
+                    span.threads.push(r.tid);
+                }
+                let uid = span.uid;
+                self.stacks
+                    .entry((process, r.tid))
+                    .or_default()
+                    .push(Entered { id, uid, at });
+            }
+            RecordKind::SpanExit => {
+                let uid = self.span_mut(process, live).uid;
+                let stack = self.stacks.entry((process, r.tid)).or_default();
+                if let Some(i) = stack.iter().rposition(|e| e.uid == uid) {
+                    let entered = stack.remove(i);
+                    let span = self.span_mut(process, live);
+                    span.busy_ns = span.busy_ns.saturating_add(at.saturating_sub(entered.at));
+                }
+            }
+            RecordKind::SpanFollows => {
+                let from = r
+                    .follows
+                    .and_then(|f| self.live.get(&(process, f)).copied())
+                    .map(|l| self.span_mut(process, l).uid);
+                if let Some(uid) = from {
+                    let span = self.span_mut(process, live);
+                    if !span.follows.contains(&uid) {
+                        span.follows.push(uid);
+                    }
+                }
+            }
+            RecordKind::SpanClose => return self.close(process, id, live, at, true),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn span_mut(&mut self, process: usize, live: Live) -> &mut SpanData {
+        let tree = self
+            .trees
+            .get_mut(&(process, live.root))
+            .expect("a live span's tree is open");
+        &mut tree.spans[live.index]
+    }
+
+    /// The span thread `tid` of `process` is in now, if its creation is
+    /// in the trace.
+    fn current(&self, process: usize, tid: u32) -> Option<Live> {
+        let top = self.stacks.get(&(process, tid))?.last()?;
+        let live = self.live.get(&(process, top.id)).copied()?;
+        let tree = self.trees.get(&(process, live.root))?;
+        (tree.spans[live.index].uid == top.uid).then_some(live)
+    }
+
+    fn event(
+        &mut self,
+        process: usize,
+        r: &TracingRecord<'_>,
+        cpu: usize,
+        at: u64,
+    ) -> Result<(), E> {
+        self.summary.events += 1;
+        let message = r.fields.iter().find_map(|f| match (&f.value, f.name) {
+            (FieldValue::Str(s), "message") => Some(s.clone()),
+            _ => None,
+        });
+        let skip = message.as_ref().map(|_| "message");
+        let mut event = EventData {
+            process,
+            ts_ns: at,
+            tid: r.tid,
+            cpu,
+            name: message.unwrap_or_else(|| r.callsite.name.clone()),
+            target: r.callsite.target.clone(),
+            level: r.callsite.level.0,
+            fields: owned(r, skip),
+            span: None,
+        };
+        match self.current(process, r.tid) {
+            Some(live) => {
+                let span = self.span_mut(process, live);
+                event.span = Some(span.uid);
+                span.events.push(event);
+                Ok(())
+            }
+            None => {
+                self.summary.loose_events += 1;
+                (self.out)(Assembled::Event(event))
+            }
+        }
+    }
+
+    fn new_span(
+        &mut self,
+        process: usize,
+        p: &Process<'_>,
+        r: &TracingRecord<'_>,
+        cpu: usize,
+        at: u64,
+    ) -> Result<(), E> {
+        let id = r.span.unwrap_or(0);
+        if let Some(old) = self.live.get(&(process, id)).copied() {
+            // Its id was reused, so it closed, but the close is not in the
+            // trace.
+            self.close(process, id, old, at, false)?;
+        }
+        let h = &p.recovery.header;
+        let uid = stable_hash(&[u64::from(h.pid), h.anchor_ticks, id, at]);
+        let parent = r
+            .parent
+            .and_then(|pid| self.live.get(&(process, pid)).copied());
+        if r.parent.is_some() && parent.is_none() {
+            self.summary.orphan_spans += 1;
+        }
+        let mut span = SpanData {
+            process,
+            uid,
+            parent: None,
+            id,
+            name: r.callsite.name.clone(),
+            target: r.callsite.target.clone(),
+            level: r.callsite.level.0,
+            start_ns: at,
+            end_ns: at,
+            closed: false,
+            busy_ns: 0,
+            tid: r.tid,
+            cpu,
+            threads: Vec::new(),
+            fields: owned(r, None),
+            follows: Vec::new(),
+            events: Vec::new(),
+            local: false,
+        };
+        let live = match parent {
+            Some(parent) => {
+                span.parent = Some(self.span_mut(process, parent).uid);
+                let tree = self
+                    .trees
+                    .get_mut(&(process, parent.root))
+                    .expect("a live span's tree is open");
+                tree.spans.push(span);
+                tree.open += 1;
+                Live {
+                    root: parent.root,
+                    index: tree.spans.len() - 1,
+                }
+            }
+            None => {
+                self.trees.insert(
+                    (process, uid),
+                    OpenTree {
+                        spans: vec![span],
+                        open: 1,
+                    },
+                );
+                Live {
+                    root: uid,
+                    index: 0,
+                }
+            }
+        };
+        self.live.insert((process, id), live);
+        Ok(())
+    }
+
+    fn local_span(
+        &mut self,
+        process: usize,
+        p: &Process<'_>,
+        r: &TracingRecord<'_>,
+        cpu: usize,
+        (start, end): (u64, u64),
+    ) -> Result<(), E> {
+        let h = &p.recovery.header;
+        let uid = stable_hash(&[
+            u64::from(h.pid),
+            h.anchor_ticks,
+            u64::MAX,
+            u64::from(r.tid),
+            start,
+            end,
+        ]);
+        let mut span = SpanData {
+            process,
+            uid,
+            parent: None,
+            id: 0,
+            name: r.callsite.name.clone(),
+            target: r.callsite.target.clone(),
+            level: r.callsite.level.0,
+            start_ns: start,
+            end_ns: end,
+            closed: true,
+            busy_ns: end - start,
+            tid: r.tid,
+            cpu,
+            threads: vec![r.tid],
+            fields: owned(r, None),
+            follows: Vec::new(),
+            events: Vec::new(),
+            local: true,
+        };
+        let parent = self
+            .current(process, r.tid)
+            .filter(|l| {
+                self.trees
+                    .get(&(process, l.root))
+                    .is_some_and(|t| t.spans[l.index].start_ns <= start)
+            });
+        match parent {
+            Some(parent) => {
+                span.parent = Some(self.span_mut(process, parent).uid);
+                let tree = self
+                    .trees
+                    .get_mut(&(process, parent.root))
+                    .expect("a live span's tree is open");
+                tree.spans.push(span);
+                Ok(())
+            }
+            None => self.hand_over(SpanTree {
+                process,
+                spans: vec![span],
+            }),
+        }
+    }
+
+    /// Ends span `id` at `at`; hands its tree over if it was the last
+    /// open.
+    fn close(
+        &mut self,
+        process: usize,
+        id: u64,
+        live: Live,
+        at: u64,
+        closed: bool,
+    ) -> Result<(), E> {
+        self.live.remove(&(process, id));
+        let span = self.span_mut(process, live);
+        span.end_ns = at.max(span.start_ns);
+        span.closed = closed;
+        if !closed {
+            self.summary.unclosed += 1;
+        }
+        let tree = self
+            .trees
+            .get_mut(&(process, live.root))
+            .expect("a live span's tree is open");
+        tree.open -= 1;
+        if tree.open == 0 {
+            let tree = self
+                .trees
+                .remove(&(process, live.root))
+                .expect("the tree is open");
+            return self.hand_over(SpanTree {
+                process,
+                spans: tree.spans,
+            });
+        }
+        Ok(())
+    }
+
+    fn hand_over(&mut self, tree: SpanTree) -> Result<(), E> {
+        self.summary.trees += 1;
+        self.summary.spans += tree.spans.len() as u64;
+        (self.out)(Assembled::Tree(tree))
+    }
+
+    /// Ends every span still open at the last time, and hands their trees
+    /// over, oldest root first.
+    fn finish(mut self) -> Result<AssembleSummary, E> {
+        let end = self.last_ns;
+        // Threads still inside a span: their time counts to the end.
+        let stacks: Vec<((usize, u32), Vec<Entered>)> = self.stacks.drain().collect();
+        for ((process, _), stack) in stacks {
+            for entered in stack {
+                let Some(live) = self.live.get(&(process, entered.id)).copied() else {
+                    continue;
+                };
+                let span = self.span_mut(process, live);
+                if span.uid == entered.uid {
+                    span.busy_ns = span.busy_ns.saturating_add(end.saturating_sub(entered.at));
+                }
+            }
+        }
+        let live: Vec<((usize, u64), Live)> = self.live.drain().collect();
+        for ((process, _), live) in live {
+            let span = self.span_mut(process, live);
+            span.end_ns = end.max(span.start_ns);
+            self.summary.unclosed += 1;
+        }
+        let mut open: Vec<((usize, u64), OpenTree)> = self.trees.drain().collect();
+        open.sort_by_key(|(key, t)| (t.spans[0].start_ns, *key));
+        for ((process, _), tree) in open {
+            self.hand_over(SpanTree {
+                process,
+                spans: tree.spans,
+            })?;
+        }
+        Ok(self.summary)
+    }
+}
