@@ -52,6 +52,7 @@ pub mod export;
 mod merge;
 mod metadata;
 mod summary;
+pub mod analysis;
 pub mod spans;
 pub mod text;
 mod trace;

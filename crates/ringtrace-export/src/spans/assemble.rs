@@ -3,7 +3,7 @@
 //! handed over when its last span closes.
 
 use super::ids::stable_hash;
-use super::{Assembled, EventData, SpanData, SpanTree};
+use super::{trace_id_of, Assembled, EventData, SpanData, SpanLink, SpanTree};
 use crate::decode::Decoded;
 use crate::trace::{Process, Trace};
 use ringtrace_tracepoint::tracing_record::{RecordKind, TracingRecord};
@@ -192,11 +192,17 @@ impl<E> State<'_, E> {
                 let from = r
                     .follows
                     .and_then(|f| self.live.get(&(process, f)).copied())
-                    .map(|l| self.span_mut(process, l).uid);
-                if let Some(uid) = from {
+                    .and_then(|l| {
+                        let tree = self.trees.get(&(process, l.root))?;
+                        Some(SpanLink {
+                            uid: tree.spans[l.index].uid,
+                            trace_id: trace_id_of(&tree.spans[0]),
+                        })
+                    });
+                if let Some(link) = from {
                     let span = self.span_mut(process, live);
-                    if !span.follows.contains(&uid) {
-                        span.follows.push(uid);
+                    if !span.follows.iter().any(|l| l.uid == link.uid) {
+                        span.follows.push(link);
                     }
                 }
             }

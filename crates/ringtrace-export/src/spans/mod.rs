@@ -76,9 +76,9 @@ pub struct SpanData {
     /// Its fields: those given at its creation, then those recorded later
     /// (a later value replaces an earlier one of the same name).
     pub fields: Vec<(String, FieldValue)>,
-    /// The uids of the spans it follows from (`Span::follows_from`), of
-    /// those the trace still had.
-    pub follows: Vec<u64>,
+    /// The spans it follows from (`Span::follows_from`), of those the
+    /// trace still had.
+    pub follows: Vec<SpanLink>,
     /// The events recorded while it was its thread's current span, in
     /// time order.
     pub events: Vec<EventData>,
@@ -104,6 +104,31 @@ impl SpanData {
     pub fn field(&self, name: &str) -> Option<&FieldValue> {
         self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
+}
+
+/// A span another follows from: it may be in another tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpanLink {
+    /// Its uid.
+    pub uid: u64,
+    /// Its tree's trace id ([`SpanTree::trace_id`]), as its root stood
+    /// when the link was recorded.
+    pub trace_id: [u8; 16],
+}
+
+/// The trace id of the tree whose root is `root` (see
+/// [`SpanTree::trace_id`]).
+pub(crate) fn trace_id_of(root: &SpanData) -> [u8; 16] {
+    if let Some(FieldValue::Str(s)) = root.field("traceparent") {
+        if let Ok(c) = TraceContext::parse(s) {
+            return c.trace_id;
+        }
+    }
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&ids::stable_hash(&[root.uid, 1]).to_be_bytes());
+    id[8..].copy_from_slice(&ids::stable_hash(&[root.uid, 2]).to_be_bytes());
+    id
 }
 
 /// Whether a field's value says "yes": anything but `false`, 0 and an
@@ -167,6 +192,13 @@ impl SpanTree {
     /// The longest span's duration, ns.
     pub fn longest_ns(&self) -> u64 {
         self.spans.iter().map(SpanData::duration_ns).max().unwrap_or(0)
+    }
+
+    /// Its trace id: the one of the W3C trace context its root carries
+    /// (it joins that distributed trace), else one made from its root's
+    /// uid (the same each time the trace is read).
+    pub fn trace_id(&self) -> [u8; 16] {
+        trace_id_of(self.root())
     }
 
     /// The W3C trace context its root carries in a `traceparent` field,

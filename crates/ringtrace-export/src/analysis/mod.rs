@@ -1,0 +1,1 @@
+//! Figures computed from a trace by ringtrace's own reader.
