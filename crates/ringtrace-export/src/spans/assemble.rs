@@ -5,7 +5,7 @@
 use super::ids::stable_hash;
 use super::{trace_id_of, Assembled, EventData, SpanData, SpanLink, SpanTree};
 use crate::decode::Decoded;
-use crate::trace::{Process, Trace};
+use crate::trace::Trace;
 use ringtrace_tracepoint::tracing_record::{RecordKind, TracingRecord};
 use ringtrace_tracepoint::FieldValue;
 use std::collections::HashMap;
@@ -61,13 +61,46 @@ struct Entered {
     at: u64,
 }
 
-struct State<'f, E> {
+/// Which process a record is from: its place in the trace, and what its
+/// spans' uids are made from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProcessKey {
+    /// Its place in the trace (what [`SpanData::process`] holds).
+    pub index: usize,
+    /// Its pid.
+    pub pid: u32,
+    /// Its ring header's anchor ticks (a pid reused by a later process
+    /// has another).
+    pub anchor_ticks: u64,
+}
+
+impl ProcessKey {
+    /// The key of process `index` with `pid` and `anchor_ticks`.
+    pub fn new(index: usize, pid: u32, anchor_ticks: u64) -> ProcessKey {
+        ProcessKey {
+            index,
+            pid,
+            anchor_ticks,
+        }
+    }
+}
+
+/// Span trees put back together one record at a time, for a reader that
+/// gets records as they come (a recorder draining live rings) rather
+/// than a whole [`Trace`]; [`assemble`] is this over a trace.
+///
+/// Records must come in time order for each span; trees are handed over
+/// by [`Assembler::take`] once whole, and by [`Assembler::finish`] at the
+/// end.
+#[derive(Debug, Default)]
+pub struct Assembler {
     live: HashMap<(usize, u64), Live>,
     trees: HashMap<(usize, u64), OpenTree>,
     stacks: HashMap<(usize, u32), Vec<Entered>>,
     summary: AssembleSummary,
     last_ns: u64,
-    out: &'f mut dyn FnMut(Assembled) -> Result<(), E>,
+    ready: Vec<Assembled>,
 }
 
 /// Walks `trace` in time order and hands each [`SpanTree`] to `f` when
@@ -99,29 +132,30 @@ pub fn assemble<E>(
     trace: &Trace<'_>,
     f: &mut dyn FnMut(Assembled) -> Result<(), E>,
 ) -> Result<AssembleSummary, E> {
-    let mut state = State {
-        live: HashMap::new(),
-        trees: HashMap::new(),
-        stacks: HashMap::new(),
-        summary: AssembleSummary::default(),
-        last_ns: 0,
-        out: f,
-    };
+    let mut assembler = Assembler::new();
     let clock = trace.clock().clone();
     let ns = |ticks: u64| clock.ticks_to_ns(ticks).unwrap_or(ticks);
     trace.for_each_event(&mut |process, e, ts| {
         let p = &trace.processes()[process];
-        let at = ns(ts);
-        state.last_ns = state.last_ns.max(at);
+        let h = &p.recovery.header;
+        let key = ProcessKey::new(process, h.pid, h.anchor_ticks);
         match p.decoder().decode(&e.payload) {
-            Decoded::Tracing(r) => state.record(process, p, &r, e.cpu, at, &ns),
-            _ => {
-                state.summary.other_events += 1;
-                Ok(())
+            Decoded::Tracing(r) => {
+                let start = r.start.map(|s| ns(p.timeline(s)));
+                assembler.record(key, &r, e.cpu, ns(ts), start);
             }
+            _ => assembler.other(ns(ts)),
         }
+        for a in assembler.take() {
+            f(a)?;
+        }
+        Ok(())
     })?;
-    state.finish()
+    let (rest, summary) = assembler.finish();
+    for a in rest {
+        f(a)?;
+    }
+    Ok(summary)
 }
 
 /// A field list as owned pairs, without `skip`.
@@ -133,29 +167,38 @@ fn owned(r: &TracingRecord<'_>, skip: Option<&str>) -> Vec<(String, FieldValue)>
         .collect()
 }
 
-impl<E> State<'_, E> {
-    fn record(
+impl Assembler {
+    /// An assembler with nothing open.
+    pub fn new() -> Assembler {
+        Assembler::default()
+    }
+
+    /// Applies `tracing` record `r` of process `key`, read from CPU `cpu`
+    /// at `at` (ns on the timeline); `start` is a local span's start (ns),
+    /// which the record holds in ticks.
+    pub fn record(
         &mut self,
-        process: usize,
-        p: &Process<'_>,
+        key: ProcessKey,
         r: &TracingRecord<'_>,
         cpu: usize,
         at: u64,
-        ns: &dyn Fn(u64) -> u64,
-    ) -> Result<(), E> {
+        start: Option<u64>,
+    ) {
+        self.last_ns = self.last_ns.max(at);
+        let process = key.index;
         let id = r.span.unwrap_or(0);
         match r.kind {
             RecordKind::Event => return self.event(process, r, cpu, at),
-            RecordKind::SpanNew => return self.new_span(process, p, r, cpu, at),
+            RecordKind::SpanNew => return self.new_span(key, r, cpu, at),
             RecordKind::LocalSpan => {
-                let start = r.start.map_or(at, |s| ns(p.timeline(s)).min(at));
-                return self.local_span(process, p, r, cpu, (start, at));
+                let start = start.map_or(at, |s| s.min(at));
+                return self.local_span(key, r, cpu, (start, at));
             }
             _ => {}
         }
         let Some(live) = self.live.get(&(process, id)).copied() else {
             self.summary.orphan_records += 1;
-            return Ok(());
+            return;
         };
         match r.kind {
             RecordKind::SpanRecord => {
@@ -206,10 +249,31 @@ impl<E> State<'_, E> {
                     }
                 }
             }
-            RecordKind::SpanClose => return self.close(process, id, live, at, true),
+            RecordKind::SpanClose => self.close(process, id, live, at, true),
             _ => {}
         }
-        Ok(())
+    }
+
+    /// Counts an event that is no `tracing` record, at `at` (ns).
+    pub fn other(&mut self, at: u64) {
+        self.last_ns = self.last_ns.max(at);
+        self.summary.other_events += 1;
+    }
+
+    /// The trees made whole and the events outside spans since the last
+    /// call, in the order they came.
+    pub fn take(&mut self) -> std::vec::Drain<'_, Assembled> {
+        self.ready.drain(..)
+    }
+
+    /// Trees with a span still open.
+    pub fn open_trees(&self) -> usize {
+        self.trees.len()
+    }
+
+    /// What was found so far.
+    pub fn summary(&self) -> AssembleSummary {
+        self.summary
     }
 
     fn span_mut(&mut self, process: usize, live: Live) -> &mut SpanData {
@@ -229,13 +293,7 @@ impl<E> State<'_, E> {
         (tree.spans[live.index].uid == top.uid).then_some(live)
     }
 
-    fn event(
-        &mut self,
-        process: usize,
-        r: &TracingRecord<'_>,
-        cpu: usize,
-        at: u64,
-    ) -> Result<(), E> {
+    fn event(&mut self, process: usize, r: &TracingRecord<'_>, cpu: usize, at: u64) {
         self.summary.events += 1;
         let message = r.fields.iter().find_map(|f| match (&f.value, f.name) {
             (FieldValue::Str(s), "message") => Some(s.clone()),
@@ -258,31 +316,23 @@ impl<E> State<'_, E> {
                 let span = self.span_mut(process, live);
                 event.span = Some(span.uid);
                 span.events.push(event);
-                Ok(())
             }
             None => {
                 self.summary.loose_events += 1;
-                (self.out)(Assembled::Event(event))
+                self.ready.push(Assembled::Event(event));
             }
         }
     }
 
-    fn new_span(
-        &mut self,
-        process: usize,
-        p: &Process<'_>,
-        r: &TracingRecord<'_>,
-        cpu: usize,
-        at: u64,
-    ) -> Result<(), E> {
+    fn new_span(&mut self, key: ProcessKey, r: &TracingRecord<'_>, cpu: usize, at: u64) {
+        let process = key.index;
         let id = r.span.unwrap_or(0);
         if let Some(old) = self.live.get(&(process, id)).copied() {
             // Its id was reused, so it closed, but the close is not in the
             // trace.
-            self.close(process, id, old, at, false)?;
+            self.close(process, id, old, at, false);
         }
-        let h = &p.recovery.header;
-        let uid = stable_hash(&[u64::from(h.pid), h.anchor_ticks, id, at]);
+        let uid = stable_hash(&[u64::from(key.pid), key.anchor_ticks, id, at]);
         let parent = r
             .parent
             .and_then(|pid| self.live.get(&(process, pid)).copied());
@@ -338,21 +388,19 @@ impl<E> State<'_, E> {
             }
         };
         self.live.insert((process, id), live);
-        Ok(())
     }
 
     fn local_span(
         &mut self,
-        process: usize,
-        p: &Process<'_>,
+        key: ProcessKey,
         r: &TracingRecord<'_>,
         cpu: usize,
         (start, end): (u64, u64),
-    ) -> Result<(), E> {
-        let h = &p.recovery.header;
+    ) {
+        let process = key.index;
         let uid = stable_hash(&[
-            u64::from(h.pid),
-            h.anchor_ticks,
+            u64::from(key.pid),
+            key.anchor_ticks,
             u64::MAX,
             u64::from(r.tid),
             start,
@@ -393,7 +441,6 @@ impl<E> State<'_, E> {
                     .get_mut(&(process, parent.root))
                     .expect("a live span's tree is open");
                 tree.spans.push(span);
-                Ok(())
             }
             None => self.hand_over(SpanTree {
                 process,
@@ -404,14 +451,7 @@ impl<E> State<'_, E> {
 
     /// Ends span `id` at `at`; hands its tree over if it was the last
     /// open.
-    fn close(
-        &mut self,
-        process: usize,
-        id: u64,
-        live: Live,
-        at: u64,
-        closed: bool,
-    ) -> Result<(), E> {
+    fn close(&mut self, process: usize, id: u64, live: Live, at: u64, closed: bool) {
         self.live.remove(&(process, id));
         let span = self.span_mut(process, live);
         span.end_ns = at.max(span.start_ns);
@@ -429,23 +469,23 @@ impl<E> State<'_, E> {
                 .trees
                 .remove(&(process, live.root))
                 .expect("the tree is open");
-            return self.hand_over(SpanTree {
+            self.hand_over(SpanTree {
                 process,
                 spans: tree.spans,
             });
         }
-        Ok(())
     }
 
-    fn hand_over(&mut self, tree: SpanTree) -> Result<(), E> {
+    fn hand_over(&mut self, tree: SpanTree) {
         self.summary.trees += 1;
         self.summary.spans += tree.spans.len() as u64;
-        (self.out)(Assembled::Tree(tree))
+        self.ready.push(Assembled::Tree(tree));
     }
 
-    /// Ends every span still open at the last time, and hands their trees
-    /// over, oldest root first.
-    fn finish(mut self) -> Result<AssembleSummary, E> {
+    /// Ends every span still open at the last time seen (`closed:
+    /// false`), and returns what was not taken yet with their trees,
+    /// oldest root first, and the summary.
+    pub fn finish(mut self) -> (Vec<Assembled>, AssembleSummary) {
         let end = self.last_ns;
         // Threads still inside a span: their time counts to the end.
         let stacks: Vec<((usize, u32), Vec<Entered>)> = self.stacks.drain().collect();
@@ -472,8 +512,8 @@ impl<E> State<'_, E> {
             self.hand_over(SpanTree {
                 process,
                 spans: tree.spans,
-            })?;
+            });
         }
-        Ok(self.summary)
+        (self.ready, self.summary)
     }
 }

@@ -32,7 +32,7 @@ mod assemble;
 mod ids;
 mod keep;
 
-pub use assemble::{assemble, AssembleSummary};
+pub use assemble::{assemble, AssembleSummary, Assembler, ProcessKey};
 pub use ids::{TraceContext, TraceContextError};
 pub use keep::{KeepDecision, KeepRule, KeepRuleError, KeepRules, KeepStats};
 
