@@ -27,6 +27,7 @@ pub mod clock_local;
 pub mod clocks;
 pub mod code_size;
 pub mod finding;
+pub mod fleet;
 pub mod hammer;
 mod hammer_threads;
 pub mod instrumentation;

@@ -46,14 +46,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod analysis;
 mod decode;
 mod dump;
 pub mod export;
 mod merge;
 mod metadata;
-mod summary;
-pub mod analysis;
 pub mod spans;
+mod summary;
 pub mod text;
 mod trace;
 mod tracing_export;

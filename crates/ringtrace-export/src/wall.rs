@@ -6,7 +6,7 @@
 //! wall-clock anchor.
 
 use crate::trace::{Alignment, Trace};
-use ringtrace_ring::file::ClockAnchors;
+use ringtrace_ring::file::{ClockAnchors, FileHeader};
 
 /// Where a [`WallClock`]'s mapping comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,41 +83,46 @@ impl WallClock {
     }
 }
 
-impl Trace<'_> {
-    /// How its timeline's ns map to Unix time (see [`WallClock`]).
-    pub fn wall_clock(&self) -> WallClock {
-        if self.alignment() == Alignment::WallClock {
-            return WallClock {
-                offset: 0,
-                source: WallSource::Timeline,
-            };
-        }
-        let Some(p) = self.processes().first() else {
-            return WallClock {
-                offset: 0,
-                source: WallSource::Timeline,
-            };
-        };
-        let clock = self.clock();
-        let h = &p.recovery.header;
+impl WallClock {
+    /// How ns of one process's own clock (its ring's header's) map to
+    /// Unix time, by its clock anchors record among `records` (its
+    /// metadata records), else its header's wall-clock anchor: for a
+    /// reader of one ring at a time, as a recorder draining it live.
+    pub fn of_process(header: &FileHeader, records: &[Vec<u8>]) -> WallClock {
+        let clock = &header.clock;
         let ns = |ticks: u64| clock.ticks_to_ns(ticks);
-        let anchors = p
-            .decoder()
-            .metadata_records()
+        let anchors = records
             .iter()
             .find_map(|r| ClockAnchors::parse(r).ok().flatten());
-        match (ns(h.anchor_ticks), anchors) {
+        match (ns(header.anchor_ticks), anchors) {
             (Some(_), Some(a)) => WallClock {
                 offset: i128::from(a.realtime_ns) - i128::from(ns(a.ticks).unwrap_or(0)),
                 source: WallSource::Anchors,
             },
             (Some(at), None) => WallClock {
-                offset: i128::from(h.wall_ns) - i128::from(at),
+                offset: i128::from(header.wall_ns) - i128::from(at),
                 source: WallSource::Header,
             },
             (None, _) => WallClock {
-                offset: i128::from(h.wall_ns) - i128::from(h.anchor_ticks),
+                offset: i128::from(header.wall_ns) - i128::from(header.anchor_ticks),
                 source: WallSource::Ticks,
+            },
+        }
+    }
+}
+
+impl Trace<'_> {
+    /// How its timeline's ns map to Unix time (see [`WallClock`]): the
+    /// first process's mapping, unless the timeline is wall-clock time
+    /// already.
+    pub fn wall_clock(&self) -> WallClock {
+        match self.processes().first() {
+            Some(p) if self.alignment() != Alignment::WallClock => {
+                WallClock::of_process(&p.recovery.header, p.decoder().metadata_records())
+            }
+            _ => WallClock {
+                offset: 0,
+                source: WallSource::Timeline,
             },
         }
     }

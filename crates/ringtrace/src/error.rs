@@ -28,6 +28,15 @@ pub enum TracerError {
     /// The trace could not be read back for a dump.
     #[error("dump: {0}")]
     Dump(#[from] ringtrace_export::DumpError),
+    /// The OTLP export did not deliver everything; the error carries the
+    /// counts of what was and was not delivered.
+    #[cfg(feature = "otlp")]
+    #[error("otlp: {0}")]
+    Otlp(Box<ringtrace_otlp::OtlpError>),
+    /// The Parquet export failed (nothing was left half-written).
+    #[cfg(feature = "parquet")]
+    #[error("parquet: {0}")]
+    Parquet(#[from] ringtrace_parquet::ParquetError),
     /// A session variable set by `ringtrace record` (read by
     /// [`TracerBuilder::from_env`](crate::TracerBuilder::from_env)) holds
     /// a value that means nothing.
@@ -91,4 +100,11 @@ pub enum InstallError {
         /// meanwhile).
         sink_installed: bool,
     },
+}
+
+#[cfg(feature = "otlp")]
+impl From<ringtrace_otlp::OtlpError> for TracerError {
+    fn from(e: ringtrace_otlp::OtlpError) -> Self {
+        TracerError::Otlp(Box::new(e))
+    }
 }

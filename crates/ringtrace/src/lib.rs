@@ -85,6 +85,16 @@ pub use ringtrace_tracepoint as tracepoint;
 #[cfg(feature = "tracing")]
 pub use ringtrace_tracing as tracing_layer;
 
+/// Span trees sent to an OpenTelemetry collector over OTLP/HTTP, chosen
+/// after the fact by tail-sampling rules (the `ringtrace-otlp` crate; the
+/// `otlp` feature).
+#[cfg(feature = "otlp")]
+pub use ringtrace_otlp as otlp;
+/// A trace as Parquet tables for SQL engines (the `ringtrace-parquet`
+/// crate; the `parquet` feature).
+#[cfg(feature = "parquet")]
+pub use ringtrace_parquet as parquet;
+
 pub use ringtrace_clock::{AnyClock, Clock, ClockSpec};
 pub use ringtrace_export::export::Format as ExportFormat;
 pub use ringtrace_export::DumpOptions;

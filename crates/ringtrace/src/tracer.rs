@@ -364,6 +364,53 @@ impl Tracer {
         Ok(export::export(&self.snapshot()?, format, out)?)
     }
 
+    /// Sends the unread events' span trees (not consuming them) to an
+    /// OpenTelemetry collector over OTLP/HTTP, those the options' keep
+    /// rules keep, with the events outside spans as log records (the
+    /// `otlp` feature; see [`otlp::export_otlp`](crate::otlp::export_otlp)).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "otlp")] {
+    /// use ringtrace::otlp::{KeepRules, OtlpOptions};
+    /// let tracer = ringtrace::Tracer::builder().build()?;
+    /// // ... record ...
+    /// let options = OtlpOptions::new("http://127.0.0.1:4318".parse()?)
+    ///     .keep(KeepRules::parse(["error", "slower:250ms"])?);
+    /// let sent = tracer.export_otlp(options)?;
+    /// println!("{} spans delivered", sent.sent.spans.delivered);
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "otlp")]
+    pub fn export_otlp(
+        &self,
+        options: ringtrace_otlp::OtlpOptions,
+    ) -> Result<ringtrace_otlp::OtlpSummary, TracerError> {
+        let snapshot = self.snapshot()?;
+        Ok(ringtrace_otlp::export_otlp(
+            &ringtrace_export::Trace::single(&snapshot),
+            options,
+        )?)
+    }
+
+    /// Writes the unread events (not consuming them) as Parquet tables in
+    /// directory `dir`: events, spans, losses, processes, preemptirq
+    /// sections (the `parquet` feature; see docs/analysis.md for the
+    /// columns and ready SQL).
+    #[cfg(feature = "parquet")]
+    pub fn export_parquet(
+        &self,
+        dir: &Path,
+        options: &ringtrace_parquet::ParquetOptions,
+    ) -> Result<ringtrace_parquet::ParquetSummary, TracerError> {
+        let snapshot = self.snapshot()?;
+        Ok(ringtrace_parquet::write_parquet(
+            &ringtrace_export::Trace::single(&snapshot),
+            dir,
+            options,
+        )?)
+    }
+
     /// Stops the stream (if the tracer streams: drained to the end, the
     /// session finished), flushes, writes a file ring to disk, and returns
     /// the final counts.

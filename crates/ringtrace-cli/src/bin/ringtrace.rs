@@ -128,6 +128,14 @@ enum Command {
     /// written under a temporary name and renamed when complete, so a
     /// failure leaves no half-written file. docs/export.md maps the fields.
     ///
+    /// Beyond one machine: `parquet` writes tables (events, spans, losses,
+    /// processes, preemptirq sections) with a host column for SQL engines
+    /// (docs/analysis.md); `otlp` sends the trace's span trees to an
+    /// OpenTelemetry collector over OTLP/HTTP (`--endpoint`), keeping only
+    /// the trees the `--keep` rules keep (tail sampling, decided over each
+    /// whole tree after recording), and the events outside spans as log
+    /// records.
+    ///
     /// Several ring files (one per process) make one trace, merged in time
     /// order, each event shown with its process's pid and name; their
     /// clocks must compare, or `--align-wall-clock` places each by its
@@ -211,6 +219,13 @@ struct RecordArgs {
     /// the normal policy.
     #[arg(long, value_name = "PRIORITY", value_parser = clap::value_parser!(u8).range(1..=99))]
     realtime: Option<u8>,
+    /// With --endpoint URL, the span trees of every traced process are
+    /// sent to an OpenTelemetry collector as they are drained (OTLP/HTTP;
+    /// the options are `export --format otlp`'s). A collector that is down
+    /// or slow never holds the drain back: what cannot be sent is
+    /// counted.
+    #[command(flatten)]
+    fleet: ringtrace_cli::fleet::FleetArgs,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
@@ -234,15 +249,19 @@ struct ExportArgs {
     /// The format to write: `text` (ftrace's lines), `trace-cmd` (a
     /// trace.dat), `chrome` (Chrome trace-event JSON: spans, instants,
     /// counters and `lost` markers), `ctf` (a CTF 1.8 directory, which
-    /// must not exist or be empty) or `perfetto` (Perfetto's protobuf
-    /// trace, for ui.perfetto.dev).
+    /// must not exist or be empty), `perfetto` (Perfetto's protobuf
+    /// trace, for ui.perfetto.dev), `parquet` (a directory of tables for
+    /// SQL engines: docs/analysis.md) or `otlp` (span trees sent to an
+    /// OpenTelemetry collector at --endpoint; no -o).
     #[arg(long, default_value = "text")]
     format: String,
-    /// Where to write it: a file (`-` for standard output), or for `ctf` a
-    /// directory. Never the ring file itself, nor another ring file (remove
-    /// one first to replace it).
+    /// Where to write it: a file (`-` for standard output), or for `ctf`
+    /// and `parquet` a directory. Never the ring file itself, nor another
+    /// ring file (remove one first to replace it). Not with `otlp`.
     #[arg(short = 'o', long)]
-    output: std::path::PathBuf,
+    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    fleet: ringtrace_cli::fleet::FleetArgs,
 }
 
 #[derive(clap::Args)]
@@ -1062,19 +1081,43 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         live: args.live,
         keep_rings: args.keep_rings,
         realtime: args.realtime,
+        #[cfg(feature = "otlp")]
+        otlp: ringtrace_cli::fleet::record_otlp(&args.fleet)?,
     };
+    #[cfg(not(feature = "otlp"))]
+    if args.fleet.endpoint.is_some() {
+        return Err("--endpoint: this ringtrace was built without the `otlp` feature".into());
+    }
     let recorded = record::record(&options)?;
     for line in recorded.lines() {
         say(format_args!("ringtrace record: {line}"));
     }
+    #[cfg(feature = "otlp")]
+    let mut otlp_failed = false;
+    #[cfg(feature = "otlp")]
+    if let Some(sent) = &recorded.otlp {
+        let url = args.fleet.endpoint.as_deref().unwrap_or_default();
+        let (lines, failed) = ringtrace_cli::fleet::otlp_outcome(sent, url, &args.fleet);
+        for line in lines {
+            say(format_args!("ringtrace record: {line}"));
+        }
+        otlp_failed = failed;
+    }
     if let Some(signal) = recorded.stopped_by {
         return Ok(ExitCode::from((128 + signal).clamp(0, 255) as u8));
     }
-    Ok(match recorded.command {
+    let code = match recorded.command {
         Some(record::spawn::Ended::Code(code)) => ExitCode::from(code.clamp(0, 255) as u8),
         Some(record::spawn::Ended::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
         None => ExitCode::SUCCESS,
-    })
+    };
+    // The command succeeded but the collector did not take everything:
+    // the recording's own exit code says so.
+    #[cfg(feature = "otlp")]
+    if otlp_failed && code == ExitCode::SUCCESS {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(code)
 }
 
 /// The inputs of `dump` and `export`, one recovery per process, in the
@@ -1177,9 +1220,39 @@ fn alignment(wall_clock: bool) -> ringtrace::export::Alignment {
 
 fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use ringtrace::export::export;
+    use ringtrace_cli::fleet::Target;
+    let target = Target::parse(&args.format, args.output.as_deref(), &args.fleet)?;
+    if target != Target::File {
+        // Parquet and OTLP read a session's chunks one at a time.
+        let inputs = read_inputs(&args.files, true)?;
+        let trace =
+            ringtrace::export::Trace::new(&inputs.recoveries, alignment(args.align_wall_clock))?
+                .with_source(&inputs);
+        let done =
+            ringtrace_cli::fleet::export(target, &trace, args.output.as_deref(), &args.fleet);
+        for (_, session) in &inputs.sessions {
+            for problem in session.stream_problems() {
+                say(format_args!(
+                    "ringtrace: {}: {problem}",
+                    session.dir().display()
+                ));
+            }
+        }
+        for line in done.lines {
+            say(format_args!("{line}"));
+        }
+        return done.result.map(|()| ExitCode::SUCCESS);
+    }
     let format = export::Format::parse(&args.format)?;
+    let Some(output) = args.output.clone() else {
+        return Err(format!(
+            "--format {} writes a file: give it with -o PATH (`-o -` for standard output)",
+            format.name()
+        )
+        .into());
+    };
     // `-o -`: standard output, for the formats that are one file.
-    let output = if args.output.as_os_str() == "-" {
+    let output = if output.as_os_str() == "-" {
         if format == export::Format::Ctf {
             return Err(
                 "-o - (standard output) cannot hold ctf, which is a directory: name one".into(),
@@ -1187,7 +1260,7 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         }
         std::path::PathBuf::from("/dev/stdout")
     } else {
-        args.output.clone()
+        output
     };
     // The library refuses an output that leads to a ring file, one of
     // these (through any name or link) or another.

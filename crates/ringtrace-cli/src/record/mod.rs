@@ -15,10 +15,13 @@
 
 mod live;
 mod options;
+#[cfg(feature = "otlp")]
+mod otlp;
 pub mod priority;
 pub mod rings;
 pub mod spawn;
 mod tracked;
+mod watch;
 
 pub use options::{parse_size, RecordOptions, RecordedMode};
 use rings::RingFinder;
@@ -72,6 +75,9 @@ pub struct Recorded {
     pub stopped_by: Option<i32>,
     /// The recorder's own CPU time (user and system), in ns.
     pub cpu_ns: u64,
+    /// With `--endpoint`: what the OTLP stream sent, or why not all.
+    #[cfg(feature = "otlp")]
+    pub otlp: Option<Result<ringtrace_otlp::OtlpSummary, ringtrace_otlp::OtlpError>>,
 }
 
 /// This process's CPU time so far (user and system), in ns.
@@ -181,7 +187,11 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     let _ = crate::stop::install();
     let mut tracked: Vec<Tracked> = Vec::new();
     let mut refused = Vec::new();
-    let mut printer = options.live.then(live::Printer::default);
+    let mut watch = watch::Watch {
+        printer: options.live.then(live::Printer::default),
+        #[cfg(feature = "otlp")]
+        otlp: options.otlp.clone().map(otlp::OtlpStream::start),
+    };
     let mut ended_at: Option<Instant> = None;
     let mut stop_at: Option<Instant> = None;
     let mut forwarded = false;
@@ -208,8 +218,9 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
                 (Some(c), Some(ended)) if c.pid() == t.pid() => Some(ended),
                 _ => None,
             };
-            pages += t.step(exit, printer.as_mut()).map_err(|e| e.to_string())?;
+            pages += t.step(exit, &mut watch).map_err(|e| e.to_string())?;
         }
+        watch.round();
         if crate::stop::requested() {
             let signal = crate::stop::first_signal().unwrap_or(libc::SIGTERM);
             if !forwarded {
@@ -237,8 +248,10 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         }
     }
     for t in tracked.iter_mut().filter(|t| !t.is_done()) {
-        t.stop(printer.as_mut()).map_err(|e| e.to_string())?;
+        t.stop(&mut watch).map_err(|e| e.to_string())?;
     }
+    #[cfg(feature = "otlp")]
+    let otlp = watch.otlp.take().map(otlp::OtlpStream::finish);
     let summary = session.finish().map_err(|e| e.to_string())?;
     Ok(Recorded {
         dir: session.dir().to_owned(),
@@ -248,5 +261,7 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         refused,
         stopped_by: crate::stop::first_signal(),
         cpu_ns: own_cpu_ns(),
+        #[cfg(feature = "otlp")]
+        otlp,
     })
 }

@@ -44,6 +44,10 @@ pub struct RecordOptions {
     /// Run the recorder under `SCHED_FIFO` at this priority (1 to 99; see
     /// [`super::priority`]); `None`: the normal policy.
     pub realtime: Option<u8>,
+    /// Send the span trees to an OpenTelemetry collector as they are
+    /// drained (`--endpoint`).
+    #[cfg(feature = "otlp")]
+    pub otlp: Option<ringtrace_otlp::OtlpOptions>,
 }
 
 impl RecordOptions {

@@ -2,8 +2,8 @@
 //! its writer runs, drained to its end when the writer closes it, and
 //! recovered when its process dies with it open.
 
-use super::live::Printer;
 use super::spawn::Ended;
+use super::watch::Watch;
 use ringtrace_ring::file::{self, LiveFile, WriterState};
 use ringtrace_session::{Drainer, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter};
 use std::time::{Duration, Instant};
@@ -90,11 +90,7 @@ impl Tracked {
     /// One round: drains what is readable and, if the writer is gone,
     /// everything left, then notes the end (`exit`: how the process ended,
     /// when the recorder started it). Returns the pages (or pieces) drained.
-    pub fn step(
-        &mut self,
-        exit: Option<Ended>,
-        mut printer: Option<&mut Printer>,
-    ) -> Result<u64, Failure> {
+    pub fn step(&mut self, exit: Option<Ended>, watch: &mut Watch) -> Result<u64, Failure> {
         // The writer's state before the drain: if it is gone now, the
         // drain below sees every event it committed. Looked at every
         // STATE_EVERY, and whenever the command has ended.
@@ -105,12 +101,12 @@ impl Tracked {
         } else {
             WriterState::Live
         };
-        let drained = self.round(printer.as_deref_mut())?;
+        let drained = self.round(watch)?;
         match state {
             WriterState::Closed => {
                 let since = *self.closed_since.get_or_insert_with(Instant::now);
                 if !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT {
-                    self.drain_to_end(printer)?;
+                    self.drain_to_end(watch)?;
                     let how = match exit {
                         Some(Ended::Code(code)) => ProcessExit::Exited(code),
                         Some(Ended::Signal(sig)) => ProcessExit::Signaled(sig),
@@ -120,7 +116,7 @@ impl Tracked {
                 }
             }
             WriterState::Died => {
-                self.drain_to_end(printer)?;
+                self.drain_to_end(watch)?;
                 let recovery = file::recover(self.live.path()).map_err(|e| e.to_string())?;
                 let page_size = self.live.header().page_size;
                 if let Some(out) = self.out.as_mut() {
@@ -141,12 +137,12 @@ impl Tracked {
 
     /// The recorder stops with the process still running: what is
     /// readable now is drained, and the process noted as running.
-    pub fn stop(&mut self, printer: Option<&mut Printer>) -> Result<(), Failure> {
-        self.round(printer)?;
+    pub fn stop(&mut self, watch: &mut Watch) -> Result<(), Failure> {
+        self.round(watch)?;
         self.finish(ProcessExit::Running)
     }
 
-    fn round(&mut self, mut printer: Option<&mut Printer>) -> Result<u64, Failure> {
+    fn round(&mut self, watch: &mut Watch) -> Result<u64, Failure> {
         let Some(out) = self.out.as_mut() else {
             return Ok(0);
         };
@@ -161,17 +157,15 @@ impl Tracked {
         let drained = self
             .drainer
             .round(self.live.cpu_buffers(), records, out, |page| {
-                if let Some(p) = printer.as_deref_mut() {
-                    p.page(header, metadata, records, page);
-                }
+                watch.page(header, metadata, records, page);
             })
             .map_err(|e| e.to_string())?;
         out.tick().map_err(|e| e.to_string())?;
         Ok(drained.pages)
     }
 
-    fn drain_to_end(&mut self, mut printer: Option<&mut Printer>) -> Result<(), Failure> {
-        while self.round(printer.as_deref_mut())? > 0 {}
+    fn drain_to_end(&mut self, watch: &mut Watch) -> Result<(), Failure> {
+        while self.round(watch)? > 0 {}
         Ok(())
     }
 

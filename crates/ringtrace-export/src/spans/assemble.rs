@@ -426,13 +426,11 @@ impl Assembler {
             events: Vec::new(),
             local: true,
         };
-        let parent = self
-            .current(process, r.tid)
-            .filter(|l| {
-                self.trees
-                    .get(&(process, l.root))
-                    .is_some_and(|t| t.spans[l.index].start_ns <= start)
-            });
+        let parent = self.current(process, r.tid).filter(|l| {
+            self.trees
+                .get(&(process, l.root))
+                .is_some_and(|t| t.spans[l.index].start_ns <= start)
+        });
         match parent {
             Some(parent) => {
                 span.parent = Some(self.span_mut(process, parent).uid);

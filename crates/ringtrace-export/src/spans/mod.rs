@@ -191,7 +191,11 @@ impl SpanTree {
 
     /// The longest span's duration, ns.
     pub fn longest_ns(&self) -> u64 {
-        self.spans.iter().map(SpanData::duration_ns).max().unwrap_or(0)
+        self.spans
+            .iter()
+            .map(SpanData::duration_ns)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Its trace id: the one of the W3C trace context its root carries
