@@ -130,6 +130,11 @@ impl Target {
         if !cfg!(feature = "parquet") && target == Target::Parquet {
             return Err("this ringtrace was built without the `parquet` feature".into());
         }
+        // Every option checked before any input is read.
+        #[cfg(feature = "otlp")]
+        if target == Target::Otlp {
+            otlp_options(args)?;
+        }
         Ok(target)
     }
 }
