@@ -31,7 +31,13 @@ fn with_layer(tracer: &Tracer, f: impl FnOnce(&tracing::Dispatch)) {
 }
 
 /// Every tree and loose event of `tracer`'s trace.
-fn assembled(tracer: &Tracer) -> (Vec<SpanTree>, usize, ringtrace::export::spans::AssembleSummary) {
+fn assembled(
+    tracer: &Tracer,
+) -> (
+    Vec<SpanTree>,
+    usize,
+    ringtrace::export::spans::AssembleSummary,
+) {
     tracer.flush();
     let snapshot = tracer.snapshot().unwrap();
     let trace = Trace::single(&snapshot);
@@ -147,8 +153,14 @@ fn every_span_gets_its_own_uid_the_same_each_time_the_trace_is_read() {
     assert_eq!(uids.len(), 50);
     let (again, _, _) = assembled(&tracer);
     assert_eq!(
-        trees.iter().map(|t| (t.root().uid, t.trace_id())).collect::<Vec<_>>(),
-        again.iter().map(|t| (t.root().uid, t.trace_id())).collect::<Vec<_>>(),
+        trees
+            .iter()
+            .map(|t| (t.root().uid, t.trace_id()))
+            .collect::<Vec<_>>(),
+        again
+            .iter()
+            .map(|t| (t.root().uid, t.trace_id()))
+            .collect::<Vec<_>>(),
         "the same trace read twice names its spans alike"
     );
 }
