@@ -141,6 +141,19 @@ impl Decoder {
         }
     }
 
+    /// The decoder of a ring whose metadata (JSON, as the ring file
+    /// holds it) is `metadata` and whose metadata records so far are
+    /// `records`; one that shows every payload raw, saying why, when the
+    /// metadata does not parse. For readers of rings being written, which
+    /// have no [`Recovery`](ringtrace_ring::file::Recovery).
+    pub fn for_ring(metadata: &[u8], records: &[Vec<u8>]) -> Decoder {
+        match TraceMetadata::parse(metadata) {
+            Ok(meta) => Decoder::new(&meta),
+            Err(e) => Decoder::unusable(e.to_string()),
+        }
+        .with_metadata_records(records.to_vec())
+    }
+
     /// A decoder with no metadata, which shows every payload raw giving
     /// `why`.
     pub fn unusable(why: impl Into<String>) -> Decoder {

@@ -3,7 +3,7 @@
 //! fields), a loss where a page reports one.
 
 use ringtrace_export::text::{escape, escape_bytes, hex, seconds};
-use ringtrace_export::{Decoded, Decoder, TraceMetadata};
+use ringtrace_export::{Decoded, Decoder};
 use ringtrace_ring::file::FileHeader;
 use ringtrace_ring::PageBuf;
 use std::collections::HashMap;
@@ -39,11 +39,7 @@ impl Printer {
             .get(&pid)
             .is_none_or(|k| k.records != records.len());
         if stale {
-            let decoder = match TraceMetadata::parse(metadata) {
-                Ok(meta) => Decoder::new(&meta),
-                Err(e) => Decoder::unusable(e.to_string()),
-            }
-            .with_metadata_records(records.to_vec());
+            let decoder = Decoder::for_ring(metadata, records);
             self.decoders.insert(
                 pid,
                 Known {

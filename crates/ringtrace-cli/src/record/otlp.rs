@@ -5,7 +5,7 @@
 //! and sends it from a thread of its own.
 
 use ringtrace_export::spans::ProcessKey;
-use ringtrace_export::{Decoded, Decoder, TraceMetadata, WallClock};
+use ringtrace_export::{Decoded, Decoder, WallClock};
 use ringtrace_otlp::live::{LiveExport, LiveProcess};
 use ringtrace_otlp::{OtlpError, OtlpOptions, OtlpSummary};
 use ringtrace_ring::file::{FileClock, FileHeader};
@@ -59,11 +59,7 @@ impl OtlpStream {
             .get(&id)
             .is_none_or(|k| k.records != records.len());
         if stale {
-            let decoder = match TraceMetadata::parse(metadata) {
-                Ok(meta) => Decoder::new(&meta),
-                Err(e) => Decoder::unusable(e.to_string()),
-            }
-            .with_metadata_records(records.to_vec());
+            let decoder = Decoder::for_ring(metadata, records);
             let key = match self.known.get(&id) {
                 Some(k) => k.key,
                 None => {
