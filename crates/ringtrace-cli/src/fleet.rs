@@ -216,7 +216,7 @@ fn otlp(trace: &Trace<'_>, args: &FleetArgs) -> Done {
 #[cfg(feature = "otlp")]
 fn undelivered(source: &ringtrace_otlp::SendError, s: &ringtrace_otlp::OtlpSummary) -> String {
     format!(
-        "{source}; {} spans and {} log records not delivered",
+        "{source}; in all, {} spans and {} log records not delivered",
         s.undelivered_spans(),
         s.undelivered_logs()
     )

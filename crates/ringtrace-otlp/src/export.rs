@@ -118,7 +118,7 @@ pub enum OtlpError {
     /// The endpoint did not take a batch (after its retries); the export
     /// stopped there. The summary counts what was delivered, what was
     /// not, and what was never sent.
-    #[error("{source}; {} spans and {} log records delivered, {} spans and {} log records not delivered", summary.sent.spans.delivered, summary.sent.log_records.delivered, summary.undelivered_spans(), summary.undelivered_logs())]
+    #[error("{source}; in all, {} spans and {} log records delivered, {} spans and {} log records not delivered", summary.sent.spans.delivered, summary.sent.log_records.delivered, summary.undelivered_spans(), summary.undelivered_logs())]
     Undelivered {
         /// What the transport said.
         source: SendError,

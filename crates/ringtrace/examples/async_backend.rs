@@ -35,6 +35,14 @@ async fn request(
         tokio::task::yield_now().await;
     }
     info!(sum, "computed");
+    // Now and then a request is slow, or fails: what tail sampling keeps
+    // (`ringtrace export --format otlp --keep error --keep slower:2ms`).
+    if id % 16 == 3 {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+    }
+    if id % 16 == 15 {
+        tracing::error!(id, "request failed");
+    }
     // The reply's span follows from this one: it is caused by it, not
     // inside it.
     let _ = reply.send((sum, tracing::Span::current())).await;
