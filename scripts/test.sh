@@ -109,6 +109,9 @@ if part test; then
   step "the write path falls back to cas where glibc registers no rseq area (GLIBC_TUNABLES=glibc.pthread.rseq=0)"
   GLIBC_TUNABLES=glibc.pthread.rseq=0 RINGTRACE_EXPECT_NO_RSEQ=1 cargo test -p ringtrace-ring --locked --lib rseq::
 
+  step "docs/analysis.md's SQL in DuckDB and ClickHouse agrees with ringtrace stats (two simulated hosts)"
+  cargo test -p ringtrace-cli --locked --test sql
+
   step "examples, as the README runs them (built by cargo test above)"
   for example in producer_thread custom_clock tracing_backend async_backend; do
     cargo run -q --locked --example "$example"

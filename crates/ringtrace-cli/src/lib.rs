@@ -14,6 +14,7 @@
 //! - [`record`]: `ringtrace record`, a session of traced processes streamed to disk;
 //! - [`recover`]: what a recovery of a trace file found, as text or JSON;
 //! - [`report`]: every patch's measurement, in one run;
+//! - [`stats`]: `ringtrace stats`, the figures people ask of a trace, as tables or JSON;
 //! - [`stop`]: SIGINT and SIGTERM as a graceful stop of any of them.
 //!
 //! ```no_run
@@ -40,5 +41,6 @@ mod report_markdown;
 mod report_plot;
 pub mod sched;
 pub mod spread;
+pub mod stats;
 pub mod stop;
 pub mod update_run;

@@ -5,6 +5,8 @@
 //! arrive, whole, once; what is kept and dropped is printed; bad input
 //! and a collector that is gone give one clear line and a failure.
 
+// The receiver's fixtures are for the transport's own tests.
+#[allow(unused_imports)]
 #[path = "../../ringtrace-otlp/tests/receiver/mod.rs"]
 mod receiver;
 

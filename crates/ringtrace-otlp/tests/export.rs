@@ -6,6 +6,7 @@
 //! records; a receiver answering 503 then recovering loses nothing; a
 //! receiver gone ends the export with an error and the counts.
 
+#[allow(unused_imports)] // The fixtures are for the transport tests.
 mod receiver;
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value;

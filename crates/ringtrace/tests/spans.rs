@@ -331,7 +331,7 @@ proptest! {
         let dump = Dump::new(&snapshot, DumpOptions::default()).unwrap();
         let mut kinds: HashMap<String, u64> = HashMap::new();
         for e in dump.events() {
-            let j = dump.json(&e);
+            let j = dump.json(e);
             *kinds.entry(j["event"].as_str().unwrap_or("").to_owned()).or_default() += 1;
         }
         let count = |k: &str| kinds.get(k).copied().unwrap_or(0);

@@ -159,6 +159,39 @@ enum Command {
     /// session (within 5 s), exit code 128 + the signal. Otherwise the
     /// exit code is the command's (128 + its signal if one killed it).
     Record(RecordArgs),
+    /// The figures people ask of a trace, computed by ringtrace's own
+    /// reader exactly as docs/analysis.md's SQL computes them from the
+    /// Parquet export: the slowest spans by name (count, p50 and p99 by
+    /// nearest rank, max, total), the time in each span name per thread
+    /// (busy time, counted on the thread that created each span), the
+    /// events lost per CPU and second, and the preemptirq sections longer
+    /// than --section-threshold, longest first. Tables, or one JSON object
+    /// with --json.
+    ///
+    /// Several ring files (one per process) or sessions make one trace, as
+    /// for `dump`; their clocks must compare, or `--align-wall-clock`
+    /// places each by its wall-clock anchor.
+    Stats(StatsArgs),
+}
+
+#[derive(clap::Args)]
+struct StatsArgs {
+    /// The ring files or `ringtrace record` session directories: one, or
+    /// several (one per process), read as one trace.
+    #[arg(required = true, value_name = "FILE|SESSION_DIR")]
+    files: Vec<std::path::PathBuf>,
+    /// Place each process's events by its wall-clock anchor, for inputs
+    /// whose clocks do not compare; without it such inputs are refused.
+    #[arg(long)]
+    align_wall_clock: bool,
+    /// Report the preemptirq sections longer than this: a number and a
+    /// unit, ns, us, ms or s (e.g. 10us, 1.5ms).
+    #[arg(long, value_name = "DURATION", default_value = "10us")]
+    section_threshold: String,
+    /// Print the figures as one JSON object (the SQL queries' column
+    /// names) instead of tables.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -520,6 +553,7 @@ fn main() -> ExitCode {
         Command::Dump(args) => dump_cmd(args),
         Command::Export(args) => export_cmd(args),
         Command::Record(args) => record_cmd(args),
+        Command::Stats(args) => stats_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -1342,4 +1376,40 @@ fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
         Err(e) => Err(format!("cannot write to stdout: {e}").into()),
     }
+}
+
+fn stats_cmd(args: StatsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    use ringtrace::export::analysis::{analyze, Threshold};
+    let threshold: Threshold = args
+        .section_threshold
+        .parse()
+        .map_err(|e| format!("--section-threshold: {e}"))?;
+    if let Some(missing) = args.files.iter().find(|f| !f.exists()) {
+        return Err(format!(
+            "{} does not exist: give ring files or `ringtrace record` session directories",
+            missing.display()
+        )
+        .into());
+    }
+    // A session's chunks are read one at a time.
+    let inputs = read_inputs(&args.files, true)?;
+    let trace =
+        ringtrace::export::Trace::new(&inputs.recoveries, alignment(args.align_wall_clock))?
+            .with_source(&inputs);
+    let analysis = analyze(&trace, threshold);
+    for (_, session) in &inputs.sessions {
+        for problem in session.stream_problems() {
+            say(format_args!(
+                "ringtrace: {}: {problem}",
+                session.dir().display()
+            ));
+        }
+    }
+    let out = if args.json {
+        ringtrace_cli::stats::json(&analysis)?
+    } else {
+        ringtrace_cli::stats::text(&analysis)
+    };
+    emit(&out)?;
+    Ok(ExitCode::SUCCESS)
 }

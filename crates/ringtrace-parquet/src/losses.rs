@@ -1,0 +1,165 @@
+//! The losses table, counted as the Perfetto and Chrome exports count
+//! losses: each event's `lost_before` (events of its CPU buffer lost just
+//! before it), and at the trace's start each CPU buffer with no event
+//! left to carry its losses (`overrun + lost` of its accounting words).
+//!
+//! The cause: where the recovery records why (a session read whole keeps
+//! each loss's cause in `CpuRecovery::loss_notes`), one row per cause;
+//! else `lost`, as a ring file and a session streamed a chunk at a time
+//! do not say.
+
+use crate::columns::TableWriter;
+use crate::error::ParquetError;
+use crate::Origins;
+use ringtrace_export::{Trace, WallClock};
+use std::collections::HashMap;
+
+/// The cause of a loss whose cause is not recorded.
+pub(crate) const UNKNOWN_CAUSE: &str = "lost";
+
+/// The cause of the losses of a CPU buffer with no event recovered.
+pub(crate) const NO_EVENT_CAUSE: &str = "overwritten or lost (no event recovered)";
+
+/// The recorded causes, by process, CPU and the index of the event they
+/// were lost before.
+pub(crate) struct Losses {
+    notes: HashMap<(usize, usize, usize), Vec<(u64, String)>>,
+}
+
+impl Losses {
+    /// The causes `trace`'s recoveries record.
+    pub fn new(trace: &Trace<'_>) -> Losses {
+        let mut notes: HashMap<_, Vec<_>> = HashMap::new();
+        for (i, p) in trace.processes().iter().enumerate() {
+            for c in &p.recovery.cpus {
+                for n in &c.loss_notes {
+                    notes
+                        .entry((i, c.cpu, n.before))
+                        .or_default()
+                        .push((n.count, n.why.clone()));
+                }
+            }
+        }
+        Losses { notes }
+    }
+
+    /// Writes the losses of CPU buffers with no event, at `start_ns`:
+    /// each process's count.
+    pub fn at_start(
+        &self,
+        trace: &Trace<'_>,
+        out: &mut TableWriter,
+        origins: &Origins,
+        wall: &WallClock,
+        start_ns: u64,
+    ) -> Result<Vec<(usize, u64)>, ParquetError> {
+        let mut counted = Vec::new();
+        for (i, p) in trace.processes().iter().enumerate() {
+            for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
+                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
+                if count > 0 {
+                    write(
+                        out,
+                        origins,
+                        wall,
+                        (i, c.cpu),
+                        start_ns,
+                        count,
+                        NO_EVENT_CAUSE,
+                    )?;
+                    counted.push((i, count));
+                }
+            }
+        }
+        Ok(counted)
+    }
+
+    /// Writes the `lost` events of CPU `cpu` of process `process` lost
+    /// just before its event `index` of that CPU (`None`: not known), at
+    /// `ns`: a row per recorded cause, the rest as [`UNKNOWN_CAUSE`].
+    pub fn before(
+        &self,
+        out: &mut TableWriter,
+        origins: &Origins,
+        wall: &WallClock,
+        (process, cpu, index): (usize, usize, Option<usize>),
+        lost: u64,
+        ns: u64,
+    ) -> Result<(), ParquetError> {
+        let mut left = lost;
+        let notes = index.and_then(|i| self.notes.get(&(process, cpu, i)));
+        for (count, why) in notes.into_iter().flatten() {
+            let count = (*count).min(left);
+            if count > 0 {
+                write(out, origins, wall, (process, cpu), ns, count, why)?;
+                left -= count;
+            }
+        }
+        if left > 0 {
+            write(out, origins, wall, (process, cpu), ns, left, UNKNOWN_CAUSE)?;
+        }
+        Ok(())
+    }
+
+    /// Whether any cause is recorded (else no event's index is needed).
+    pub fn has_causes(&self) -> bool {
+        !self.notes.is_empty()
+    }
+
+    /// The recorded losses after a CPU buffer's last event, in words: no
+    /// event carries them, so the other exports do not count them and
+    /// neither does the losses table.
+    pub fn warnings(&self, trace: &Trace<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, p) in trace.processes().iter().enumerate() {
+            for c in &p.recovery.cpus {
+                let after: u64 = self
+                    .notes
+                    .iter()
+                    .filter(|((pi, cpu, before), _)| {
+                        *pi == i && *cpu == c.cpu && *before >= c.events.len()
+                    })
+                    .flat_map(|(_, notes)| notes.iter().map(|n| n.0))
+                    .sum();
+                if after > 0 {
+                    out.push(format!(
+                        "process {} ({}) CPU {}: {after} events lost after its last event are not in the losses table (no event carries them)",
+                        p.pid(),
+                        p.comm(),
+                        c.cpu
+                    ));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The index of `e` in `events`, if it is one of them (by address).
+pub(crate) fn index_in<T>(events: &[T], e: &T) -> Option<usize> {
+    let range = events.as_ptr_range();
+    let at: *const T = e;
+    range
+        .contains(&at)
+        .then(|| (at as usize - range.start as usize) / std::mem::size_of::<T>().max(1))
+}
+
+/// One row.
+fn write(
+    out: &mut TableWriter,
+    origins: &Origins,
+    wall: &WallClock,
+    (process, cpu): (usize, usize),
+    ns: u64,
+    count: u64,
+    cause: &str,
+) -> Result<(), ParquetError> {
+    let mut row = out.row();
+    origins.push(&mut row, process);
+    row.i32(i32::try_from(cpu).unwrap_or(i32::MAX))
+        .u64(ns)
+        .u64(wall.unix_ns(ns))
+        .u64(count)
+        .text(cause);
+    row.end()
+}
