@@ -52,7 +52,7 @@ fn service() {
             tracing::error!(code = 500u64, "failed");
         }
         if i == 9 {
-            std::thread::sleep(Duration::from_millis(25));
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
     tracing::warn!("shutting down");
@@ -184,7 +184,7 @@ fn tail_sampling_sends_only_the_trees_its_rules_keep() -> TestResult {
     let trace = Trace::single(&recovery);
     let receiver = Receiver::start()?;
     let options = OtlpOptions::new(receiver.url().parse()?)
-        .keep(KeepRules::parse(["error", "slower:20ms"])?)
+        .keep(KeepRules::parse(["error", "slower:80ms"])?)
         .logs(false)
         .transport(quick());
     let summary = export_otlp(&trace, options)?;

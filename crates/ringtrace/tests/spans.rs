@@ -201,7 +201,7 @@ fn keep_rules_keep_failing_slow_and_named_trees_and_count_the_rest() {
         let slow = tracing::info_span!("slow");
         {
             let _e = slow.enter();
-            std::thread::sleep(std::time::Duration::from_millis(30));
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
         drop(slow);
         let named = tracing::info_span!("checkout");
@@ -210,7 +210,7 @@ fn keep_rules_keep_failing_slow_and_named_trees_and_count_the_rest() {
         erroring.in_scope(|| tracing::error!("failed"));
     });
     let (trees, _, _) = assembled(&tracer);
-    let mut rules = KeepRules::parse(["error", "slower:20ms", "name:checkout"]).unwrap();
+    let mut rules = KeepRules::parse(["error", "slower:80ms", "name:checkout"]).unwrap();
     let mut kept: Vec<String> = trees
         .iter()
         .filter(|t| rules.decide(t, &t.trace_id()).is_kept())
