@@ -148,11 +148,26 @@ pub fn recovery_json(r: &Recovery) -> Value {
         WriterState::Unknown(w) => Some(w),
         _ => None,
     };
+    // When the process exited normally with the ring alive: the clock's
+    // ticks and the wall-clock time (read then, or placed by the anchor),
+    // each null when unknown.
+    let exit = match r.writer {
+        WriterState::Exited(exit) => {
+            let wall_ns = exit.wall_ns_or_anchored(h);
+            json!({
+                "ticks": exit.ticks,
+                "wall_ns": wall_ns,
+                "wall_time": wall_ns.map(utc_time),
+            })
+        }
+        _ => Value::Null,
+    };
     json!({
         "file": r.path.display().to_string(),
         "writer": {
             "state": writer_name(r.writer),
             "status_word": status_word,
+            "exit": exit,
             "pid": h.pid,
             "comm": h.comm,
             "words": writer_words(r),

@@ -1,11 +1,17 @@
 //! `ringtrace recover`'s text and JSON: the metadata records a ring keeps
 //! beside its metadata (its annex, appended at run time) are counted, and
-//! damage to them is a problem.
+//! damage to them is a problem; and how the writer ended, as `recover`
+//! and `dump` say it: exited (with when), died or closed.
+
+mod common;
 
 use ringtrace_cli::recover::{recovery_json, recovery_text};
-use ringtrace_clock::Counter;
+use ringtrace_clock::{Clock, Counter, Mono};
 use ringtrace_ring::{file, RingBuffer, RingConfig};
 use ringtrace_testkit::TempDir;
+use std::os::unix::process::ExitStatusExt;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn records() -> Vec<Vec<u8>> {
     vec![b"callsite one".to_vec(), b"callsite two, longer".to_vec()]
@@ -37,12 +43,14 @@ fn a_files_records_are_counted_in_the_recover_summary() {
         text.contains("records:   2 metadata records appended at run time (32 bytes)\n"),
         "{text}"
     );
-    assert!(text.contains("writer:    closed: "), "{text}");
+    assert!(text.contains("writer:    closed: process "), "{text}");
+    assert!(text.contains(") dropped the ring\n"), "{text}");
     let json = recovery_json(&rec);
     assert_eq!(json["metadata_records"]["count"], 2, "{json}");
     assert_eq!(json["metadata_records"]["bytes"], 32, "{json}");
     assert_eq!(json["metadata_records"]["annex_capacity"], 4096, "{json}");
     assert_eq!(json["writer"]["state"], "closed", "{json}");
+    assert_eq!(json["writer"]["exit"], serde_json::Value::Null, "{json}");
     assert_eq!(json["has_problems"], false, "{json}");
 }
 
@@ -78,4 +86,222 @@ fn damage_to_the_records_is_a_problem_in_the_recover_summary() {
         "{json}"
     );
     assert_eq!(json["has_problems"], true, "{json}");
+}
+
+/// Set in the child: how it ends (see [`ending_child`]).
+const ENDING: &str = "RINGTRACE_CLI_RECOVER_ENDING";
+/// Set in the child: its ring file.
+const ENDING_RING: &str = "RINGTRACE_CLI_RECOVER_RING";
+/// Events the child writes before it ends.
+const ENDING_EVENTS: u64 = 50;
+
+/// The child's ring, held in a static as a program keeps one to its end.
+static KEPT: OnceLock<RingBuffer<Mono>> = OnceLock::new();
+
+/// The child: a file ring stamped by `mono`, `ENDING_EVENTS` events, then
+/// the end the parent asked for. A no-op in the parent's own run.
+#[test]
+fn ending_child() {
+    let (Some(how), Some(path)) = (std::env::var_os(ENDING), std::env::var_os(ENDING_RING)) else {
+        return;
+    };
+    let make = || {
+        let config = RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(8192)
+            .quarantine_pages(1)
+            .file(&path);
+        RingBuffer::new(config, Mono::new()).unwrap()
+    };
+    let write = |ring: &RingBuffer<Mono>| {
+        for i in 0..ENDING_EVENTS {
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
+        }
+    };
+    if how == "drop" {
+        let ring = make();
+        write(&ring);
+        return drop(ring);
+    }
+    let ring = KEPT.get_or_init(make);
+    write(ring);
+    match how.to_str().unwrap() {
+        // The test returns, and so does the harness's `main`.
+        "return" => {}
+        "exit" => std::process::exit(3),
+        "abort" => std::process::abort(),
+        "kill" => loop {
+            std::thread::sleep(Duration::from_secs(1));
+        },
+        other => panic!("unknown ending {other}"),
+    }
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// What `ringtrace recover`, `recover --json` and `dump` print of the ring
+/// of a child ending by `how`, with the child's `process PID (COMM)` and
+/// readings of `mono` and the wall clock around its life.
+struct Said {
+    text: String,
+    json: serde_json::Value,
+    dump: String,
+    who: String,
+    mono: (u64, u64),
+    wall: (u64, u64),
+}
+
+fn said_after(dir: &TempDir, how: &str) -> Said {
+    let path = dir.file(&format!("{how}.ring"));
+    let (mono_before, wall_before) = (Mono::new().read(), wall_ns());
+    let mut child = ringtrace_testkit::self_command()
+        .args(["ending_child", "--exact", "--test-threads=1"])
+        .env(ENDING, how)
+        .env(ENDING_RING, &path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    if how == "kill" {
+        // A hang detector, not a timing.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while file::recover(&path).map_or(0, |r| r.totals().recovered) < ENDING_EVENTS {
+            assert!(child.try_wait().unwrap().is_none(), "ended by itself");
+            assert!(Instant::now() < deadline, "never wrote its events");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+    }
+    let status = child.wait().unwrap();
+    let (mono_after, wall_after) = (Mono::new().read(), wall_ns());
+    let want_status = match how {
+        "return" | "drop" => Some(0),
+        "exit" => Some(3),
+        _ => None,
+    };
+    assert_eq!(status.code(), want_status, "{how}: {status:?}");
+    let want_signal = match how {
+        "abort" => Some(libc::SIGABRT),
+        "kill" => Some(libc::SIGKILL),
+        _ => None,
+    };
+    assert_eq!(status.signal(), want_signal, "{how}: {status:?}");
+    let header = file::recover(&path).unwrap().header;
+    assert_eq!(header.pid, child.id());
+    let run = |args: &[&str]| {
+        let out = common::ringtrace(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    Said {
+        text: run(&["recover", &path]),
+        json: serde_json::from_str(&run(&["recover", "--json", &path])).unwrap(),
+        dump: run(&["dump", &path]),
+        who: format!("process {} ({})", header.pid, header.comm),
+        mono: (mono_before, mono_after),
+        wall: (wall_before, wall_after),
+    }
+}
+
+/// The one line that starts with `prefix`.
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let found = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {prefix:?} in:\n{text}"));
+    assert!(lines.next().is_none(), "two {prefix:?} in:\n{text}");
+    found
+}
+
+/// A normal exit, as `recover` and `dump` say it: exited, at a time in
+/// the child's life, nothing left being written; and in the JSON, the
+/// state's name and the time.
+fn assert_said_exited(said: &Said) {
+    let writer = line(&said.text, "writer:    ");
+    let words = writer.strip_prefix("writer:    ").unwrap();
+    let at = words
+        .strip_prefix(&format!("exited: {} exited normally at ", said.who))
+        .unwrap_or_else(|| panic!("{writer}"));
+    let (time, rest) = at
+        .split_once("Z (clock ticks ")
+        .unwrap_or_else(|| panic!("{writer}"));
+    assert!(time.starts_with("20") && time.len() == 29, "{writer}");
+    let (ticks, rest) = rest.split_once(')').unwrap();
+    assert_eq!(rest, "; 0 events were still being written", "{writer}");
+    let ticks: u64 = ticks.parse().unwrap();
+    assert!(
+        (said.mono.0..=said.mono.1).contains(&ticks),
+        "{writer}: {:?}",
+        said.mono
+    );
+    assert_eq!(line(&said.dump, "# writer: "), format!("# writer: {words}"));
+    let json = &said.json["writer"];
+    assert_eq!(json["state"], "exited", "{json}");
+    assert_eq!(json["exit"]["ticks"], ticks, "{json}");
+    let wall = json["exit"]["wall_ns"].as_u64().unwrap();
+    assert!(
+        (said.wall.0..=said.wall.1).contains(&wall),
+        "{json}: {:?}",
+        said.wall
+    );
+    assert_eq!(json["exit"]["wall_time"], format!("{time}Z"), "{json}");
+    assert_eq!(json["words"], words, "{json}");
+}
+
+#[test]
+fn a_return_from_main_is_said_exited_with_its_time() {
+    let dir = TempDir::new("recover-return");
+    assert_said_exited(&said_after(&dir, "return"));
+}
+
+#[test]
+fn process_exit_is_said_exited_with_its_time() {
+    let dir = TempDir::new("recover-exit");
+    assert_said_exited(&said_after(&dir, "exit"));
+}
+
+#[test]
+fn abort_and_sigkill_are_said_died_and_a_drop_closed() {
+    let dir = TempDir::new("recover-died");
+    for (how, state, words) in [
+        (
+            "abort",
+            "died",
+            "died: the ring was open and {} is gone (it crashed or was killed)",
+        ),
+        (
+            "kill",
+            "died",
+            "died: the ring was open and {} is gone (it crashed or was killed)",
+        ),
+        ("drop", "closed", "closed: {} dropped the ring"),
+    ] {
+        let said = said_after(&dir, how);
+        let words = words.replace("{}", &said.who);
+        assert_eq!(
+            line(&said.text, "writer:    "),
+            format!("writer:    {words}"),
+            "{how}"
+        );
+        assert_eq!(
+            line(&said.dump, "# writer: "),
+            format!("# writer: {words}"),
+            "{how}"
+        );
+        assert_eq!(said.json["writer"]["state"], state, "{how}");
+        assert_eq!(
+            said.json["writer"]["exit"],
+            serde_json::Value::Null,
+            "{how}"
+        );
+    }
 }

@@ -388,6 +388,18 @@ pub(crate) const SHARED_MARK: Ordering = Ordering::SeqCst;
 /// saw before the closed mark.
 pub(crate) const FILE_STATUS: Ordering = Release;
 
+/// A ring file's `EXITED` mark, stored by the exit handler after the exit
+/// record (ticks, wall-clock ns, what was read: Relaxed stores into the
+/// words after the status word). Release: the record is in the file
+/// before the mark, in program order, for the compiler and for a machine
+/// that would reorder stores, so a reader that finds `EXITED` (a
+/// recovery, once the process is gone; another process's look at a live
+/// file, which reads the word before the record) finds the whole record;
+/// and every commit the exiting thread made or saw is in the file before
+/// it, as for [`FILE_STATUS`]. Nothing Acquire-loads it in the writing
+/// process: marks are made under the status's lock, which orders them.
+pub(crate) const FILE_EXITED: Ordering = Release;
+
 /// The metadata annex's committed length in a ring file. Release: a
 /// record's bytes come before the length that covers them, in program
 /// order and for the compiler, which is what a crash needs; another

@@ -28,13 +28,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// keeps its ring for the rest of the process (events may come at any
 /// moment), so the ring is never dropped. A file ring still alive when the
 /// process exits normally (a return from `main`, `std::process::exit`) is
-/// marked closed by an exit handler, so `ringtrace recover` says `closed`
-/// as for a dropped ring; a crash, a kill or `abort()` leave it `died`.
-/// Every committed event is kept, the open pages' too; an event reserved
-/// but not committed when the process ends (a thread still writing as it
-/// exits, or killed mid-event) is counted, never read torn, and such a
-/// thread's later events are kept after the close (docs/format.md, "Status
-/// word").
+/// marked exited by an exit handler, with the time of the exit, so
+/// `ringtrace recover` says `exited` (a dropped ring reads `closed`); a
+/// crash, a kill or `abort()` leave it `died`. Every committed event is
+/// kept, the open pages' too; an event reserved but not committed when the
+/// process ends (a thread still writing as it exits, or killed mid-event)
+/// is counted, never read torn, and such a thread's later events are kept
+/// after the mark (docs/format.md, "Status word").
 pub struct Tracer {
     ring: Arc<RingBuffer<AnyClock>>,
     /// The consumer streaming the ring to a session, if one was asked for.

@@ -7,7 +7,8 @@
 //! that appeared in the session's `rings/` directory, drains every ring
 //! in place into the session (pages, losses with their cause, metadata
 //! records), and notes how each process ended. A ring whose writer
-//! closed it is drained to its end once its process is gone; one whose
+//! closed it (dropped it, or exited normally with it) is drained to its
+//! end once its process is gone; one whose
 //! process died with it open is drained, then recovered. The session is
 //! finished when the command has exited and every ring is done, or when
 //! the recorder is asked to stop (SIGINT or SIGTERM, which it passes on

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 /// looked at while it runs.
 const STATE_EVERY: Duration = Duration::from_millis(20);
 
-/// How long a ring may read closed while its process still runs (threads
-/// still writing as it exits) before it is drained to its end anyway.
+/// How long a ring may read closed or exited while its process still runs
+/// (threads still writing as it exits) before it is drained to its end
+/// anyway.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
 /// Why following a ring failed: one line.
@@ -103,7 +104,9 @@ impl Tracked {
         };
         let drained = self.round(watch)?;
         match state {
-            WriterState::Closed => {
+            // Dropped, or marked at a normal exit: the process ends (or
+            // goes on without the ring) with nothing more to write.
+            WriterState::Closed | WriterState::Exited(_) => {
                 let since = *self.closed_since.get_or_insert_with(Instant::now);
                 if !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT {
                     self.drain_to_end(watch)?;

@@ -11,7 +11,7 @@ mod words;
 
 pub use escape::{escape, escape_bytes, escape_json};
 pub use time::{seconds, utc_time};
-pub use words::{clock_words, comm, writer_name, writer_words};
+pub use words::{clock_words, comm, exit_time_words, writer_name, writer_words};
 
 /// Bytes as lowercase hex, two digits each.
 ///

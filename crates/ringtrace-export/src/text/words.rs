@@ -1,21 +1,37 @@
 //! The writer, its command name and the clock of a recovered trace, in
 //! words: the lines `ringtrace dump` and `ringtrace recover` begin with.
 
-use ringtrace_ring::file::{FileClock, Recovery, WriterState};
+use super::time::utc_time;
+use ringtrace_ring::file::{ExitTime, FileClock, FileHeader, Recovery, WriterState};
 
-/// The writer's state in one word: `died`, `live`, `closed`, `setting-up`
-/// or `unknown`.
+/// The writer's state in one word: `died`, `live`, `closed`, `exited`,
+/// `setting-up` or `unknown`.
 pub fn writer_name(state: WriterState) -> &'static str {
     match state {
         WriterState::Died => "died",
         WriterState::Live => "live",
         WriterState::Closed => "closed",
+        WriterState::Exited(_) => "exited",
         WriterState::SettingUp => "setting-up",
         WriterState::Unknown(_) => "unknown",
     }
 }
 
-/// The writer's state in words.
+/// When a writer exited, in words: the wall-clock time in UTC (read at the
+/// exit, or placed by the header's anchor) and the clock's ticks, as far
+/// as they are known: `2026-12-01T05:09:05.123456789Z (clock ticks
+/// 5123)`.
+pub fn exit_time_words(exit: &ExitTime, header: &FileHeader) -> String {
+    match (exit.wall_ns_or_anchored(header), exit.ticks) {
+        (Some(wall), Some(ticks)) => format!("{} (clock ticks {ticks})", utc_time(wall)),
+        (Some(wall), None) => utc_time(wall),
+        (None, Some(ticks)) => format!("clock ticks {ticks}"),
+        (None, None) => "a time it could not record".to_owned(),
+    }
+}
+
+/// The writer's state in words, one line: for an exit, when, and how many
+/// reservations its writers left open (never committed) as it ended.
 pub fn writer_words(r: &Recovery) -> String {
     let who = format!("process {} ({})", r.header.pid, comm(r));
     match r.writer {
@@ -25,8 +41,14 @@ pub fn writer_words(r: &Recovery) -> String {
         WriterState::Live => format!(
             "live snapshot: {who} is still writing; what follows was read while it wrote"
         ),
-        WriterState::Closed => {
-            format!("closed: {who} dropped the ring or exited normally with it")
+        WriterState::Closed => format!("closed: {who} dropped the ring"),
+        WriterState::Exited(exit) => {
+            let pending = r.totals().skipped_pending;
+            format!(
+                "exited: {who} exited normally at {}; {pending} {} still being written",
+                exit_time_words(&exit, &r.header),
+                if pending == 1 { "event was" } else { "events were" }
+            )
         }
         WriterState::SettingUp => format!(
             "setting up: {who} stopped before the file held a ring; nothing in it is an event"
@@ -56,4 +78,74 @@ pub fn clock_words(c: &FileClock) -> String {
         (Some(m), None) => format!("ns = ticks x {m} >> {}", c.shift),
     };
     format!("{}, ordered {}: {ticks}", c.name, c.guarantee)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringtrace_ring::file::{CpuRecovery, RecoveryParts};
+    use ringtrace_ring::{RingBuffer, RingConfig};
+
+    /// A recovery of a `mono` ring's (empty) buffer by `state`, with
+    /// `pending` reservations left open.
+    fn recovery(state: WriterState, pending: u64) -> Recovery {
+        let ring = RingBuffer::new(
+            RingConfig::default().cpus(1).per_cpu_bytes(8192),
+            ringtrace_clock::Mono::new(),
+        )
+        .unwrap();
+        let mut header = ring.snapshot(Vec::new()).header;
+        header.pid = 4321;
+        header.comm = "app".into();
+        header.wall_ns = 1_000_000_000_000_000_000;
+        header.anchor_ticks = 1_000;
+        let mut cpu = CpuRecovery::new(0);
+        cpu.counts.skipped_pending = pending;
+        Recovery::from_parts(RecoveryParts {
+            path: "t.ring".into(),
+            header,
+            metadata: Ok(Vec::new()),
+            writer: state,
+            cpus: vec![cpu],
+            metadata_records: Vec::new(),
+            annex_problems: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn an_exit_is_said_with_its_time_and_the_events_left_open() {
+        let exited =
+            WriterState::Exited(ExitTime::new(Some(2_000), Some(1_000_000_000_500_000_000)));
+        assert_eq!(writer_name(exited), "exited");
+        assert_eq!(
+            writer_words(&recovery(exited, 0)),
+            "exited: process 4321 (app) exited normally at 2001-09-09T01:46:40.500000000Z (clock ticks 2000); 0 events were still being written"
+        );
+        assert!(writer_words(&recovery(exited, 1)).ends_with("; 1 event was still being written"));
+        // No wall-clock reading: the ticks placed by the anchor (a `mono`
+        // tick is a nanosecond).
+        let ticks_only = WriterState::Exited(ExitTime::new(Some(1_000 + 7), None));
+        assert!(
+            writer_words(&recovery(ticks_only, 2)).contains(
+                "exited normally at 2001-09-09T01:46:40.000000007Z (clock ticks 1007); 2 events were"
+            ),
+            "{}",
+            writer_words(&recovery(ticks_only, 2))
+        );
+        let nothing = WriterState::Exited(ExitTime::new(None, None));
+        assert!(writer_words(&recovery(nothing, 0))
+            .contains("exited normally at a time it could not record;"));
+    }
+
+    #[test]
+    fn a_drop_and_a_death_are_not_an_exit() {
+        assert_eq!(
+            writer_words(&recovery(WriterState::Closed, 0)),
+            "closed: process 4321 (app) dropped the ring"
+        );
+        assert_eq!(writer_name(WriterState::Closed), "closed");
+        assert!(writer_words(&recovery(WriterState::Died, 3)).starts_with(
+            "died: the ring was open and process 4321 (app) is gone (it crashed or was killed)"
+        ));
+    }
 }

@@ -112,7 +112,7 @@ impl LiveFile {
         // Before the control words are looked at: while its writer sets it
         // up, they are not yet what they will be.
         match source.status(path)? {
-            Some(super::STATUS_OPEN | super::STATUS_CLOSED) => {}
+            Some(super::STATUS_OPEN | super::STATUS_CLOSED | super::STATUS_EXITED) => {}
             _ => {
                 return Err(mismatch(format!(
                     "{} (process {}) is still setting it up: open it once it has",
@@ -219,11 +219,12 @@ impl LiveFile {
         super::process_alive(self.header.pid, &self.header.comm)
     }
 
-    /// The writer's state now: live, closed (it dropped its ring, or its
-    /// process exited normally), died (its process is gone and the file
-    /// still open: a crash or a kill), or still being set up.
+    /// The writer's state now: live, closed (it dropped its ring), exited
+    /// (its process exited normally with the ring alive), died (its
+    /// process is gone and the file still open: a crash or a kill), or
+    /// still being set up (also when the file cannot be read).
     pub fn writer(&self) -> WriterState {
-        let status = self.source.status(&self.path).ok().flatten();
-        super::recover::writer_state(status, &self.header)
+        super::recover::writer_state(&self.source, &self.path, &self.header)
+            .unwrap_or(WriterState::SettingUp)
     }
 }

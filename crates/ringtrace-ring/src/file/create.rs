@@ -2,12 +2,12 @@
 
 use super::error::FileError;
 use super::header::{fnv1a64, FileClock, FileHeader, VERSION};
-use super::layout::{FileLayout, STATUS_OFFSET};
+use super::layout::{FileLayout, EXIT_WORDS, STATUS_OFFSET};
 use super::read::Source;
 use super::FileTarget;
 use crate::config::Geometry;
 use crate::page::memory::CpuMemory;
-use crate::page::zeroed::{ZeroedBox, ZeroedSlice};
+use crate::page::zeroed::ZeroedSlice;
 use crate::sync::{AtomicU64, Ordering};
 use ringtrace_clock::ClockInfo;
 use std::os::unix::fs::OpenOptionsExt;
@@ -22,7 +22,7 @@ use super::{STATUS_OPEN, STATUS_SETTING_UP};
 pub(crate) struct RingFile {
     pub path: PathBuf,
     map: Arc<memmap2::MmapMut>,
-    /// Also closed at a normal process exit (see `at_exit`).
+    /// Also marked at a normal process exit (see `at_exit`).
     status: Arc<StatusWord>,
     /// Device and inode, while this ring has the file (see `open_here`).
     id: (u64, u64),
@@ -210,12 +210,12 @@ impl RingFile {
             action: "mapped",
             reason: e.reason,
         };
-        let word: ZeroedBox<AtomicU64> =
-            ZeroedBox::from_slice(ZeroedSlice::in_file(&map, STATUS_OFFSET, 1).map_err(failed)?)
-                .map_err(failed)?;
+        // The status word and the exit record after it.
+        let status_words: ZeroedSlice<AtomicU64> =
+            ZeroedSlice::in_file(&map, STATUS_OFFSET, 1 + EXIT_WORDS).map_err(failed)?;
         if !adopt {
             // Relaxed: nothing is shared yet; `set_open` publishes.
-            word.store(STATUS_SETTING_UP, Ordering::Relaxed);
+            status_words[0].store(STATUS_SETTING_UP, Ordering::Relaxed);
         }
         // Checked before anything is changed, as the CPUs' words are below.
         let annex = super::annex::in_map(&map, &layout).map_err(|why| {
@@ -265,7 +265,7 @@ impl RingFile {
             file: RingFile {
                 path: path.to_owned(),
                 map,
-                status: StatusWord::new(word),
+                status: StatusWord::new(status_words),
                 id,
             },
             memory,
@@ -375,9 +375,23 @@ impl RingFile {
     }
 
     /// Marks the file open for writers: from now on a crash leaves a ring,
-    /// and a normal exit of the process closes it if nothing dropped it.
+    /// and a normal exit of the process marks it exited if nothing dropped
+    /// it.
     pub(crate) fn set_open(&self) {
         self.status.set_open();
+    }
+
+    /// Hands the exit handler the ring's clock, for the time of a normal
+    /// exit (see `at_exit`).
+    ///
+    /// # Safety
+    ///
+    /// - `clock` stays alive, at its address, until this `RingFile` is
+    ///   dropped.
+    pub(crate) unsafe fn set_exit_clock<C: ringtrace_clock::Clock>(&self, clock: &C) {
+        // SAFETY: the caller's promise is `set_clock`'s: this file's drop
+        // is the status's `close`.
+        unsafe { self.status.set_clock(clock) };
     }
 
     /// Asks the system to write the file's dirty pages to disk and waits.
@@ -391,7 +405,8 @@ impl Drop for RingFile {
         super::open_here::unregister(self.id);
         // Nothing writes the ring any more (dropping takes `&mut`), so
         // every commit is in the file before the mark. A ring that failed
-        // while being set up keeps `SETTING_UP`.
+        // while being set up keeps `SETTING_UP`, and one the exit handler
+        // marked keeps `EXITED`. The exit handler gets no clock after this.
         self.status.close();
         // Unmapping leaves the dirty pages to the page cache, which writes
         // them back on its own.

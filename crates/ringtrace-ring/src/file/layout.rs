@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!   0      header (fixed fields, then a checksum)       HEADER_AREA bytes
-//!   2048   status word: being set up, open, or closed
+//!   2048   status word: being set up, open, closed, or exited
+//!   2056   exit record: ticks, wall-clock ns, what was read (3 x u64)
 //!   4096   metadata (opaque to the ring: the tracepoint descriptions)
 //!   annex  committed length (u64), then records appended at run time
 //!          (4096-aligned; absent when its capacity is 0)
@@ -24,6 +25,26 @@ use crate::page::memory::CpuOffsets;
 pub const HEADER_AREA: usize = 4096;
 /// Byte offset of the status word.
 pub const STATUS_OFFSET: usize = 2048;
+/// Byte offset of the exit record, right after the status word: three
+/// words in the writer's byte order, stored by the exit handler before it
+/// marks the file `EXITED` (see [`STATUS_EXITED`](super::STATUS_EXITED)),
+/// and meaningful only then.
+///
+/// | offset | word | meaning |
+/// |---|---|---|
+/// | 2056 | ticks | the ring clock's reading at the exit |
+/// | 2064 | wall ns | `CLOCK_REALTIME` at the exit, ns since the Unix epoch |
+/// | 2072 | read | bit 0: `ticks` was read; bit 1: `wall ns` was (others 0) |
+///
+/// Zero in files of builds before the record, whose status is never
+/// `EXITED`.
+pub const EXIT_OFFSET: usize = STATUS_OFFSET + 8;
+/// Words in the exit record.
+pub const EXIT_WORDS: usize = 3;
+/// The exit record's `read` word: its `ticks` was read.
+pub const EXIT_HAS_TICKS: u64 = 1;
+/// The exit record's `read` word: its `wall ns` was read.
+pub const EXIT_HAS_WALL: u64 = 2;
 /// Alignment of each CPU area and of its pages.
 pub const AREA_ALIGN: usize = 4096;
 /// Alignment of each part of a CPU area's control words (a cache line pair).

@@ -24,9 +24,11 @@
 //!   written is ever returned.
 //!
 //! The status word tells a reader whether the writer set the file up,
-//! had it open, or closed it: a ring dropped, or still alive when its
-//! process exits normally (an exit handler closes it), reads closed; one
-//! whose process crashed or was killed reads open with its process gone.
+//! had it open, closed it, or exited with it: a ring dropped reads
+//! closed; one still alive when its process exits normally reads exited
+//! (an exit handler marks it, with the time of the exit beside the word);
+//! one whose process crashed or was killed reads open with its process
+//! gone.
 //!
 //! The file's blocks are reserved when it is created (`posix_fallocate`):
 //! a write into a hole of a full disk would otherwise be a SIGBUS in the
@@ -70,7 +72,7 @@ pub use layout::FileLayout;
 #[cfg(not(loom))]
 pub use open_here::open_in_this_process;
 pub use recover::{
-    recover, recover_bytes, CpuRecovery, FillSample, LossNote, Recovery, RecoveryCounts,
+    recover, recover_bytes, CpuRecovery, ExitTime, FillSample, LossNote, Recovery, RecoveryCounts,
     RecoveryParts, WriterState,
 };
 pub use source::{EventBatch, EventSource};
@@ -81,10 +83,13 @@ use std::path::PathBuf;
 pub const STATUS_SETTING_UP: u64 = 0x5345_5455_5000_0001;
 /// The status word: writers may be active.
 pub const STATUS_OPEN: u64 = 0x4F50_454E_0000_0002;
-/// The status word: the ring was dropped, or the process that wrote it
-/// exited normally (returned from `main`, called `exit`) with the ring
-/// still alive.
+/// The status word: the ring was dropped by its program. (Builds before
+/// [`STATUS_EXITED`] also stored it at a normal exit with the ring alive.)
 pub const STATUS_CLOSED: u64 = 0x434C_4F53_4544_0003;
+/// The status word: the process that wrote the ring exited normally
+/// (returned from `main`, called `exit`) with the ring still alive; the
+/// exit record after the word ([`layout::EXIT_OFFSET`]) holds when.
+pub const STATUS_EXITED: u64 = 0x4558_4954_4544_0004;
 
 /// Where a file ring goes, from [`RingConfig::file`](crate::RingConfig::file),
 /// `append` and `metadata`.
@@ -147,19 +152,31 @@ pub(crate) struct WallAnchor {
 /// sides of the clock's reading and their midpoint taken. (Under Miri,
 /// whose isolation hides the real-time clock, the wall reads 0.)
 pub(crate) fn wall_anchor<C: ringtrace_clock::Clock + ?Sized>(clock: &C) -> WallAnchor {
-    let wall = || {
-        if cfg!(miri) {
-            return 0;
-        }
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-    };
-    let before = wall();
-    let ticks = clock.read();
-    let after = wall();
+    let (wall_ns, ticks) = read_with_wall(|| clock.read());
     WallAnchor {
-        wall_ns: before / 2 + after / 2,
+        wall_ns: wall_ns.unwrap_or(0),
         ticks,
     }
+}
+
+/// `CLOCK_REALTIME` now, in ns since the epoch; `None` under Miri (whose
+/// isolation hides it) or before the epoch.
+pub(crate) fn wall_now() -> Option<u64> {
+    if cfg!(miri) {
+        return None;
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// `read` (a reading of a ring's clock) between two readings of
+/// `CLOCK_REALTIME`, and their midpoint: the wall-clock time of the
+/// reading, when the realtime clock could be read.
+pub(crate) fn read_with_wall<T>(read: impl FnOnce() -> T) -> (Option<u64>, T) {
+    let before = wall_now();
+    let value = read();
+    let after = wall_now();
+    (before.zip(after).map(|(b, a)| b / 2 + a / 2), value)
 }

@@ -3,7 +3,8 @@
 
 use super::error::{kind_of, FileError, UnreadableMetadata};
 use super::header::{FileHeader, MAGIC, OLDEST_VERSION, VERSION};
-use super::layout::STATUS_OFFSET;
+use super::layout::{EXIT_HAS_TICKS, EXIT_HAS_WALL, EXIT_OFFSET, EXIT_WORDS, STATUS_OFFSET};
+use super::recover::ExitTime;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
@@ -211,5 +212,25 @@ impl Source {
         Ok(<[u8; 8]>::try_from(b.as_slice())
             .ok()
             .map(u64::from_le_bytes))
+    }
+
+    /// The exit record (see `layout::EXIT_OFFSET`): what it says was read
+    /// at the exit; nothing where the file ends before it. Read after the
+    /// status word that says `EXITED`, which was stored after the record.
+    pub(crate) fn exit_time(&self, path: &Path) -> Result<ExitTime, FileError> {
+        let b = self.read_at(EXIT_OFFSET as u64, 8 * EXIT_WORDS, path)?;
+        let mut words = [0u64; EXIT_WORDS];
+        if b.len() == 8 * EXIT_WORDS {
+            for (word, bytes) in words.iter_mut().zip(b.chunks_exact(8)) {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(bytes);
+                *word = u64::from_le_bytes(a);
+            }
+        }
+        let [ticks, wall_ns, read] = words;
+        Ok(ExitTime {
+            ticks: (read & EXIT_HAS_TICKS != 0).then_some(ticks),
+            wall_ns: (read & EXIT_HAS_WALL != 0).then_some(wall_ns),
+        })
     }
 }

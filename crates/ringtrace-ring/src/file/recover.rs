@@ -149,22 +149,81 @@ impl CpuRecovery {
     }
 }
 
-/// Whether the writer was still at work.
+/// Whether the writer was still at work, and how it ended.
+///
+/// ```
+/// use ringtrace_ring::file::{ExitTime, WriterState};
+/// let exited = WriterState::Exited(ExitTime::new(Some(1234), Some(1_700_000_000_000_000_000)));
+/// assert!(matches!(exited, WriterState::Exited(t) if t.ticks == Some(1234)));
+/// assert_ne!(exited, WriterState::Closed);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriterState {
     /// The file was still being set up: it holds no ring.
     SettingUp,
-    /// The ring was open and its process is gone: it crashed, or was
-    /// killed.
+    /// The ring was open and its process is gone without exiting normally:
+    /// it crashed, was killed by a signal, called `abort()` (a
+    /// `panic = "abort"` panic) or `_exit`.
     Died,
     /// The ring is open and its process is alive: the recovery is a
     /// snapshot of a live ring.
     Live,
-    /// The ring was dropped by its program, or the program exited
-    /// normally (returned from `main`, called `exit`) with it alive.
+    /// The ring was dropped by its program. (A file written by a build
+    /// from before [`Exited`](WriterState::Exited) also reads closed after
+    /// a normal exit with the ring alive.)
     Closed,
+    /// The program exited normally (returned from `main`, called
+    /// `std::process::exit`, or let a panic unwind out of `main`) with the
+    /// ring still alive, at the time given: an exit handler marked the
+    /// file. Writers on other threads may have gone on until the process
+    /// ended; the reservations they left open are counted as pending
+    /// ([`RecoveryCounts::skipped_pending`]), as after a crash.
+    Exited(ExitTime),
     /// The status word holds something else (corrupt).
     Unknown(u64),
+}
+
+/// When a ring's process exited normally with the ring alive
+/// ([`WriterState::Exited`]), as the exit handler read it: the ring's
+/// clock between two readings of `CLOCK_REALTIME`, as the header's
+/// wall-clock anchor is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExitTime {
+    /// The ring clock's reading at the exit, in ticks as events' `ts`
+    /// are; `None` when the handler could not read the clock (it
+    /// panicked, or the process exited while the ring was being made).
+    pub ticks: Option<u64>,
+    /// `CLOCK_REALTIME` at the exit (the middle of the readings around
+    /// `ticks`), ns since the Unix epoch; `None` when it could not be read.
+    pub wall_ns: Option<u64>,
+}
+
+impl ExitTime {
+    /// An exit at `ticks` of the ring's clock and `wall_ns` of
+    /// `CLOCK_REALTIME`, either unknown, for readers of other containers
+    /// of pages to fill in [`WriterState::Exited`].
+    pub fn new(ticks: Option<u64>, wall_ns: Option<u64>) -> ExitTime {
+        ExitTime { ticks, wall_ns }
+    }
+
+    /// The wall-clock time of the exit, ns since the Unix epoch: the one
+    /// read at the exit, or else its ticks placed by `header`'s wall-clock
+    /// anchor (when the clock's ticks are time); `None` when neither.
+    ///
+    /// ```
+    /// use ringtrace_ring::file::ExitTime;
+    /// # use ringtrace_ring::{RingBuffer, RingConfig};
+    /// # let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(8192), ringtrace_clock::Counter::new())?;
+    /// # let header = ring.snapshot(Vec::new()).header;
+    /// assert_eq!(ExitTime::new(Some(5), Some(42)).wall_ns_or_anchored(&header), Some(42));
+    /// // A counter's ticks are not time: no anchor places them.
+    /// assert_eq!(ExitTime::new(Some(5), None).wall_ns_or_anchored(&header), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wall_ns_or_anchored(&self, header: &FileHeader) -> Option<u64> {
+        self.wall_ns.or_else(|| header.wall_ns_at(self.ticks?))
+    }
 }
 
 /// Everything recovered from a ring file.
@@ -349,8 +408,7 @@ pub fn recover_bytes(name: impl AsRef<Path>, bytes: Vec<u8>) -> Result<Recovery,
 
 fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     let (header, metadata) = source.header(path)?;
-    let status = source.status(path)?;
-    let writer = writer_state(status, &header);
+    let writer = writer_state(&source, path, &header)?;
     // Memory for the result grows with what is found, not with what the
     // header claims.
     let mut cpus = Vec::new();
@@ -379,18 +437,24 @@ fn recover_from(source: Source, path: &Path) -> Result<Recovery, FileError> {
     })
 }
 
-/// The writer's state from the file's status word (`None`: the file
-/// ends before it) and whether its process still runs.
-pub(crate) fn writer_state(status: Option<u64>, header: &FileHeader) -> WriterState {
-    match status {
+/// The writer's state from the file's status word (a file that ends
+/// before it is still being set up), whether its process still runs, and
+/// for an exit, the exit record (read after the word).
+pub(crate) fn writer_state(
+    source: &Source,
+    path: &Path,
+    header: &FileHeader,
+) -> Result<WriterState, FileError> {
+    Ok(match source.status(path)? {
         Some(super::STATUS_SETTING_UP) | None => WriterState::SettingUp,
         Some(super::STATUS_OPEN) if super::process_alive(header.pid, &header.comm) => {
             WriterState::Live
         }
         Some(super::STATUS_OPEN) => WriterState::Died,
         Some(super::STATUS_CLOSED) => WriterState::Closed,
+        Some(super::STATUS_EXITED) => WriterState::Exited(source.exit_time(path)?),
         Some(other) => WriterState::Unknown(other),
-    }
+    })
 }
 
 /// A little-endian u64 at `at` of `bytes`, 0 past its end.

@@ -34,7 +34,16 @@ mod snapshot;
 /// ```
 #[derive(Debug)]
 pub struct RingBuffer<C: Clock> {
-    clock: C,
+    /// The mapped file of a file ring. Declared before `clock`, so dropped
+    /// before it (fields drop in declaration order): its drop takes the
+    /// clock back from the exit handler (see `file::at_exit`) before the
+    /// clock's box is freed.
+    #[cfg(not(loom))]
+    file: Option<crate::file::RingFile>,
+    /// Boxed, so that its address stays put when the ring moves: a file
+    /// ring's exit handler reads it at a normal exit (the time of the
+    /// exit, in the file's exit record).
+    clock: Box<C>,
     /// How the write path reads `clock`, decided once (see
     /// [`Clock::inline_read`]): a clock built from its name costs per event
     /// what the concrete clock does.
@@ -48,9 +57,6 @@ pub struct RingBuffer<C: Clock> {
     geometry: Geometry,
     /// The metadata records appended at run time (see `annex`).
     pub(crate) annex: crate::annex::Annex,
-    /// The mapped file of a file ring.
-    #[cfg(not(loom))]
-    file: Option<crate::file::RingFile>,
     /// The wall-clock anchor taken when the ring was opened (a file ring's
     /// header's): every snapshot carries it.
     #[cfg(not(loom))]
@@ -86,14 +92,14 @@ impl<C: Clock> RingBuffer<C> {
         #[cfg(not(loom))]
         let anchor = crate::file::wall_anchor(&clock);
         Ok(RingBuffer {
+            #[cfg(not(loom))]
+            file: None,
             inline_read: clock.inline_read(),
             writes_whole: false,
-            clock,
+            clock: Box::new(clock),
             buffers,
             geometry,
             annex: crate::annex::Annex::in_memory(geometry.metadata_capacity),
-            #[cfg(not(loom))]
-            file: None,
             #[cfg(not(loom))]
             anchor,
         }
@@ -181,17 +187,25 @@ impl<C: Clock> RingBuffer<C> {
                 }
             })
             .collect::<Result<_, _>>()?;
-        opened.file.set_open();
-        Ok(RingBuffer {
+        let ring = RingBuffer {
             inline_read: clock.inline_read(),
             writes_whole: false,
-            clock,
+            clock: Box::new(clock),
             buffers,
             geometry,
             annex: opened.annex,
             file: Some(opened.file),
             anchor: opened.anchor,
-        })
+        };
+        if let Some(file) = &ring.file {
+            // SAFETY: the clock is boxed, so it stays at its address when
+            // the ring moves, and it is freed only after `file` is dropped
+            // (`file` is declared first, and fields drop in declaration
+            // order), whose drop takes it back from the exit handler.
+            unsafe { file.set_exit_clock(&*ring.clock) };
+            file.set_open();
+        }
+        Ok(ring)
     }
 
     /// The wall-clock anchor taken when the ring was opened.
@@ -318,7 +332,7 @@ impl<C: Clock> RingBuffer<C> {
             let claimed = match whole::reserve_whole(
                 b.shared(),
                 b.shared().path().line(),
-                BareRdtsc(&self.clock),
+                BareRdtsc(&*self.clock),
                 len,
             ) {
                 Ok(claimed) => claimed,
@@ -348,7 +362,7 @@ impl<C: Clock> RingBuffer<C> {
         len: usize,
     ) -> Result<Reservation<'a>, ReserveError> {
         let clock = Stamp {
-            clock: &self.clock,
+            clock: &*self.clock,
             how: self.inline_read,
         };
         // By value: two words in registers, where a reference would make
@@ -367,7 +381,7 @@ impl<C: Clock> RingBuffer<C> {
         b: &'a CpuBuffer,
         len: usize,
     ) -> Result<crate::write::whole::Claimed<'a>, ReserveError> {
-        whole::reserve_placed(b.shared(), BareRdtsc(&self.clock), len)
+        whole::reserve_placed(b.shared(), BareRdtsc(&*self.clock), len)
     }
 
     /// A claim whose fast reserve section the kernel aborted: the abort
@@ -381,7 +395,7 @@ impl<C: Clock> RingBuffer<C> {
         len: usize,
     ) -> Result<crate::write::whole::Claimed<'a>, ReserveError> {
         crate::rseq::section::count_abort();
-        whole::reserve_placed(b.shared(), BareRdtsc(&self.clock), len)
+        whole::reserve_placed(b.shared(), BareRdtsc(&*self.clock), len)
     }
 
     /// Records `payload` as one event on the caller's CPU; returns its
@@ -478,7 +492,7 @@ impl<C: Clock> RingBuffer<C> {
         match whole::write_whole(
             b.shared(),
             b.shared().path().line(),
-            BareRdtsc(&self.clock),
+            BareRdtsc(&*self.clock),
             payload,
         ) {
             Ok(ts) => Ok(ts),
