@@ -38,6 +38,15 @@ struct Slot {
     id: AtomicU32,
 }
 
+/// Where a callsite is in a [`CallsiteTable`], and its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Site {
+    /// Its slot: fixed for the table's life.
+    pub(crate) slot: u32,
+    /// Its id ([`REFUSED`] if the annex had no room).
+    pub(crate) id: u32,
+}
+
 /// A layer's callsite ids.
 pub(crate) struct CallsiteTable {
     slots: Box<[Slot]>,
@@ -82,6 +91,13 @@ impl CallsiteTable {
     /// The id of `meta`'s callsite, if described (or refused) before.
     #[inline]
     pub(crate) fn get(&self, meta: &'static Metadata<'static>) -> Option<u32> {
+        self.find(meta).map(|site| site.id)
+    }
+
+    /// The slot and id of `meta`'s callsite, if described (or refused)
+    /// before.
+    #[inline]
+    pub(crate) fn find(&self, meta: &'static Metadata<'static>) -> Option<Site> {
         let key = meta as *const Metadata<'static> as usize;
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
@@ -90,12 +106,58 @@ impl CallsiteTable {
             // Acquire: pairs with the Release store of the key in
             // `describe`, so the id stored before it is seen.
             match slot.key.load(Ordering::Acquire) {
-                k if k == key => return Some(slot.id.load(Ordering::Relaxed)),
+                k if k == key => {
+                    return Some(Site {
+                        slot: at as u32,
+                        id: slot.id.load(Ordering::Relaxed),
+                    })
+                }
                 0 => return None,
                 _ => at = (at + 1) & mask,
             }
         }
         None
+    }
+
+    /// Slots in the table: a [`Site::slot`] is below it.
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The callsite in `slot` (a [`Site::slot`] this table gave): its
+    /// metadata and id, or `None` for a slot out of range or free.
+    #[inline]
+    pub(crate) fn at(&self, slot: usize) -> Option<(&'static Metadata<'static>, u32)> {
+        let entry = self.slots.get(slot)?;
+        // Acquire: as in `find`, the id stored before the key is seen.
+        let key = entry.key.load(Ordering::Acquire);
+        if key == 0 {
+            return None;
+        }
+        let meta = key as *const Metadata<'static>;
+        // SAFETY: a key is only ever stored (in `describe`) from a
+        // `&'static Metadata<'static>`, which lives, unmoved, for the
+        // rest of the process.
+        Some((unsafe { &*meta }, entry.id.load(Ordering::Relaxed)))
+    }
+
+    /// The slot and id of `meta`'s callsite, describing it first if this
+    /// is its first sight; its id is [`REFUSED`] when the annex or the
+    /// table had no room, and it has no slot when the table is full.
+    #[inline]
+    pub(crate) fn site<C: Clock>(
+        &self,
+        meta: &'static Metadata<'static>,
+        ring: &RingBuffer<C>,
+        counters: &Counters,
+    ) -> Option<Site> {
+        match self.find(meta) {
+            Some(site) => Some(site),
+            None => {
+                self.id(meta, ring, counters);
+                self.find(meta)
+            }
+        }
     }
 
     /// The id of `meta`'s callsite, describing it in `ring`'s metadata

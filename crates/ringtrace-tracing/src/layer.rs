@@ -1,18 +1,16 @@
 //! [`RingLayer`]: a `tracing_subscriber::Layer` writing `tracing` events
 //! and span activity into a ring.
 
-use crate::callsites::{CallsiteTable, REFUSED};
-use crate::encode::{Encode, Measure};
-use crate::one_pass::OnePass;
+use crate::recorder::{Fields, Recorder};
 use crate::span_sites::SpanSites;
-use crate::stats::{Counters, LayerStats};
+use crate::stats::LayerStats;
 use ringtrace_clock::{AnyClock, Clock};
 use ringtrace_ring::RingBuffer;
-use ringtrace_tracepoint::tracing_record::{RecordKind, RECORD_HEADER_LEN};
+use ringtrace_tracepoint::tracing_record::RecordKind;
 use std::sync::Arc;
 use thiserror::Error;
 use tracing_core::span::{Attributes, Id, Record};
-use tracing_core::{Event, Metadata, Subscriber};
+use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -77,19 +75,12 @@ pub enum LayerConfigError {
 /// callsite the annex has no room for is counted refused and its records
 /// are not written ([`LayerStats::unregistered`]).
 pub struct RingLayer<C: Clock = AnyClock> {
-    inner: Arc<Inner<C>>,
+    inner: Arc<Recorder<C>>,
     /// The callsites of this installed layer's spans (see `span_sites`):
     /// made when the layer joins a subscriber, whose registry's ids it
     /// holds; until then (or under a wrapper that does not pass the
     /// layer's joining on) every edge asks the registry.
     spans: Option<Arc<SpanSites>>,
-}
-
-struct Inner<C: Clock> {
-    ring: Arc<RingBuffer<C>>,
-    callsites: CallsiteTable,
-    string_limit: usize,
-    counters: Counters,
 }
 
 impl<C: Clock> Clone for RingLayer<C> {
@@ -162,18 +153,13 @@ impl<C: Clock> RingLayerBuilder<C> {
 
     /// The layer, the settings being in range.
     fn checked(self) -> RingLayer<C> {
-        // Records carry the thread's id; a fork child must not carry its
-        // parent's.
-        ringtrace_tracepoint::forget_thread_ids_in_fork_children();
-        let counters = Counters::new();
         RingLayer {
             spans: None,
-            inner: Arc::new(Inner {
-                ring: self.ring,
-                callsites: CallsiteTable::new(self.callsite_capacity),
-                string_limit: self.string_limit,
-                counters,
-            }),
+            inner: Arc::new(Recorder::new(
+                self.ring,
+                self.string_limit,
+                self.callsite_capacity,
+            )),
         }
     }
 }
@@ -204,146 +190,24 @@ impl<C: Clock> RingLayer<C> {
         self.inner.string_limit
     }
 
+    /// What it records with (shared by its clones).
+    pub(crate) fn recorder(&self) -> Arc<Recorder<C>> {
+        Arc::clone(&self.inner)
+    }
+
     /// What it recorded and what it could not, so far.
     pub fn stats(&self) -> LayerStats {
         self.inner.counters.snapshot()
     }
 }
 
-/// A record's header: its kind, the thread's id, its callsite's id.
-#[inline(always)]
-fn header(kind: RecordKind, callsite: u32) -> [u8; RECORD_HEADER_LEN] {
-    let mut head = [0u8; RECORD_HEADER_LEN];
-    head[..4].copy_from_slice(&kind.id().to_le_bytes());
-    head[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
-    head[8..].copy_from_slice(&callsite.to_le_bytes());
-    head
-}
-
-/// Puts a record's header, then `span` and `parent` (or the span a
-/// `follows_from` record's span follows) when given.
-#[inline(always)]
-fn put_prefix(
-    kind: RecordKind,
-    callsite: u32,
-    span: Option<u64>,
-    parent: Option<u64>,
-    mut put: impl FnMut(&[u8]),
-) {
-    put(&header(kind, callsite));
-    if let Some(span) = span {
-        put(&span.to_le_bytes());
-    }
-    if let Some(parent) = parent {
-        put(&parent.to_le_bytes());
-    }
-}
-
-/// What visits a record's fields: the event's, the span's attributes, or
-/// the values recorded into a span.
-type Fields<'f> = &'f dyn Fn(&mut dyn tracing_core::field::Visit);
-
-impl<C: Clock> Inner<C> {
-    /// The callsite id of `meta`, or `None` (counted) when it could not be
-    /// described.
-    #[inline]
-    fn callsite(&self, meta: &'static Metadata<'static>) -> Option<u32> {
-        match self.callsites.id(meta, &self.ring, &self.counters) {
-            REFUSED => {
-                self.counters.unregistered();
-                None
-            }
-            id => Some(id),
-        }
-    }
-
-    /// Writes one record: header, then `span` (and `parent`) when given,
-    /// then the fields `record` visits, if any. Encoded in one pass on the
-    /// stack and written whole when it fits there (see `one_pass`), else
-    /// sized first and written into its reservation.
-    #[inline]
-    fn write(
-        &self,
-        kind: RecordKind,
-        callsite: u32,
-        span: Option<u64>,
-        parent: Option<u64>,
-        fields: Option<Fields<'_>>,
-    ) {
-        let mut pass = OnePass::new(self.string_limit);
-        put_prefix(kind, callsite, span, parent, |b| pass.put(b));
-        if let Some(fields) = fields {
-            pass.begin_fields();
-            fields(&mut pass);
-        }
-        let cuts = pass.cuts();
-        match pass.finish() {
-            Some(record) => match self.ring.write(record) {
-                Ok(_) => self.recorded(cuts),
-                Err(_) => self.counters.dropped(),
-            },
-            None => self.write_measured(kind, callsite, span, parent, fields),
-        }
-    }
-
-    /// A record written: counted, and its cut strings.
-    #[inline(always)]
-    fn recorded(&self, cuts: u32) {
-        self.counters.recorded();
-        if cuts > 0 {
-            self.counters.strings_cut(u64::from(cuts));
-        }
-    }
-
-    /// [`write`](Self::write) for a record too large for the stack: its
-    /// fields measured first, then written into a reservation of that
-    /// size.
-    #[cold]
-    #[inline(never)]
-    fn write_measured(
-        &self,
-        kind: RecordKind,
-        callsite: u32,
-        span: Option<u64>,
-        parent: Option<u64>,
-        fields: Option<Fields<'_>>,
-    ) {
-        let mut measure = Measure::new(self.string_limit);
-        if let Some(fields) = fields {
-            fields(&mut measure);
-        }
-        let len = RECORD_HEADER_LEN
-            + span.map_or(0, |_| 8)
-            + parent.map_or(0, |_| 8)
-            + fields.map_or(0, |_| 1 + measure.len);
-        let Ok(mut r) = self.ring.reserve(len) else {
-            self.counters.dropped();
-            return;
-        };
-        {
-            let mut stream = r.stream();
-            put_prefix(kind, callsite, span, parent, |b| {
-                stream.put(b);
-            });
-            if let Some(fields) = fields {
-                stream.put(&[measure.count as u8]);
-                fields(&mut Encode {
-                    measure: &measure,
-                    stream: &mut stream,
-                    at: 0,
-                });
-            }
-        }
-        r.commit();
-        self.recorded(measure.cuts());
-    }
-
+impl<C: Clock> RingLayer<C> {
     /// The callsite id of span `id`: from `spans` when it holds it, else
     /// from the registry; `None` when the span is unknown or its callsite
     /// could not be described.
     #[inline]
     fn span_callsite<S>(
-        &self,
+        inner: &Recorder<C>,
         id: &Id,
         ctx: &Context<'_, S>,
         spans: Option<&SpanSites>,
@@ -353,14 +217,14 @@ impl<C: Clock> Inner<C> {
     {
         match spans.and_then(|s| s.get(id.into_u64())) {
             Some(callsite) => Some(callsite),
-            None => self.callsite(ctx.metadata(id)?),
+            None => inner.callsite(ctx.metadata(id)?),
         }
     }
 
     /// A span record with no fields: enter, exit, close.
     #[inline]
     fn span_edge<S>(
-        &self,
+        inner: &Recorder<C>,
         kind: RecordKind,
         id: &Id,
         ctx: &Context<'_, S>,
@@ -368,8 +232,8 @@ impl<C: Clock> Inner<C> {
     ) where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        if let Some(callsite) = self.span_callsite(id, ctx, spans) {
-            self.write(kind, callsite, Some(id.into_u64()), None, None);
+        if let Some(callsite) = Self::span_callsite(inner, id, ctx, spans) {
+            inner.write(kind, callsite, Some(id.into_u64()), None, None);
         }
     }
 }
@@ -419,7 +283,7 @@ where
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let inner = &*self.inner;
-        if let Some(callsite) = inner.span_callsite(id, &ctx, self.spans.as_deref()) {
+        if let Some(callsite) = Self::span_callsite(inner, id, &ctx, self.spans.as_deref()) {
             let fields: Fields<'_> = &|v| values.record(v);
             inner.write(
                 RecordKind::SpanRecord,
@@ -433,7 +297,7 @@ where
 
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
-        if let Some(callsite) = inner.span_callsite(span, &ctx, self.spans.as_deref()) {
+        if let Some(callsite) = Self::span_callsite(inner, span, &ctx, self.spans.as_deref()) {
             // The span's id, then the one it follows from.
             let (span, follows) = (Some(span.into_u64()), Some(follows.into_u64()));
             inner.write(RecordKind::SpanFollows, callsite, span, follows, None);
@@ -441,17 +305,32 @@ where
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        self.inner
-            .span_edge(RecordKind::SpanEnter, id, &ctx, self.spans.as_deref());
+        Self::span_edge(
+            &self.inner,
+            RecordKind::SpanEnter,
+            id,
+            &ctx,
+            self.spans.as_deref(),
+        );
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        self.inner
-            .span_edge(RecordKind::SpanExit, id, &ctx, self.spans.as_deref());
+        Self::span_edge(
+            &self.inner,
+            RecordKind::SpanExit,
+            id,
+            &ctx,
+            self.spans.as_deref(),
+        );
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        self.inner
-            .span_edge(RecordKind::SpanClose, &id, &ctx, self.spans.as_deref());
+        Self::span_edge(
+            &self.inner,
+            RecordKind::SpanClose,
+            &id,
+            &ctx,
+            self.spans.as_deref(),
+        );
     }
 }

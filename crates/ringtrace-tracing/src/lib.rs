@@ -70,8 +70,10 @@ mod encode;
 mod layer;
 mod local_span;
 mod one_pass;
+mod recorder;
 mod span_sites;
 mod stats;
+mod subscriber;
 
 pub use layer::{
     LayerConfigError, RingLayer, RingLayerBuilder, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT,
@@ -83,3 +85,4 @@ pub use local_span::{
 };
 pub use ringtrace_tracepoint::tracing_record::CUT_MARK;
 pub use stats::LayerStats;
+pub use subscriber::{FilterError, RingSubscriber, RingSubscriberBuilder, SubscriberConfigError};

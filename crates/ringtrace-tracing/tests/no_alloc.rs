@@ -6,28 +6,35 @@
 
 mod common;
 
-use ringtrace_tracing::{local_span, set_local_span_ring, RingLayer};
+use ringtrace_tracing::{local_span, set_local_span_ring, RingLayer, RingSubscriber};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Counts the allocations of threads that asked to be counted.
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
 thread_local! {
-    /// Whether this thread's allocations are counted (const-initialised,
-    /// no destructor: safe to touch from inside the allocator).
+    /// Whether this thread's allocations are counted, and how many were
+    /// (const-initialised, no destructor: safe to touch from inside the
+    /// allocator). Per thread, so tests running at once count apart.
     static COUNTED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
 fn note() {
     if COUNTED.with(Cell::get) {
-        // Relaxed: read after the counted thread stops counting.
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|a| a.set(a.get() + 1));
     }
+}
+
+/// The allocations `f` makes on this thread.
+fn allocations_of(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    COUNTED.with(|c| c.set(true));
+    f();
+    COUNTED.with(|c| c.set(false));
+    ALLOCATIONS.with(Cell::get) - before
 }
 
 // SAFETY: every call is forwarded to the system allocator unchanged;
@@ -89,13 +96,13 @@ fn recording_allocates_nothing_after_each_callsite_is_described() {
             work(round, &long);
         }
         let before = layer.stats();
-        COUNTED.with(|c| c.set(true));
-        for round in 0..200 {
-            work(round, &long);
-        }
-        COUNTED.with(|c| c.set(false));
+        let allocations = allocations_of(|| {
+            for round in 0..200 {
+                work(round, &long);
+            }
+        });
         let after = layer.stats();
-        assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0);
+        assert_eq!(allocations, 0);
         // It did record: 3 events and 5 span records (new, record, enter,
         // exit, close) a round, and one cut
         // string.
@@ -105,4 +112,41 @@ fn recording_allocates_nothing_after_each_callsite_is_described() {
     });
     // Local spans: 1 record a round (at the span's end), on top.
     assert_eq!(ring.stats().hit, 204 * 9);
+}
+
+/// A request: spans nested, one cloned and closed at its last handle's
+/// drop, an event inside.
+fn request(round: u64) {
+    let request = tracing::info_span!("request", round, user = tracing::field::Empty);
+    let _r = request.enter();
+    request.record("user", "bob");
+    let db = tracing::info_span!("db", table = "users");
+    let copy = db.clone();
+    db.in_scope(|| tracing::info!(rows = round, ok = true, "read"));
+    drop(db);
+    drop(copy);
+}
+
+#[test]
+fn the_subscriber_allocates_nothing_per_span_after_warm_up() {
+    let ring = common::ring();
+    let dispatch = tracing::Dispatch::new(RingSubscriber::new(ring.clone()));
+    tracing::dispatcher::with_default(&dispatch, || {
+        // Warm-up: describes the callsites, sizes the thread's stack and
+        // the clone table's map.
+        for round in 0..4 {
+            request(round);
+        }
+        let subscriber = dispatch.downcast_ref::<RingSubscriber>().unwrap();
+        let before = subscriber.stats();
+        let allocations = allocations_of(|| {
+            for round in 0..500 {
+                request(round);
+            }
+        });
+        let after = subscriber.stats();
+        assert_eq!(allocations, 0);
+        // 2 spans: new, enter, exit, close each; a record; an event.
+        assert_eq!(after.recorded - before.recorded, 500 * 10);
+    });
 }

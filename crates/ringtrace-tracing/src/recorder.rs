@@ -1,0 +1,165 @@
+//! The records both front ends write, the layer and the subscriber: one
+//! ring, its callsites' ids, the string limit and the counts, and the
+//! write of one record (header, span ids, fields) in one pass.
+
+use crate::callsites::{CallsiteTable, REFUSED};
+use crate::encode::{Encode, Measure};
+use crate::one_pass::OnePass;
+use crate::stats::Counters;
+use ringtrace_clock::Clock;
+use ringtrace_ring::RingBuffer;
+use ringtrace_tracepoint::tracing_record::{RecordKind, RECORD_HEADER_LEN};
+use std::sync::Arc;
+use tracing_core::Metadata;
+
+/// What records into one ring for a layer or a subscriber.
+pub(crate) struct Recorder<C: Clock> {
+    pub(crate) ring: Arc<RingBuffer<C>>,
+    pub(crate) callsites: CallsiteTable,
+    pub(crate) string_limit: usize,
+    pub(crate) counters: Counters,
+}
+
+impl<C: Clock> Recorder<C> {
+    /// A recorder into `ring`, the settings being in range.
+    pub(crate) fn new(ring: Arc<RingBuffer<C>>, string_limit: usize, callsites: usize) -> Self {
+        // Records carry the thread's id; a fork child must not carry its
+        // parent's.
+        ringtrace_tracepoint::forget_thread_ids_in_fork_children();
+        Recorder {
+            ring,
+            callsites: CallsiteTable::new(callsites),
+            string_limit,
+            counters: Counters::new(),
+        }
+    }
+}
+
+/// A record's header: its kind, the thread's id, its callsite's id.
+#[inline(always)]
+fn header(kind: RecordKind, callsite: u32) -> [u8; RECORD_HEADER_LEN] {
+    let mut head = [0u8; RECORD_HEADER_LEN];
+    head[..4].copy_from_slice(&kind.id().to_le_bytes());
+    head[4..8].copy_from_slice(&ringtrace_tracepoint::thread_id().to_le_bytes());
+    head[8..].copy_from_slice(&callsite.to_le_bytes());
+    head
+}
+
+/// Puts a record's header, then `span` and `parent` (or the span a
+/// `follows_from` record's span follows) when given.
+#[inline(always)]
+fn put_prefix(
+    kind: RecordKind,
+    callsite: u32,
+    span: Option<u64>,
+    parent: Option<u64>,
+    mut put: impl FnMut(&[u8]),
+) {
+    put(&header(kind, callsite));
+    if let Some(span) = span {
+        put(&span.to_le_bytes());
+    }
+    if let Some(parent) = parent {
+        put(&parent.to_le_bytes());
+    }
+}
+
+/// What visits a record's fields: the event's, the span's attributes, or
+/// the values recorded into a span.
+pub(crate) type Fields<'f> = &'f dyn Fn(&mut dyn tracing_core::field::Visit);
+
+impl<C: Clock> Recorder<C> {
+    /// The callsite id of `meta`, or `None` (counted) when it could not be
+    /// described.
+    #[inline]
+    pub(crate) fn callsite(&self, meta: &'static Metadata<'static>) -> Option<u32> {
+        match self.callsites.id(meta, &self.ring, &self.counters) {
+            REFUSED => {
+                self.counters.unregistered();
+                None
+            }
+            id => Some(id),
+        }
+    }
+
+    /// Writes one record: header, then `span` (and `parent`) when given,
+    /// then the fields `record` visits, if any. Encoded in one pass on the
+    /// stack and written whole when it fits there (see `one_pass`), else
+    /// sized first and written into its reservation.
+    #[inline]
+    pub(crate) fn write(
+        &self,
+        kind: RecordKind,
+        callsite: u32,
+        span: Option<u64>,
+        parent: Option<u64>,
+        fields: Option<Fields<'_>>,
+    ) {
+        let mut pass = OnePass::new(self.string_limit);
+        put_prefix(kind, callsite, span, parent, |b| pass.put(b));
+        if let Some(fields) = fields {
+            pass.begin_fields();
+            fields(&mut pass);
+        }
+        let cuts = pass.cuts();
+        match pass.finish() {
+            Some(record) => match self.ring.write(record) {
+                Ok(_) => self.recorded(cuts),
+                Err(_) => self.counters.dropped(),
+            },
+            None => self.write_measured(kind, callsite, span, parent, fields),
+        }
+    }
+
+    /// A record written: counted, and its cut strings.
+    #[inline(always)]
+    fn recorded(&self, cuts: u32) {
+        self.counters.recorded();
+        if cuts > 0 {
+            self.counters.strings_cut(u64::from(cuts));
+        }
+    }
+
+    /// [`write`](Self::write) for a record too large for the stack: its
+    /// fields measured first, then written into a reservation of that
+    /// size.
+    #[cold]
+    #[inline(never)]
+    fn write_measured(
+        &self,
+        kind: RecordKind,
+        callsite: u32,
+        span: Option<u64>,
+        parent: Option<u64>,
+        fields: Option<Fields<'_>>,
+    ) {
+        let mut measure = Measure::new(self.string_limit);
+        if let Some(fields) = fields {
+            fields(&mut measure);
+        }
+        let len = RECORD_HEADER_LEN
+            + span.map_or(0, |_| 8)
+            + parent.map_or(0, |_| 8)
+            + fields.map_or(0, |_| 1 + measure.len);
+        let Ok(mut r) = self.ring.reserve(len) else {
+            self.counters.dropped();
+            return;
+        };
+        {
+            let mut stream = r.stream();
+            put_prefix(kind, callsite, span, parent, |b| {
+                stream.put(b);
+            });
+            if let Some(fields) = fields {
+                stream.put(&[measure.count as u8]);
+                fields(&mut Encode {
+                    measure: &measure,
+                    stream: &mut stream,
+                    at: 0,
+                });
+            }
+        }
+        r.commit();
+        self.recorded(measure.cuts());
+    }
+}
