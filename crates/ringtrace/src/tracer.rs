@@ -260,6 +260,32 @@ impl Tracer {
         ringtrace_tracing::RingLayer::new(self.shared_ring())
     }
 
+    /// A `tracing::Subscriber` of ringtrace's own recording `tracing`
+    /// events and spans into this tracer's ring, every level, with the
+    /// default settings: the cheapest way in for a program that records
+    /// only into ringtrace, since it does without `tracing-subscriber`'s
+    /// registry. The records are the [`layer`](Tracer::layer)'s. For a
+    /// level or target filter (`RUST_LOG` syntax), see
+    /// [`RingSubscriber::builder`](ringtrace_tracing::RingSubscriber::builder)
+    /// with [`shared_ring`](Tracer::shared_ring).
+    ///
+    /// ```
+    /// let tracer = ringtrace::Tracer::builder().build()?;
+    /// tracing::subscriber::set_global_default(tracer.subscriber())?;
+    ///
+    /// let span = tracing::info_span!("request", id = 7u64);
+    /// span.in_scope(|| tracing::info!(target: "app", rows = 3, "read"));
+    /// drop(span);
+    /// let dump = tracer.dump(ringtrace::DumpOptions::default())?;
+    /// assert!(dump.contains("tracing:event: INFO app: read rows=3"), "{dump}");
+    /// assert!(dump.contains("tracing:span_close"), "{dump}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "tracing")]
+    pub fn subscriber(&self) -> ringtrace_tracing::RingSubscriber {
+        ringtrace_tracing::RingSubscriber::new(self.shared_ring())
+    }
+
     /// What the clock is, to convert timestamps (ticks to nanoseconds).
     pub fn clock_info(&self) -> ClockInfo {
         self.ring.clock_info()

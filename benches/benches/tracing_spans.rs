@@ -1,0 +1,315 @@
+//! A service's spans through each `tracing` subscriber, installed as
+//! programs install them: globally, one per process.
+//!
+//! `cargo bench -p ringtrace-benches --bench tracing_spans`
+//! (env `ROUNDS`, default 9; `ITERS`, default 200000 per thread a round;
+//! `ONLY`, configurations to run, comma-separated: the verdicts need
+//! them all)
+//!
+//! One iteration is a request: span `request` (two integer fields)
+//! entered, inside it span `db` (one field) entered, an `info!` with two
+//! integers, then both exited and closed (2 spans, 1 event). Each
+//! configuration runs in a child process of its own that installs it
+//! with `set_global_default` (as `.init()` does), warms up, and times
+//! its recording threads by CLOCK_THREAD_CPUTIME_ID: ns per iteration,
+//! the mean over the threads. It runs with 1 thread, then with one
+//! thread per CPU. Rounds interleave every configuration, the order
+//! rotated each round; each cell is the median over the rounds, with
+//! the lowest and highest.
+//!
+//! Configurations:
+//! - `none`: no subscriber;
+//! - `null`: a subscriber that enables everything, numbers spans from a
+//!   counter and records nothing (the floor of any subscriber: what
+//!   `tracing` itself costs);
+//! - `noop`: `registry()` with a layer that does nothing (the floor of
+//!   every layer);
+//! - `layer`: `registry()` with `RingLayer` on a `mono` ring (the
+//!   tracer's default clock); `layer_tsc` on a `tsc` ring;
+//! - `subscriber`: `RingSubscriber` on a `mono` ring; `subscriber_tsc`
+//!   on a `tsc` ring;
+//! - `fmt_sink`: `registry()` with the fmt layer (its default format)
+//!   writing to `io::sink`;
+//! - `otel`: `registry()` with tracing-opentelemetry's layer (its
+//!   defaults) on an `SdkTracerProvider` with the SDK's
+//!   `BatchSpanProcessor` (its defaults) and an exporter that drops
+//!   what it is given.
+//!
+//! Rings are in memory, 4 MiB per CPU, overwrite mode. The bounds the
+//! subscriber and the layer are held to are printed with their rules.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
+use ringtrace_clock::{AnyClock, ClockSpec};
+use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use ringtrace_tracing::{RingLayer, RingSubscriber};
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// The configurations, in the table's order.
+const CONFIGS: [&str; 9] = [
+    "none",
+    "null",
+    "noop",
+    "layer",
+    "layer_tsc",
+    "subscriber",
+    "subscriber_tsc",
+    "fmt_sink",
+    "otel",
+];
+/// Iterations each thread runs untimed first.
+const WARM: u64 = 2_000;
+/// The child's environment variable: `CONFIG THREADS ITERS`.
+const CHILD: &str = "RINGTRACE_TRACING_SPANS_CHILD";
+
+/// One request: 2 spans entered, 1 event, both exited and closed.
+#[inline(never)]
+fn request(i: u64) {
+    let request = tracing::info_span!("request", id = i, status = 200u64);
+    let _request = request.enter();
+    let db = tracing::info_span!("db", rows = i);
+    let _db = db.enter();
+    tracing::info!(a = i, b = 2u64, "queried");
+}
+
+/// A layer with every hook left to its no-op default.
+struct Noop;
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Noop {}
+
+/// A subscriber that enables everything and records nothing.
+struct Null(std::sync::atomic::AtomicU64);
+impl tracing::Subscriber for Null {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::span::Id::from_u64(id)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// An exporter that drops every batch.
+#[derive(Debug)]
+struct Drop;
+impl SpanExporter for Drop {
+    fn export(&self, batch: Vec<SpanData>) -> impl std::future::Future<Output = OTelSdkResult> {
+        std::hint::black_box(batch);
+        std::future::ready(Ok(()))
+    }
+}
+
+fn ring(clock: &str) -> Arc<RingBuffer<AnyClock>> {
+    let clock = clock.parse::<ClockSpec>().unwrap().build().unwrap();
+    let config = RingConfig::default()
+        .per_cpu_bytes(4 << 20)
+        .mode(Mode::Overwrite);
+    Arc::new(RingBuffer::new(config, clock).unwrap())
+}
+
+/// Installs `config` globally; what must live while it records.
+fn install(config: &str) -> Option<SdkTracerProvider> {
+    let set = |d: tracing::Dispatch| tracing::dispatcher::set_global_default(d).unwrap();
+    let registry = tracing_subscriber::registry();
+    match config {
+        "none" => {}
+        "null" => set(tracing::Dispatch::new(Null(1.into()))),
+        "noop" => set(registry.with(Noop).into()),
+        "layer" => set(registry.with(RingLayer::new(ring("mono"))).into()),
+        "layer_tsc" => set(registry.with(RingLayer::new(ring("tsc"))).into()),
+        "subscriber" => set(RingSubscriber::new(ring("mono")).into()),
+        "subscriber_tsc" => set(RingSubscriber::new(ring("tsc")).into()),
+        "fmt_sink" => set(registry
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::sink))
+            .into()),
+        "otel" => {
+            let provider = SdkTracerProvider::builder()
+                .with_span_processor(BatchSpanProcessor::builder(Drop).build())
+                .build();
+            let tracer = provider.tracer("tracing_spans");
+            set(registry
+                .with(tracing_opentelemetry::layer().with_tracer(tracer))
+                .into());
+            return Some(provider);
+        }
+        other => panic!("unknown configuration {other}"),
+    }
+    None
+}
+
+/// This thread's CPU time, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live, writable timespec; the call writes only it.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "Linux always has CLOCK_THREAD_CPUTIME_ID");
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The child: `config` installed, `threads` threads of `iters` requests;
+/// prints the mean CPU ns per request.
+fn child(config: &str, threads: usize, iters: u64) {
+    let provider = install(config);
+    let start = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                for i in 0..WARM {
+                    request(i);
+                }
+                start.wait();
+                let t0 = thread_cpu_ns();
+                for i in 0..iters {
+                    request(i);
+                }
+                (thread_cpu_ns() - t0) as f64 / iters as f64
+            })
+        })
+        .collect();
+    let per: Vec<f64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    println!("{}", per.iter().sum::<f64>() / per.len() as f64);
+    if let Some(provider) = provider {
+        let _ = provider.shutdown();
+    }
+}
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs one child; its ns per request.
+fn run(config: &str, threads: usize, iters: u64) -> f64 {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env(CHILD, format!("{config} {threads} {iters}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim().parse().unwrap_or_else(|_| panic!("{config} printed {text:?}"))
+}
+
+/// The median, lowest and highest of `v` (NaN when empty).
+fn spread(v: &[f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    (s[s.len() / 2], s[0], s[s.len() - 1])
+}
+
+fn main() {
+    if let Ok(args) = std::env::var(CHILD) {
+        let a: Vec<&str> = args.split(' ').collect();
+        child(a[0], a[1].parse().unwrap(), a[2].parse().unwrap());
+        return;
+    }
+    // `cargo test --benches` runs this with `--test`: one short round.
+    let testing = std::env::args().any(|a| a == "--test");
+    let rounds = if testing { 1 } else { env("ROUNDS", 9).max(1) };
+    let iters = if testing { 500 } else { env("ITERS", 200_000) as u64 };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            let line = c.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split(':').nth(1)?.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let date = Command::new("date")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    println!("# tracing_spans: {cpu}, {cpus} CPUs; {date}");
+    println!("# {rounds} rounds of {iters} requests per thread; CPU ns per request (2 spans, 1 event)");
+    let widths = [1, cpus];
+    // times[config][width] = one figure per round.
+    let mut times = vec![vec![Vec::new(); widths.len()]; CONFIGS.len()];
+    let only = std::env::var("ONLY").unwrap_or_default();
+    let chosen = |c: &str| only.is_empty() || only.split(',').any(|o| o == c);
+    for round in 0..rounds {
+        for k in 0..CONFIGS.len() {
+            let c = (k + round) % CONFIGS.len();
+            if !chosen(CONFIGS[c]) {
+                continue;
+            }
+            for (w, &threads) in widths.iter().enumerate() {
+                times[c][w].push(run(CONFIGS[c], threads, iters));
+            }
+        }
+    }
+    let median = |c: &str, w: usize| {
+        let at = CONFIGS.iter().position(|x| *x == c).unwrap();
+        spread(&times[at][w]).0
+    };
+    println!(
+        "| configuration | 1 thread | {cpus} threads ({cpus} CPUs) | {cpus} threads / 1 | against subscriber, 1 thread |"
+    );
+    println!("|---|---|---|---|---|");
+    for (c, name) in CONFIGS.iter().enumerate() {
+        if times[c][0].is_empty() {
+            continue;
+        }
+        let cells: Vec<String> = times[c]
+            .iter()
+            .map(|v| {
+                let (m, lo, hi) = spread(v);
+                format!("{m:.0} [{lo:.0}-{hi:.0}]")
+            })
+            .collect();
+        println!(
+            "| {name} | {} | {} | {:.2} | {:.2} |",
+            cells[0],
+            cells[1],
+            median(name, 1) / median(name, 0),
+            median(name, 0) / median("subscriber", 0)
+        );
+    }
+    println!();
+    if !only.is_empty() {
+        return;
+    }
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    for w in 0..widths.len() {
+        let t = widths[w];
+        let (sub, otel, fmt) = (median("subscriber", w), median("otel", w), median("fmt_sink", w));
+        let (layer, floor) = (median("layer", w), median("noop", w));
+        println!(
+            "VERDICT {t} thread(s): subscriber {:.1}x cheaper than otel (rule: otel / subscriber >= 10, medians): {}",
+            otel / sub,
+            verdict(otel / sub >= 10.0)
+        );
+        println!(
+            "VERDICT {t} thread(s): subscriber {:.1}x cheaper than fmt_sink (rule: fmt_sink / subscriber >= 5, medians): {}",
+            fmt / sub,
+            verdict(fmt / sub >= 5.0)
+        );
+        println!(
+            "VERDICT {t} thread(s): layer {:.2}x the noop floor (rule: layer / noop <= 2, medians): {}",
+            layer / floor,
+            verdict(layer / floor <= 2.0)
+        );
+    }
+    for name in ["subscriber", "layer"] {
+        let r = median(name, 1) / median(name, 0);
+        println!(
+            "VERDICT {name}: {cpus} threads cost {r:.2}x 1 thread per request (rule: within 10%, medians): {}",
+            verdict((r - 1.0).abs() <= 0.10)
+        );
+    }
+}
