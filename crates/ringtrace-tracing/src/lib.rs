@@ -1,9 +1,29 @@
-//! ringtrace as a backend for the `tracing` crate: [`RingLayer`], a
-//! `tracing_subscriber::Layer` that records events and span activity into
-//! a ringtrace ring, and fastrace-style [local spans](local_span!).
+//! ringtrace as a backend for the `tracing` crate: [`RingSubscriber`], a
+//! `tracing::Subscriber` of its own for programs that record only into
+//! ringtrace; [`RingLayer`], a `tracing_subscriber::Layer` that records
+//! the same into a ringtrace ring beside other layers; and
+//! fastrace-style [local spans](local_span!).
 //!
-//! One line beside other layers (`ringtrace::Tracer::layer` makes the
-//! layer for a tracer's ring):
+//! The subscriber, installed alone (`ringtrace::Tracer::subscriber`
+//! makes it for a tracer's ring), is the cheaper: it does without the
+//! registry's span slab and reference counts, and filters by level and
+//! target in `RUST_LOG` syntax:
+//!
+//! ```
+//! # let clock = "mono".parse::<ringtrace_clock::ClockSpec>()?.build()?;
+//! # let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(
+//! #     ringtrace_ring::RingConfig::default().cpus(1).per_cpu_bytes(64 << 10), clock)?);
+//! let subscriber = ringtrace_tracing::RingSubscriber::builder(ring.clone())
+//!     .filter("info")
+//!     .filter_from_env("RUST_LOG")
+//!     .build()?;
+//! tracing::subscriber::set_global_default(subscriber)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The layer composes with fmt, `EnvFilter` and any other layer, in one
+//! line beside them (`ringtrace::Tracer::layer` makes the layer for a
+//! tracer's ring):
 //!
 //! ```
 //! use tracing_subscriber::layer::SubscriberExt;
