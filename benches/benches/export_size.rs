@@ -19,9 +19,9 @@
 //! change only with the workload and the formats.
 
 use ringtrace::ring::Mode;
+use ringtrace::session::{Compression as SessionCompression, SessionOptions};
 use ringtrace::{ExportFormat as Format, Tracer};
 use ringtrace_parquet::{Compression, ParquetOptions};
-use ringtrace::session::{Compression as SessionCompression, SessionOptions};
 use std::path::Path;
 
 /// One request: 2 spans entered, 1 event, both exited and closed.
@@ -81,7 +81,9 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let ring_file = dir.join("trace.ring");
     // About 60 bytes a record; room for all of them on one CPU.
-    let per_cpu = (requests as usize * 9 * 64 * 2).next_power_of_two().max(1 << 20);
+    let per_cpu = (requests as usize * 9 * 64 * 2)
+        .next_power_of_two()
+        .max(1 << 20);
     let tracer = Tracer::builder()
         .file(&ring_file)
         .buffer_size(per_cpu)
@@ -100,7 +102,11 @@ fn main() {
 
     let mut rows: Vec<(String, u64)> = Vec::new();
     for (name, compression, out) in [
-        ("ring pages streamed (session)", SessionCompression::None, "session"),
+        (
+            "ring pages streamed (session)",
+            SessionCompression::None,
+            "session",
+        ),
         (
             "ring pages streamed, zstd 3",
             SessionCompression::Zstd { level: 3 },
@@ -122,7 +128,11 @@ fn main() {
     }
     for (name, compression, out) in [
         ("Parquet, zstd (default)", Compression::Zstd, "parquet-zstd"),
-        ("Parquet, uncompressed", Compression::Uncompressed, "parquet-plain"),
+        (
+            "Parquet, uncompressed",
+            Compression::Uncompressed,
+            "parquet-plain",
+        ),
     ] {
         let path = dir.join(out);
         let options = ParquetOptions::default().compression(compression);

@@ -276,9 +276,15 @@ fn recording(rounds: usize, iters: u64, endpoint: &Endpoint) -> Result<()> {
     // ringtrace's own subscriber, without the registry, on rings of
     // their own (the export below reads the layer's ring).
     let sub_mono = ring("mono", MIB, 4096).ok_or("a mono ring")?;
-    backends.push(("ringtrace_sub", Dispatch::new(RingSubscriber::new(sub_mono))));
+    backends.push((
+        "ringtrace_sub",
+        Dispatch::new(RingSubscriber::new(sub_mono)),
+    ));
     if let Some(sub_tsc) = ring("tsc", MIB, 4096) {
-        backends.push(("ringtrace_sub_tsc", Dispatch::new(RingSubscriber::new(sub_tsc))));
+        backends.push((
+            "ringtrace_sub_tsc",
+            Dispatch::new(RingSubscriber::new(sub_tsc)),
+        ));
     }
     let peers = [
         ("tracing_otel", "default queue", otel),

@@ -197,9 +197,15 @@ fn run(config: &str, threads: usize, iters: u64) -> f64 {
         .env(CHILD, format!("{config} {threads} {iters}"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{config}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{config}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    text.trim().parse().unwrap_or_else(|_| panic!("{config} printed {text:?}"))
+    text.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{config} printed {text:?}"))
 }
 
 /// The median, lowest and highest of `v` (NaN when empty).
@@ -221,7 +227,11 @@ fn main() {
     // `cargo test --benches` runs this with `--test`: one short round.
     let testing = std::env::args().any(|a| a == "--test");
     let rounds = if testing { 1 } else { env("ROUNDS", 9).max(1) };
-    let iters = if testing { 500 } else { env("ITERS", 200_000) as u64 };
+    let iters = if testing {
+        500
+    } else {
+        env("ITERS", 200_000) as u64
+    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -236,7 +246,9 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default();
     println!("# tracing_spans: {cpu}, {cpus} CPUs; {date}");
-    println!("# {rounds} rounds of {iters} requests per thread; CPU ns per request (2 spans, 1 event)");
+    println!(
+        "# {rounds} rounds of {iters} requests per thread; CPU ns per request (2 spans, 1 event)"
+    );
     let widths = [1, cpus];
     // times[config][width] = one figure per round.
     let mut times = vec![vec![Vec::new(); widths.len()]; CONFIGS.len()];
@@ -285,9 +297,12 @@ fn main() {
         return;
     }
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-    for w in 0..widths.len() {
-        let t = widths[w];
-        let (sub, otel, fmt) = (median("subscriber", w), median("otel", w), median("fmt_sink", w));
+    for (w, &t) in widths.iter().enumerate() {
+        let (sub, otel, fmt) = (
+            median("subscriber", w),
+            median("otel", w),
+            median("fmt_sink", w),
+        );
         let (layer, floor) = (median("layer", w), median("noop", w));
         println!(
             "VERDICT {t} thread(s): subscriber {:.1}x cheaper than otel (rule: otel / subscriber >= 10, medians): {}",

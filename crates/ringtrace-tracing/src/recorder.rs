@@ -5,7 +5,7 @@
 use crate::callsites::{CallsiteTable, REFUSED};
 use crate::encode::{Encode, Measure};
 use crate::one_pass::OnePass;
-use crate::stats::Counters;
+use crate::stats::{Counters, Tally};
 use ringtrace_clock::Clock;
 use ringtrace_ring::RingBuffer;
 use ringtrace_tracepoint::tracing_record::{RecordKind, RECORD_HEADER_LEN};
@@ -95,6 +95,21 @@ impl<C: Clock> Recorder<C> {
         parent: Option<u64>,
         fields: Option<Fields<'_>>,
     ) {
+        self.write_counted(kind, callsite, span, parent, fields, &self.counters);
+    }
+
+    /// [`write`](Self::write), the record counted by `tally` (the
+    /// subscriber counts in the thread's state it already holds).
+    #[inline]
+    pub(crate) fn write_counted<T: Tally>(
+        &self,
+        kind: RecordKind,
+        callsite: u32,
+        span: Option<u64>,
+        parent: Option<u64>,
+        fields: Option<Fields<'_>>,
+        tally: &T,
+    ) {
         let mut pass = OnePass::new(self.string_limit);
         put_prefix(kind, callsite, span, parent, |b| pass.put(b));
         if let Some(fields) = fields {
@@ -104,17 +119,17 @@ impl<C: Clock> Recorder<C> {
         let cuts = pass.cuts();
         match pass.finish() {
             Some(record) => match self.ring.write(record) {
-                Ok(_) => self.recorded(cuts),
+                Ok(_) => self.recorded(cuts, tally),
                 Err(_) => self.counters.dropped(),
             },
-            None => self.write_measured(kind, callsite, span, parent, fields),
+            None => self.write_measured(kind, callsite, span, parent, fields, tally),
         }
     }
 
     /// A record written: counted, and its cut strings.
     #[inline(always)]
-    fn recorded(&self, cuts: u32) {
-        self.counters.recorded();
+    fn recorded<T: Tally>(&self, cuts: u32, tally: &T) {
+        tally.recorded();
         if cuts > 0 {
             self.counters.strings_cut(u64::from(cuts));
         }
@@ -125,13 +140,14 @@ impl<C: Clock> Recorder<C> {
     /// size.
     #[cold]
     #[inline(never)]
-    fn write_measured(
+    fn write_measured<T: Tally>(
         &self,
         kind: RecordKind,
         callsite: u32,
         span: Option<u64>,
         parent: Option<u64>,
         fields: Option<Fields<'_>>,
+        tally: &T,
     ) {
         let mut measure = Measure::new(self.string_limit);
         if let Some(fields) = fields {
@@ -160,6 +176,6 @@ impl<C: Clock> Recorder<C> {
             }
         }
         r.commit();
-        self.recorded(measure.cuts());
+        self.recorded(measure.cuts(), tally);
     }
 }

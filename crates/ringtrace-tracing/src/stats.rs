@@ -27,6 +27,19 @@ pub struct LayerStats {
     pub unregistered: u64,
 }
 
+/// What counts the records written.
+pub(crate) trait Tally {
+    /// One record written.
+    fn recorded(&self);
+}
+
+impl Tally for Counters {
+    #[inline]
+    fn recorded(&self) {
+        Counters::recorded(self);
+    }
+}
+
 /// The counters behind [`LayerStats`]. Relaxed throughout: they are
 /// statistics, ordered with nothing.
 ///

@@ -60,7 +60,10 @@ fn records_are_the_layers_record_for_record() {
     let layer = RingLayer::new(via_layer.clone());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), workload);
     let via_subscriber = ring();
-    tracing::subscriber::with_default(RingSubscriber::new(via_subscriber.clone()), workload);
+    let dispatch = tracing::Dispatch::new(RingSubscriber::new(via_subscriber.clone()));
+    tracing::dispatcher::with_default(&dispatch, workload);
+    let stats = dispatch.downcast_ref::<RingSubscriber>().unwrap().stats();
+    assert_eq!(stats.recorded, 19, "every record counted, once: {stats:?}");
     let (a, b) = (dump_json(&via_layer), dump_json(&via_subscriber));
     // 2 events outside or inside, 5 spans: their news, enters, exits,
     // closes, a record and a follows_from.

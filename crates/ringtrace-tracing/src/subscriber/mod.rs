@@ -4,7 +4,7 @@
 mod clones;
 mod filter;
 mod span_ids;
-mod stack;
+mod threads;
 
 use crate::callsites::REFUSED;
 use crate::layer::{LayerConfigError, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT};
@@ -16,9 +16,9 @@ use ringtrace_clock::{AnyClock, Clock};
 use ringtrace_ring::RingBuffer;
 use ringtrace_tracepoint::tracing_record::RecordKind;
 use span_ids::IdLayout;
-use stack::Stacks;
 use std::sync::Arc;
 use thiserror::Error;
+use threads::{Mine, Threads};
 use tracing_core::span::{Attributes, Current, Id, Record};
 use tracing_core::subscriber::Interest;
 use tracing_core::{Event, LevelFilter, Metadata, Subscriber};
@@ -88,7 +88,7 @@ pub struct RingSubscriber<C: Clock = AnyClock> {
     recorder: Arc<Recorder<C>>,
     filter: TargetFilter,
     ids: IdLayout,
-    stacks: Stacks,
+    threads: Threads,
     clones: Clones,
 }
 
@@ -178,7 +178,7 @@ impl<C: Clock> RingSubscriberBuilder<C> {
             ids: IdLayout::for_slots(recorder.callsites.slots()),
             recorder,
             filter,
-            stacks: Stacks::default(),
+            threads: Threads::default(),
             clones: Clones::default(),
         })
     }
@@ -203,7 +203,7 @@ impl<C: Clock> RingSubscriber<C> {
             ids: IdLayout::for_slots(recorder.callsites.slots()),
             recorder,
             filter: TargetFilter::everything(),
-            stacks: Stacks::default(),
+            threads: Threads::default(),
             clones: Clones::default(),
         }
     }
@@ -227,7 +227,10 @@ impl<C: Clock> RingSubscriber<C> {
     /// assert_eq!(stats.recorded, 1);
     /// ```
     pub fn stats(&self) -> LayerStats {
-        self.recorder.counters.snapshot()
+        let mut stats = self.recorder.counters.snapshot();
+        // Records are counted in each thread's state, not the counters.
+        stats.recorded = self.threads.recorded();
+        stats
     }
 
     /// The callsite id and metadata of the span `id`, or `None` (counted)
@@ -245,11 +248,13 @@ impl<C: Clock> RingSubscriber<C> {
         found
     }
 
-    /// A span record with no fields: enter, exit, close.
+    /// A span record with no fields (enter, exit, close), counted in
+    /// `mine`.
     #[inline]
-    fn span_edge(&self, kind: RecordKind, id: u64) {
+    fn span_edge(&self, kind: RecordKind, id: u64, mine: &Mine<'_>) {
         if let Some((_, callsite)) = self.site_of(id) {
-            self.recorder.write(kind, callsite, Some(id), None, None);
+            self.recorder
+                .write_counted(kind, callsite, Some(id), None, None, mine);
         }
     }
 }
@@ -281,20 +286,22 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
             .new_id(site.filter(|s| s.id != REFUSED).map(|s| s.slot));
         match site {
             Some(site) if site.id != REFUSED => {
+                let mine = self.threads.mine();
                 let parent = if let Some(parent) = attrs.parent() {
                     parent.into_u64()
                 } else if attrs.is_contextual() {
-                    self.stacks.current().unwrap_or(0)
+                    mine.current().unwrap_or(0)
                 } else {
                     0
                 };
                 let fields: Fields<'_> = &|v| attrs.record(v);
-                rec.write(
+                rec.write_counted(
                     RecordKind::SpanNew,
                     site.id,
                     Some(id),
                     Some(parent),
                     Some(fields),
+                    &mine,
                 );
             }
             _ => rec.counters.unregistered(),
@@ -306,12 +313,14 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         let id = span.into_u64();
         if let Some((_, callsite)) = self.site_of(id) {
             let fields: Fields<'_> = &|v| values.record(v);
-            self.recorder.write(
+            let mine = self.threads.mine();
+            self.recorder.write_counted(
                 RecordKind::SpanRecord,
                 callsite,
                 Some(id),
                 None,
                 Some(fields),
+                &mine,
             );
         }
     }
@@ -320,8 +329,15 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         let id = span.into_u64();
         if let Some((_, callsite)) = self.site_of(id) {
             let follows = Some(follows.into_u64());
-            self.recorder
-                .write(RecordKind::SpanFollows, callsite, Some(id), follows, None);
+            let mine = self.threads.mine();
+            self.recorder.write_counted(
+                RecordKind::SpanFollows,
+                callsite,
+                Some(id),
+                follows,
+                None,
+                &mine,
+            );
         }
     }
 
@@ -329,20 +345,23 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         let rec = &*self.recorder;
         if let Some(callsite) = rec.callsite(event.metadata()) {
             let fields: Fields<'_> = &|v| event.record(v);
-            rec.write(RecordKind::Event, callsite, None, None, Some(fields));
+            let mine = self.threads.mine();
+            rec.write_counted(RecordKind::Event, callsite, None, None, Some(fields), &mine);
         }
     }
 
     fn enter(&self, span: &Id) {
         let id = span.into_u64();
-        self.stacks.push(id);
-        self.span_edge(RecordKind::SpanEnter, id);
+        let mine = self.threads.mine();
+        mine.push(id);
+        self.span_edge(RecordKind::SpanEnter, id, &mine);
     }
 
     fn exit(&self, span: &Id) {
         let id = span.into_u64();
-        self.stacks.pop(id);
-        self.span_edge(RecordKind::SpanExit, id);
+        let mine = self.threads.mine();
+        mine.pop(id);
+        self.span_edge(RecordKind::SpanExit, id, &mine);
     }
 
     fn clone_span(&self, span: &Id) -> Id {
@@ -355,12 +374,12 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         if !self.clones.dropped_last(id) {
             return false;
         }
-        self.span_edge(RecordKind::SpanClose, id);
+        self.span_edge(RecordKind::SpanClose, id, &self.threads.mine());
         true
     }
 
     fn current_span(&self) -> Current {
-        let Some(id) = self.stacks.current() else {
+        let Some(id) = self.threads.current() else {
             return Current::none();
         };
         match self

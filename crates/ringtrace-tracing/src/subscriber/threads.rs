@@ -1,0 +1,166 @@
+//! Each thread's state in a subscriber: its entered spans, innermost
+//! last (a new span's contextual parent, `Span::current()`), and its
+//! count of records written. One lookup of the thread's entry serves
+//! both.
+//!
+//! An entry per thread (the `thread_local` crate's `ThreadLocal`). The
+//! stack is touched only by the entry's own thread, through [`Mine`],
+//! which only [`Threads::mine`] makes and which cannot leave the thread;
+//! other threads read only the count, summing every entry.
+//!
+//! Entering a span already on the stack pushes it again, as the
+//! registry does; its exit removes one entry.
+
+use crate::stats::Tally;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use thread_local::ThreadLocal;
+
+/// One thread's entry.
+#[derive(Debug)]
+struct ThreadState {
+    /// Records this thread wrote: written by it alone, read by any.
+    recorded: AtomicU64,
+    /// The entered spans; only the entry's own thread touches it.
+    stack: UnsafeCell<Vec<u64>>,
+}
+
+// SAFETY: other threads reach an entry only through `ThreadLocal::iter`
+// (in `Threads::recorded`), which reads `recorded`, an atomic. `stack` is
+// reached only through `Mine`, made from the calling thread's own entry
+// and `!Send`, so only that thread ever touches it.
+unsafe impl Sync for ThreadState {}
+
+/// Every thread's state.
+#[derive(Debug, Default)]
+pub(crate) struct Threads {
+    states: ThreadLocal<ThreadState>,
+}
+
+impl Threads {
+    /// The calling thread's state.
+    #[inline]
+    pub(crate) fn mine(&self) -> Mine<'_> {
+        Mine {
+            state: self.states.get_or(|| ThreadState {
+                recorded: AtomicU64::new(0),
+                stack: UnsafeCell::new(Vec::with_capacity(16)),
+            }),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The innermost span entered on the calling thread, if it has a state.
+    #[inline]
+    pub(crate) fn current(&self) -> Option<u64> {
+        let state = self.states.get()?;
+        Mine {
+            state,
+            _not_send: PhantomData,
+        }
+        .current()
+    }
+
+    /// Records written by every thread so far.
+    pub(crate) fn recorded(&self) -> u64 {
+        // Relaxed: statistics, ordered with nothing.
+        self.states
+            .iter()
+            .map(|s| s.recorded.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
+/// The calling thread's own state.
+pub(crate) struct Mine<'a> {
+    state: &'a ThreadState,
+    /// Keeps it on the thread whose entry it is.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Mine<'_> {
+    /// The stack, for the length of one call that calls out to nothing.
+    #[inline]
+    fn with_stack<R>(&self, f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
+        // SAFETY: only this thread reaches `stack` (see `ThreadState`'s
+        // Sync), and no other borrow of it is alive: every borrow is made
+        // here and ends before `with_stack` returns, and `f` (the methods
+        // below) calls nothing that could come back here.
+        f(unsafe { &mut *self.state.stack.get() })
+    }
+
+    /// `span` entered on this thread.
+    #[inline]
+    pub(crate) fn push(&self, span: u64) {
+        self.with_stack(|stack| stack.push(span));
+    }
+
+    /// `span` exited on this thread: its innermost entry removed, if any
+    /// (an exit without its enter changes nothing).
+    #[inline]
+    pub(crate) fn pop(&self, span: u64) {
+        self.with_stack(|stack| {
+            if stack.last() == Some(&span) {
+                stack.pop();
+            } else if let Some(at) = stack.iter().rposition(|&s| s == span) {
+                stack.remove(at);
+            }
+        });
+    }
+
+    /// The innermost span entered on this thread.
+    #[inline]
+    pub(crate) fn current(&self) -> Option<u64> {
+        self.with_stack(|stack| stack.last().copied())
+    }
+}
+
+impl Tally for Mine<'_> {
+    #[inline]
+    fn recorded(&self) {
+        let count = &self.state.recorded;
+        // Only this thread writes its count: a load and a store are an
+        // exact add (Relaxed: read by `Threads::recorded`, ordered with
+        // nothing).
+        count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exits_out_of_order_remove_the_innermost_entry_of_that_span() {
+        let t = Threads::default();
+        let mine = t.mine();
+        for id in [1, 2, 1, 3] {
+            mine.push(id);
+        }
+        mine.pop(1);
+        assert_eq!(t.current(), Some(3));
+        mine.pop(3);
+        assert_eq!(t.current(), Some(2));
+        mine.pop(9);
+        assert_eq!(t.current(), Some(2));
+        mine.pop(2);
+        assert_eq!(t.current(), Some(1));
+    }
+
+    #[test]
+    fn each_thread_has_its_own_stack_and_counts_sum() {
+        let t = Threads::default();
+        t.mine().push(5);
+        t.mine().recorded();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                assert_eq!(t.current(), None);
+                t.mine().recorded();
+                t.mine().recorded();
+            });
+        });
+        assert_eq!(t.current(), Some(5));
+        assert_eq!(t.recorded(), 3);
+    }
+}
