@@ -195,6 +195,8 @@ if part miri; then
   else
     step "miri: the ring's, the clock's and the fuzz properties' tests that make no system calls"
     cargo +nightly miri test -p ringtrace-ring -p ringtrace-clock -p ringtrace-check --locked --lib --tests
+    step "miri: the tracing subscriber's unit tests (span ids, clone counts, thread state)"
+    cargo +nightly miri test -p ringtrace-tracing --locked --lib -- subscriber
   fi
 fi
 

@@ -12,7 +12,7 @@
 //! registry does; its exit removes one entry.
 
 use crate::stats::Tally;
-use std::cell::UnsafeCell;
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use thread_local::ThreadLocal;
@@ -23,19 +23,24 @@ struct ThreadState {
     /// Records this thread wrote: written by it alone, read by any.
     recorded: AtomicU64,
     /// The entered spans; only the entry's own thread touches it.
-    stack: UnsafeCell<Vec<u64>>,
+    stack: RefCell<Vec<u64>>,
 }
 
 // SAFETY: other threads reach an entry only through `ThreadLocal::iter`
-// (in `Threads::recorded`), which reads `recorded`, an atomic. `stack` is
-// reached only through `Mine`, made from the calling thread's own entry
-// and `!Send`, so only that thread ever touches it.
+// (in `Threads::recorded`), which reads `recorded`, an atomic. `stack` (a
+// `RefCell`, whose borrow flag is not atomic) is reached only through
+// `Mine`, made from the calling thread's own entry and `!Send`, so only
+// that thread ever touches it or its flag.
 unsafe impl Sync for ThreadState {}
 
 /// Every thread's state.
 #[derive(Debug, Default)]
 pub(crate) struct Threads {
-    states: ThreadLocal<ThreadState>,
+    /// Boxed: each thread's `&ThreadState` is then a shared borrow of
+    /// the box's own allocation, which the entry never writes again,
+    /// rather than of `ThreadLocal`'s slot (Miri's borrow models reject
+    /// the write of one borrow of a slot while another is held).
+    states: ThreadLocal<Box<ThreadState>>,
 }
 
 impl Threads {
@@ -43,9 +48,11 @@ impl Threads {
     #[inline]
     pub(crate) fn mine(&self) -> Mine<'_> {
         Mine {
-            state: self.states.get_or(|| ThreadState {
-                recorded: AtomicU64::new(0),
-                stack: UnsafeCell::new(Vec::with_capacity(16)),
+            state: self.states.get_or(|| {
+                Box::new(ThreadState {
+                    recorded: AtomicU64::new(0),
+                    stack: RefCell::new(Vec::with_capacity(16)),
+                })
             }),
             _not_send: PhantomData,
         }
@@ -80,14 +87,11 @@ pub(crate) struct Mine<'a> {
 }
 
 impl Mine<'_> {
-    /// The stack, for the length of one call that calls out to nothing.
+    /// The stack, for the length of one call that calls out to nothing
+    /// (so the borrow never fails).
     #[inline]
     fn with_stack<R>(&self, f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
-        // SAFETY: only this thread reaches `stack` (see `ThreadState`'s
-        // Sync), and no other borrow of it is alive: every borrow is made
-        // here and ends before `with_stack` returns, and `f` (the methods
-        // below) calls nothing that could come back here.
-        f(unsafe { &mut *self.state.stack.get() })
+        f(&mut self.state.stack.borrow_mut())
     }
 
     /// `span` entered on this thread.
