@@ -18,20 +18,14 @@
 //! are the sum of the files it wrote from the ring file. The figures are sizes, not times: they
 //! change only with the workload and the formats.
 
+mod common;
+
+use common::{cpu_model, request};
 use ringtrace::ring::Mode;
 use ringtrace::session::{Compression as SessionCompression, SessionOptions};
 use ringtrace::{ExportFormat as Format, Tracer};
 use ringtrace_parquet::{Compression, ParquetOptions};
 use std::path::Path;
-
-/// One request: 2 spans entered, 1 event, both exited and closed.
-fn request(i: u64) {
-    let request = tracing::info_span!("request", id = i, status = 200u64);
-    let _request = request.enter();
-    let db = tracing::info_span!("db", rows = i % 100);
-    let _db = db.enter();
-    tracing::info!(a = i, b = 2u64, "queried");
-}
 
 /// Bytes of the files under `path` (a file or a directory), as written.
 fn bytes(path: &Path) -> u64 {
@@ -139,13 +133,7 @@ fn main() {
         tracer.export_parquet(&path, &options).unwrap();
         rows.push((name.into(), bytes(&path)));
     }
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            let line = c.lines().find(|l| l.starts_with("model name"))?;
-            Some(line.split(':').nth(1)?.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = cpu_model();
     println!("# export_size: {requests} requests, {events} ring records (events); {cpu}");
     println!("| kept as | bytes | bytes per event | against Parquet (zstd) |");
     println!("|---|---|---|---|");

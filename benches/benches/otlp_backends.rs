@@ -42,9 +42,12 @@
 //!    thread's CPU time does not.
 
 // The crate's test collector; its fixtures, re-exported for the tests, go unused here.
+mod common;
 #[allow(unused_imports)]
 #[path = "../../crates/ringtrace-otlp/tests/receiver/mod.rs"]
 mod receiver;
+
+use common::{cpu_model, date_utc, env, request, spread, thread_cpu_ns, Noop};
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
@@ -74,21 +77,6 @@ const WARM: u64 = 100;
 /// Pages of the export ring: big ones, so that a ring holding the whole
 /// trace stays under the ring's page count limit.
 const EXPORT_PAGE: usize = 1 << 16;
-
-/// One request: 2 spans entered, 1 event, both spans exited and closed
-/// (locals drop in reverse: `_db` exits, `db` closes, then `request`).
-#[inline(never)]
-fn request(i: u64) {
-    let request = tracing::info_span!("request", id = i, status = 200u64);
-    let _request = request.enter();
-    let db = tracing::info_span!("db", rows = i);
-    let _db = db.enter();
-    tracing::info!(a = i, b = 2u64, "queried");
-}
-
-/// A layer with every hook left to its no-op default.
-struct Noop;
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Noop {}
 
 /// tracing-opentelemetry's exporter: the SDK's spans converted by
 /// opentelemetry-proto and POSTed by ringtrace's `Sender`, one flush per
@@ -189,18 +177,6 @@ fn ring(clock: &str, per_cpu: usize, page: usize) -> Option<Arc<RingBuffer<AnyCl
     RingBuffer::new(config, clock).ok().map(Arc::new)
 }
 
-/// This thread's CPU time, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, writable timespec; the call writes only it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "Linux always has CLOCK_THREAD_CPUTIME_ID");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Thread CPU and wall ns of `f`.
 fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     let (cpu, wall) = (thread_cpu_ns(), Instant::now());
@@ -209,23 +185,9 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64, f64) {
     (out, (thread_cpu_ns() - cpu) as f64, wall)
 }
 
-/// The median, lowest and highest of `v` (not empty).
-fn spread(v: &[f64]) -> (f64, f64, f64) {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    (s[s.len() / 2], s[0], s[s.len() - 1])
-}
-
 fn cell(v: &[f64]) -> String {
     let (med, lo, hi) = spread(v);
     format!("{med:.1} [{lo:.1}-{hi:.1}]")
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 fn main() -> Result<()> {
@@ -236,18 +198,7 @@ fn main() -> Result<()> {
         true => (200, 2_000),
         false => (env("ITERS", 20_000), env("EXPORT_ITERS", 200_000)),
     };
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            let line = c.lines().find(|l| l.starts_with("model name"))?;
-            Some(line.split(':').nth(1)?.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let date = std::process::Command::new("date")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|_| "date unknown".into());
+    let (cpu, date) = (cpu_model(), date_utc());
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("# otlp_backends: {cpu}, {cpus} CPUs; {date}");
     let args: Vec<String> = std::env::args().collect();

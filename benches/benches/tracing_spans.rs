@@ -38,6 +38,9 @@
 //! Rings are in memory, 4 MiB per CPU, overwrite mode. The bounds the
 //! subscriber and the layer are held to are printed with their rules.
 
+mod common;
+
+use common::{cpu_model, date_utc, env, request, spread, thread_cpu_ns, Noop};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter};
@@ -64,20 +67,6 @@ const CONFIGS: [&str; 9] = [
 const WARM: u64 = 2_000;
 /// The child's environment variable: `CONFIG THREADS ITERS`.
 const CHILD: &str = "RINGTRACE_TRACING_SPANS_CHILD";
-
-/// One request: 2 spans entered, 1 event, both exited and closed.
-#[inline(never)]
-fn request(i: u64) {
-    let request = tracing::info_span!("request", id = i, status = 200u64);
-    let _request = request.enter();
-    let db = tracing::info_span!("db", rows = i);
-    let _db = db.enter();
-    tracing::info!(a = i, b = 2u64, "queried");
-}
-
-/// A layer with every hook left to its no-op default.
-struct Noop;
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Noop {}
 
 /// A subscriber that enables everything and records nothing.
 struct Null(std::sync::atomic::AtomicU64);
@@ -144,18 +133,6 @@ fn install(config: &str) -> Option<SdkTracerProvider> {
     None
 }
 
-/// This thread's CPU time, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, writable timespec; the call writes only it.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "Linux always has CLOCK_THREAD_CPUTIME_ID");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The child: `config` installed, `threads` threads of `iters` requests;
 /// prints the mean CPU ns per request.
 fn child(config: &str, threads: usize, iters: u64) {
@@ -182,13 +159,6 @@ fn child(config: &str, threads: usize, iters: u64) {
     if let Some(provider) = provider {
         let _ = provider.shutdown();
     }
-}
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// Runs one child; its ns per request.
@@ -220,16 +190,6 @@ fn clock_read_ns(clock: &str) -> f64 {
     start.elapsed().as_nanos() as f64 / f64::from(READS)
 }
 
-/// The median, lowest and highest of `v` (NaN when empty).
-fn spread(v: &[f64]) -> (f64, f64, f64) {
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    (s[s.len() / 2], s[0], s[s.len() - 1])
-}
-
 fn main() {
     if let Ok(args) = std::env::var(CHILD) {
         let a: Vec<&str> = args.split(' ').collect();
@@ -245,18 +205,7 @@ fn main() {
         env("ITERS", 200_000) as u64
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            let line = c.lines().find(|l| l.starts_with("model name"))?;
-            Some(line.split(':').nth(1)?.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let date = Command::new("date")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
+    let (cpu, date) = (cpu_model(), date_utc());
     println!("# tracing_spans: {cpu}, {cpus} CPUs; {date}");
     for clock in ["mono", "tsc"] {
         let ns = clock_read_ns(clock);

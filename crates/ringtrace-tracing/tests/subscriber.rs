@@ -161,15 +161,7 @@ fn a_span_closes_once_at_the_drop_of_its_last_handle_on_any_thread() {
 #[test]
 fn span_ids_from_many_threads_never_repeat() {
     // Room for every record, whichever CPU the threads run on.
-    let clock = "mono"
-        .parse::<ringtrace_clock::ClockSpec>()
-        .unwrap()
-        .build()
-        .unwrap();
-    let config = ringtrace_ring::RingConfig::default()
-        .cpus(2)
-        .per_cpu_bytes(1 << 20);
-    let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap());
+    let ring = common::ring_of(2, 1 << 20);
     let dispatch = tracing::Dispatch::new(RingSubscriber::new(ring.clone()));
     std::thread::scope(|s| {
         for _ in 0..4 {

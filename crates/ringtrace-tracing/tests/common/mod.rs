@@ -9,8 +9,14 @@ use std::sync::Arc;
 
 /// An in-memory ring of 2 CPU buffers of 64 KiB on the `mono` clock.
 pub fn ring() -> Arc<RingBuffer<AnyClock>> {
+    ring_of(2, 64 * 1024)
+}
+
+/// An in-memory ring of `cpus` CPU buffers of `per_cpu` bytes on the
+/// `mono` clock.
+pub fn ring_of(cpus: usize, per_cpu: usize) -> Arc<RingBuffer<AnyClock>> {
     let clock = "mono".parse::<ClockSpec>().unwrap().build().unwrap();
-    let config = RingConfig::default().cpus(2).per_cpu_bytes(64 * 1024);
+    let config = RingConfig::default().cpus(cpus).per_cpu_bytes(per_cpu);
     Arc::new(RingBuffer::new(config, clock).unwrap())
 }
 
