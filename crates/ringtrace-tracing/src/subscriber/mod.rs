@@ -7,7 +7,7 @@ mod span_ids;
 mod threads;
 
 use crate::callsites::REFUSED;
-use crate::layer::{LayerConfigError, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT};
+use crate::layer::{LayerConfigError, RingLayerBuilder};
 use crate::recorder::{Fields, Recorder};
 use crate::stats::LayerStats;
 use clones::Clones;
@@ -105,9 +105,8 @@ impl<C: Clock> std::fmt::Debug for RingSubscriber<C> {
 /// Settings of a [`RingSubscriber`].
 #[derive(Debug)]
 pub struct RingSubscriberBuilder<C: Clock = AnyClock> {
-    ring: Arc<RingBuffer<C>>,
-    string_limit: usize,
-    callsite_capacity: usize,
+    /// The ring and the settings the layer has too.
+    records: RingLayerBuilder<C>,
     filter: Result<TargetFilter, SubscriberConfigError>,
 }
 
@@ -115,14 +114,14 @@ impl<C: Clock> RingSubscriberBuilder<C> {
     /// The longest string or `Debug` rendering kept, in bytes (1 to
     /// [`MAX_STRING_LIMIT`](crate::MAX_STRING_LIMIT); 256 by default).
     pub fn string_limit(mut self, bytes: usize) -> Self {
-        self.string_limit = bytes;
+        self.records = self.records.string_limit(bytes);
         self
     }
 
     /// Callsites it can describe (4096 by default); past it, a new
     /// callsite's records are not written and are counted.
     pub fn callsite_capacity(mut self, callsites: usize) -> Self {
-        self.callsite_capacity = callsites;
+        self.records = self.records.callsite_capacity(callsites);
         self
     }
 
@@ -169,18 +168,8 @@ impl<C: Clock> RingSubscriberBuilder<C> {
     /// The subscriber, or which setting is not valid.
     pub fn build(self) -> Result<RingSubscriber<C>, SubscriberConfigError> {
         let filter = self.filter?;
-        let layer = crate::RingLayer::builder(self.ring)
-            .string_limit(self.string_limit)
-            .callsite_capacity(self.callsite_capacity)
-            .build()?;
-        let recorder = layer.recorder();
-        Ok(RingSubscriber {
-            ids: IdLayout::for_slots(recorder.callsites.slots()),
-            recorder,
-            filter,
-            threads: Threads::default(),
-            clones: Clones::default(),
-        })
+        let layer = self.records.build()?;
+        Ok(RingSubscriber::with(layer, filter))
     }
 }
 
@@ -188,9 +177,7 @@ impl<C: Clock> RingSubscriber<C> {
     /// A builder for a subscriber recording into `ring`.
     pub fn builder(ring: Arc<RingBuffer<C>>) -> RingSubscriberBuilder<C> {
         RingSubscriberBuilder {
-            ring,
-            string_limit: DEFAULT_STRING_LIMIT,
-            callsite_capacity: DEFAULT_CALLSITE_CAPACITY,
+            records: crate::RingLayer::builder(ring),
             filter: Ok(TargetFilter::everything()),
         }
     }
@@ -198,11 +185,16 @@ impl<C: Clock> RingSubscriber<C> {
     /// A subscriber recording every level into `ring`, with the default
     /// settings.
     pub fn new(ring: Arc<RingBuffer<C>>) -> RingSubscriber<C> {
-        let recorder = crate::RingLayer::new(ring).recorder();
+        RingSubscriber::with(crate::RingLayer::new(ring), TargetFilter::everything())
+    }
+
+    /// A subscriber writing what `layer` would, filtered by `filter`.
+    fn with(layer: crate::RingLayer<C>, filter: TargetFilter) -> RingSubscriber<C> {
+        let recorder = layer.recorder();
         RingSubscriber {
             ids: IdLayout::for_slots(recorder.callsites.slots()),
             recorder,
-            filter: TargetFilter::everything(),
+            filter,
             threads: Threads::default(),
             clones: Clones::default(),
         }
