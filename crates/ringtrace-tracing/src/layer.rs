@@ -1,7 +1,7 @@
 //! [`RingLayer`]: a `tracing_subscriber::Layer` writing `tracing` events
 //! and span activity into a ring.
 
-use crate::recorder::{Fields, Recorder};
+use crate::recorder::{Fields, Head, Recorder};
 use crate::span_sites::SpanSites;
 use crate::stats::LayerStats;
 use ringtrace_clock::{AnyClock, Clock};
@@ -233,7 +233,7 @@ impl<C: Clock> RingLayer<C> {
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         if let Some(callsite) = Self::span_callsite(inner, id, ctx, spans) {
-            inner.write(kind, callsite, Some(id.into_u64()), None, None);
+            inner.write(Head::span(kind, callsite, id.into_u64()), None);
         }
     }
 }
@@ -246,13 +246,7 @@ where
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let inner = &*self.inner;
         if let Some(callsite) = inner.callsite(event.metadata()) {
-            inner.write(
-                RecordKind::Event,
-                callsite,
-                None,
-                None,
-                Some(&|v| event.record(v)),
-            );
+            inner.write(Head::event(callsite), Some(&|v| event.record(v)));
         }
     }
 
@@ -272,35 +266,24 @@ where
         let parent = ctx
             .span(id)
             .and_then(|s| s.parent().map(|p| p.id().into_u64()));
-        inner.write(
-            RecordKind::SpanNew,
-            callsite,
-            Some(id.into_u64()),
-            Some(parent.unwrap_or(0)),
-            Some(&|v| attrs.record(v)),
-        );
+        let head = Head::new_span(callsite, id.into_u64(), parent.unwrap_or(0));
+        inner.write(head, Some(&|v| attrs.record(v)));
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let inner = &*self.inner;
         if let Some(callsite) = Self::span_callsite(inner, id, &ctx, self.spans.as_deref()) {
             let fields: Fields<'_> = &|v| values.record(v);
-            inner.write(
-                RecordKind::SpanRecord,
-                callsite,
-                Some(id.into_u64()),
-                None,
-                Some(fields),
-            );
+            let head = Head::span(RecordKind::SpanRecord, callsite, id.into_u64());
+            inner.write(head, Some(fields));
         }
     }
 
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
         if let Some(callsite) = Self::span_callsite(inner, span, &ctx, self.spans.as_deref()) {
-            // The span's id, then the one it follows from.
-            let (span, follows) = (Some(span.into_u64()), Some(follows.into_u64()));
-            inner.write(RecordKind::SpanFollows, callsite, span, follows, None);
+            let head = Head::follows(callsite, span.into_u64(), follows.into_u64());
+            inner.write(head, None);
         }
     }
 

@@ -45,22 +45,71 @@ fn header(kind: RecordKind, callsite: u32) -> [u8; RECORD_HEADER_LEN] {
     head
 }
 
-/// Puts a record's header, then `span` and `parent` (or the span a
-/// `follows_from` record's span follows) when given.
-#[inline(always)]
-fn put_prefix(
+/// What comes before a record's fields: its header (kind, thread,
+/// callsite) and the span ids it carries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head {
     kind: RecordKind,
     callsite: u32,
+    /// The span the record is about (every span record).
     span: Option<u64>,
-    parent: Option<u64>,
-    mut put: impl FnMut(&[u8]),
-) {
-    put(&header(kind, callsite));
-    if let Some(span) = span {
-        put(&span.to_le_bytes());
+    /// A creation's parent (0 for a root), or the span a `follows_from`
+    /// record's span follows.
+    other: Option<u64>,
+}
+
+impl Head {
+    /// An event of `callsite`.
+    pub(crate) fn event(callsite: u32) -> Head {
+        Head {
+            kind: RecordKind::Event,
+            callsite,
+            span: None,
+            other: None,
+        }
     }
-    if let Some(parent) = parent {
-        put(&parent.to_le_bytes());
+
+    /// A record about `span` alone: its values, enter, exit or close.
+    pub(crate) fn span(kind: RecordKind, callsite: u32, span: u64) -> Head {
+        Head {
+            kind,
+            callsite,
+            span: Some(span),
+            other: None,
+        }
+    }
+
+    /// The creation of `span` under `parent` (0: a root).
+    pub(crate) fn new_span(callsite: u32, span: u64, parent: u64) -> Head {
+        Head {
+            other: Some(parent),
+            ..Head::span(RecordKind::SpanNew, callsite, span)
+        }
+    }
+
+    /// `span` follows from `follows`.
+    pub(crate) fn follows(callsite: u32, span: u64, follows: u64) -> Head {
+        Head {
+            other: Some(follows),
+            ..Head::span(RecordKind::SpanFollows, callsite, span)
+        }
+    }
+
+    /// Its bytes.
+    fn len(self) -> usize {
+        RECORD_HEADER_LEN + self.span.map_or(0, |_| 8) + self.other.map_or(0, |_| 8)
+    }
+
+    /// Puts the header, then the span ids.
+    #[inline(always)]
+    fn put(self, mut put: impl FnMut(&[u8])) {
+        put(&header(self.kind, self.callsite));
+        if let Some(span) = self.span {
+            put(&span.to_le_bytes());
+        }
+        if let Some(other) = self.other {
+            put(&other.to_le_bytes());
+        }
     }
 }
 
@@ -82,20 +131,13 @@ impl<C: Clock> Recorder<C> {
         }
     }
 
-    /// Writes one record: header, then `span` (and `parent`) when given,
-    /// then the fields `record` visits, if any. Encoded in one pass on the
+    /// Writes one record: `head`, then the fields `fields` visits, if
+    /// any. Encoded in one pass on the
     /// stack and written whole when it fits there (see `one_pass`), else
     /// sized first and written into its reservation.
     #[inline]
-    pub(crate) fn write(
-        &self,
-        kind: RecordKind,
-        callsite: u32,
-        span: Option<u64>,
-        parent: Option<u64>,
-        fields: Option<Fields<'_>>,
-    ) {
-        self.write_counted(kind, callsite, span, parent, fields, &self.counters);
+    pub(crate) fn write(&self, head: Head, fields: Option<Fields<'_>>) {
+        self.write_counted(head, fields, &self.counters);
     }
 
     /// [`write`](Self::write), the record counted by `tally` (the
@@ -103,15 +145,12 @@ impl<C: Clock> Recorder<C> {
     #[inline]
     pub(crate) fn write_counted<T: Tally>(
         &self,
-        kind: RecordKind,
-        callsite: u32,
-        span: Option<u64>,
-        parent: Option<u64>,
+        head: Head,
         fields: Option<Fields<'_>>,
         tally: &T,
     ) {
         let mut pass = OnePass::new(self.string_limit);
-        put_prefix(kind, callsite, span, parent, |b| pass.put(b));
+        head.put(|b| pass.put(b));
         if let Some(fields) = fields {
             pass.begin_fields();
             fields(&mut pass);
@@ -122,7 +161,7 @@ impl<C: Clock> Recorder<C> {
                 Ok(_) => self.recorded(cuts, tally),
                 Err(_) => self.counters.dropped(),
             },
-            None => self.write_measured(kind, callsite, span, parent, fields, tally),
+            None => self.write_measured(head, fields, tally),
         }
     }
 
@@ -140,30 +179,19 @@ impl<C: Clock> Recorder<C> {
     /// size.
     #[cold]
     #[inline(never)]
-    fn write_measured<T: Tally>(
-        &self,
-        kind: RecordKind,
-        callsite: u32,
-        span: Option<u64>,
-        parent: Option<u64>,
-        fields: Option<Fields<'_>>,
-        tally: &T,
-    ) {
+    fn write_measured<T: Tally>(&self, head: Head, fields: Option<Fields<'_>>, tally: &T) {
         let mut measure = Measure::new(self.string_limit);
         if let Some(fields) = fields {
             fields(&mut measure);
         }
-        let len = RECORD_HEADER_LEN
-            + span.map_or(0, |_| 8)
-            + parent.map_or(0, |_| 8)
-            + fields.map_or(0, |_| 1 + measure.len);
+        let len = head.len() + fields.map_or(0, |_| 1 + measure.len);
         let Ok(mut r) = self.ring.reserve(len) else {
             self.counters.dropped();
             return;
         };
         {
             let mut stream = r.stream();
-            put_prefix(kind, callsite, span, parent, |b| {
+            head.put(|b| {
                 stream.put(b);
             });
             if let Some(fields) = fields {

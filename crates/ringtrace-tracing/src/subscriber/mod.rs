@@ -8,7 +8,7 @@ mod threads;
 
 use crate::callsites::REFUSED;
 use crate::layer::{LayerConfigError, RingLayerBuilder};
-use crate::recorder::{Fields, Recorder};
+use crate::recorder::{Fields, Head, Recorder};
 use crate::stats::LayerStats;
 use clones::Clones;
 use filter::TargetFilter;
@@ -246,7 +246,7 @@ impl<C: Clock> RingSubscriber<C> {
     fn span_edge(&self, kind: RecordKind, id: u64, mine: &Mine<'_>) {
         if let Some((_, callsite)) = self.site_of(id) {
             self.recorder
-                .write_counted(kind, callsite, Some(id), None, None, mine);
+                .write_counted(Head::span(kind, callsite, id), None, mine);
         }
     }
 }
@@ -287,14 +287,8 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
                     0
                 };
                 let fields: Fields<'_> = &|v| attrs.record(v);
-                rec.write_counted(
-                    RecordKind::SpanNew,
-                    site.id,
-                    Some(id),
-                    Some(parent),
-                    Some(fields),
-                    &mine,
-                );
+                let head = Head::new_span(site.id, id, parent);
+                rec.write_counted(head, Some(fields), &mine);
             }
             _ => rec.counters.unregistered(),
         }
@@ -306,30 +300,17 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         if let Some((_, callsite)) = self.site_of(id) {
             let fields: Fields<'_> = &|v| values.record(v);
             let mine = self.threads.mine();
-            self.recorder.write_counted(
-                RecordKind::SpanRecord,
-                callsite,
-                Some(id),
-                None,
-                Some(fields),
-                &mine,
-            );
+            let head = Head::span(RecordKind::SpanRecord, callsite, id);
+            self.recorder.write_counted(head, Some(fields), &mine);
         }
     }
 
     fn record_follows_from(&self, span: &Id, follows: &Id) {
         let id = span.into_u64();
         if let Some((_, callsite)) = self.site_of(id) {
-            let follows = Some(follows.into_u64());
+            let head = Head::follows(callsite, id, follows.into_u64());
             let mine = self.threads.mine();
-            self.recorder.write_counted(
-                RecordKind::SpanFollows,
-                callsite,
-                Some(id),
-                follows,
-                None,
-                &mine,
-            );
+            self.recorder.write_counted(head, None, &mine);
         }
     }
 
@@ -338,7 +319,7 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         if let Some(callsite) = rec.callsite(event.metadata()) {
             let fields: Fields<'_> = &|v| event.record(v);
             let mine = self.threads.mine();
-            rec.write_counted(RecordKind::Event, callsite, None, None, Some(fields), &mine);
+            rec.write_counted(Head::event(callsite), Some(fields), &mine);
         }
     }
 
