@@ -333,3 +333,63 @@ mod same_as_env_filter {
         }
     }
 }
+
+#[test]
+fn a_filter_variable_that_is_not_utf8_is_an_error_not_ignored() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"info,\xff=debug");
+    std::env::set_var("RINGTRACE_TEST_FILTER_BYTES", bad);
+    let err = RingSubscriber::builder(ring())
+        .filter_from_env("RINGTRACE_TEST_FILTER_BYTES")
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("RINGTRACE_TEST_FILTER_BYTES") && text.contains("not UTF-8"),
+        "{text}"
+    );
+}
+
+/// A value whose `Debug` records an event of its own, as a value that
+/// logs while it is formatted does.
+struct Chatty;
+impl std::fmt::Debug for Chatty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        tracing::warn!(inner = 1u64, "formatting");
+        f.write_str("chatty")
+    }
+}
+
+#[test]
+fn records_made_while_a_record_is_written_are_written_too() {
+    let ring = ring();
+    let dispatch = tracing::Dispatch::new(RingSubscriber::new(ring.clone()));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let span = tracing::info_span!("outer", v = ?Chatty);
+        span.in_scope(|| tracing::info!(v = ?Chatty, "event"));
+        span.record("v", tracing::field::debug(Chatty));
+    });
+    let json = dump_json(&ring);
+    let names: Vec<&str> = json.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    // `tracing` turns away an event made while its dispatcher is in a
+    // call on the same thread (the span's creation, the event); a span's
+    // `record` calls the subscriber straight from the handle, so the
+    // warning its value makes is written, first: it commits while the
+    // record around it is still being encoded.
+    assert_eq!(
+        names,
+        [
+            "tracing:span_new",
+            "tracing:span_enter",
+            "tracing:event",
+            "tracing:span_exit",
+            "tracing:event",
+            "tracing:span_record",
+            "tracing:span_close",
+        ],
+        "{json:#?}"
+    );
+    assert_eq!(json[4]["fields"]["inner"], 1, "{json:#?}");
+    let stats = dispatch.downcast_ref::<RingSubscriber>().unwrap().stats();
+    assert_eq!(stats.recorded, 7);
+}

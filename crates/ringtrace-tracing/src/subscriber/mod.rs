@@ -151,14 +151,19 @@ impl<C: Clock> RingSubscriberBuilder<C> {
     /// set, or empty, the filter stays as it was (every level, unless
     /// [`filter`](Self::filter) was given first).
     pub fn filter_from_env(mut self, var: &str) -> Self {
+        let failed = |error| SubscriberConfigError::FilterEnv {
+            var: var.to_owned(),
+            error,
+        };
         match std::env::var(var) {
             Ok(spec) if !spec.trim().is_empty() => {
-                self.filter = spec
-                    .parse()
-                    .map_err(|error| SubscriberConfigError::FilterEnv {
-                        var: var.to_owned(),
-                        error,
-                    });
+                self.filter = spec.parse().map_err(failed);
+            }
+            Err(std::env::VarError::NotUnicode(spec)) => {
+                self.filter = Err(failed(FilterError {
+                    directive: spec.to_string_lossy().into_owned(),
+                    why: "it is not UTF-8; directives are text",
+                }));
             }
             _ => {}
         }
