@@ -231,6 +231,15 @@ fn a_program_and_its_child_are_recorded_and_read_back_by_every_reader() {
     let dump = text(&dump.stdout);
     let steps = dump.lines().filter(|l| l.contains("rec:step")).count() as u64;
     assert_eq!(steps, 4 * EVENTS, "{}", &dump[..dump.len().min(2000)]);
+    // Both returned from main: each ring was marked exited, with a time,
+    // and the session says so.
+    let exited = dump
+        .lines()
+        .filter(|l| {
+            l.starts_with("#   writer: exited: process ") && l.contains("exited normally at 20")
+        })
+        .count();
+    assert_eq!(exited, 2, "{}", &dump[..dump.len().min(2000)]);
     let json = ringtrace(&["dump".as_ref(), session.as_os_str(), "--json".as_ref()]);
     assert!(json.status.success(), "{}", text(&json.stderr));
     let mut last_ns = 0;

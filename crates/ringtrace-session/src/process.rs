@@ -3,7 +3,7 @@
 
 use crate::codec::{bad, Bad, Put, Take};
 use ringtrace_clock::Guarantee;
-use ringtrace_ring::file::{FileClock, FileHeader, FileLayout};
+use ringtrace_ring::file::{ExitTime, FileClock, FileHeader, FileLayout};
 use ringtrace_ring::Mode;
 
 /// A process whose ring is streamed into the session.
@@ -65,8 +65,8 @@ impl std::fmt::Display for ProcessExit {
 
 /// The first eight bytes of a `process` file.
 const MAGIC: [u8; 8] = *b"RTPROC\0\0";
-/// The `process` file's version.
-const VERSION: u32 = 1;
+/// The `process` file's version: 2 adds the exit time; 1 is still read.
+const VERSION: u32 = 2;
 
 fn exit_code(exit: Option<ProcessExit>) -> (u8, i32) {
     match exit {
@@ -79,8 +79,13 @@ fn exit_code(exit: Option<ProcessExit>) -> (u8, i32) {
     }
 }
 
-/// The `process` file's bytes; `exit` is `None` while it runs.
-pub(crate) fn encode(info: &ProcessInfo, exit: Option<ProcessExit>) -> Vec<u8> {
+/// The `process` file's bytes; `exit` is `None` while it runs, and
+/// `exited_at` the time its ring was marked exited, if it was.
+pub(crate) fn encode(
+    info: &ProcessInfo,
+    exit: Option<ProcessExit>,
+    exited_at: Option<ExitTime>,
+) -> Vec<u8> {
     let mut p = Put::default();
     p.0.extend_from_slice(&MAGIC);
     p.u32(VERSION);
@@ -120,6 +125,15 @@ pub(crate) fn encode(info: &ProcessInfo, exit: Option<ProcessExit>) -> Vec<u8> {
     p.u32(h.pid);
     p.str(&h.comm);
     p.u64(h.metadata_checksum);
+    // Version 2: the exit time, bit 0 of the flags for its ticks, bit 1
+    // for its wall-clock ns, all zero when the ring was not marked exited.
+    let at = exited_at.unwrap_or(ExitTime::new(None, None));
+    let flags = u8::from(exited_at.is_some())
+        | u8::from(at.ticks.is_some()) << 1
+        | u8::from(at.wall_ns.is_some()) << 2;
+    p.u8(flags);
+    p.u64(at.ticks.unwrap_or(0));
+    p.u64(at.wall_ns.unwrap_or(0));
     p.checksum();
     p.0
 }
@@ -129,6 +143,8 @@ pub(crate) fn encode(info: &ProcessInfo, exit: Option<ProcessExit>) -> Vec<u8> {
 pub(crate) struct Described {
     pub info: ProcessInfo,
     pub exit: Option<ProcessExit>,
+    /// When its ring was marked exited (a file of version 2 only).
+    pub exited_at: Option<ExitTime>,
 }
 
 /// Reads a `process` file's bytes. Never panics.
@@ -138,10 +154,10 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
         return Err(bad("magic", "not a ringtrace process file"));
     }
     let version = t.u32("version")?;
-    if version != VERSION {
+    if !(1..=VERSION).contains(&version) {
         return Err(bad(
             "version",
-            format!("{version}; this build reads {VERSION}"),
+            format!("{version}; this build reads 1 to {VERSION}"),
         ));
     }
     let pid = t.u32("pid")?;
@@ -229,6 +245,21 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
         comm: t.str("ring command")?,
         metadata_checksum: t.u64("metadata checksum")?,
     };
+    let exited_at = if version >= 2 {
+        let flags = t.u8("exit time flags")?;
+        if flags > 0b111 {
+            return Err(bad("exit time flags", format!("{flags:#x}, not 0 to 7")));
+        }
+        let (ticks, wall) = (t.u64("exit ticks")?, t.u64("exit wall-clock ns")?);
+        (flags & 1 != 0).then(|| {
+            ExitTime::new(
+                (flags & 2 != 0).then_some(ticks),
+                (flags & 4 != 0).then_some(wall),
+            )
+        })
+    } else {
+        None
+    };
     t.checksum()?;
     Ok(Described {
         info: ProcessInfo {
@@ -240,6 +271,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
             metadata: Vec::new(),
         },
         exit,
+        exited_at,
     })
 }
 
@@ -272,13 +304,53 @@ mod tests {
             Some(ProcessExit::Running),
             Some(ProcessExit::Closed),
         ] {
-            let bytes = encode(&info, exit);
-            let back = decode(&bytes).unwrap();
-            assert_eq!(back.info, info);
-            assert_eq!(back.exit, exit);
-            for cut in 0..bytes.len() {
-                assert!(decode(&bytes[..cut]).is_err());
+            for exited_at in [
+                None,
+                Some(ExitTime::new(Some(77), Some(1_800_000_000_000_000_000))),
+                Some(ExitTime::new(None, Some(5))),
+                Some(ExitTime::new(None, None)),
+            ] {
+                let bytes = encode(&info, exit, exited_at);
+                let back = decode(&bytes).unwrap();
+                assert_eq!(back.info, info);
+                assert_eq!(back.exit, exit);
+                assert_eq!(back.exited_at, exited_at);
+                for cut in 0..bytes.len() {
+                    assert!(decode(&bytes[..cut]).is_err());
+                }
             }
         }
+    }
+
+    #[test]
+    fn a_version_1_file_reads_with_no_exit_time() {
+        let ring = RingBuffer::new(
+            RingConfig::default().cpus(1).per_cpu_bytes(8192),
+            Counter::new(),
+        )
+        .unwrap();
+        let info = ProcessInfo {
+            pid: 9,
+            start: 1,
+            ppid: 0,
+            comm: "old".into(),
+            header: ring.snapshot(Vec::new()).header,
+            metadata: Vec::new(),
+        };
+        let v2 = encode(&info, Some(ProcessExit::Exited(0)), None);
+        // Version 1: the same fields without the exit time (17 bytes),
+        // under its own version and checksum.
+        let mut p = Put::default();
+        p.0.extend_from_slice(&v2[..v2.len() - 8 - 17]);
+        p.0[8..12].copy_from_slice(&1u32.to_le_bytes());
+        p.checksum();
+        let back = decode(&p.0).unwrap();
+        assert_eq!(back.info, info);
+        assert_eq!(back.exit, Some(ProcessExit::Exited(0)));
+        assert_eq!(back.exited_at, None);
+        let mut future = v2.clone();
+        future[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let err = decode(&future).unwrap_err();
+        assert!(err.why.contains("reads 1 to 2"), "{}", err.why);
     }
 }

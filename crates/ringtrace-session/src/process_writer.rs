@@ -10,6 +10,7 @@ use crate::loss::LossCause;
 use crate::open_chunk::{Failed, OpenChunk};
 use crate::process::{self, ProcessExit, ProcessInfo};
 use crate::shared::{cpu_dir, Shared};
+use ringtrace_ring::file::ExitTime;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -51,6 +52,8 @@ pub struct ProcessWriter {
     annex_len: u64,
     cpus: Vec<CpuStream>,
     finished: bool,
+    /// When its ring was marked exited, for its `process` file.
+    exited_at: Option<ExitTime>,
     /// A batch of one, for `append_page` and `append_loss` (its
     /// allocations reused from entry to entry).
     one: Batch,
@@ -83,6 +86,7 @@ pub(crate) fn new(
         annex_len: 0,
         cpus,
         finished: false,
+        exited_at: None,
         one: Batch::default(),
     }
 }
@@ -429,6 +433,14 @@ impl ProcessWriter {
         }
     }
 
+    /// Notes that the process's ring was marked exited, at `time` (its
+    /// exit handler ran: a normal exit), for the `process` file that
+    /// [`finish`](Self::finish) writes: readers then say it exited, and
+    /// when.
+    pub fn exited_at(&mut self, time: ExitTime) {
+        self.exited_at = Some(time);
+    }
+
     /// Ends the process: finishes its open chunks, records how it ended in
     /// its `process` file, and rewrites the index. After an error the
     /// process is still finished (later appends are refused); a chunk that
@@ -439,8 +451,8 @@ impl ProcessWriter {
         let mut first = self.rotate();
         self.finished = true;
         let path = self.dir.join("process");
-        if let Err((path, op, e)) = fsutil::replace(&path, &process::encode(&self.info, Some(exit)))
-        {
+        let bytes = process::encode(&self.info, Some(exit), self.exited_at);
+        if let Err((path, op, e)) = fsutil::replace(&path, &bytes) {
             let unwritten = self.count(0, |_| {});
             first = first.and(Err(write_error(path, op, e, unwritten)));
         }

@@ -10,7 +10,9 @@ use crate::loss::Loss;
 use crate::options::SessionOptions;
 use crate::process::{self, ProcessExit};
 use crate::shared::{cpu_dir, INDEX, LOCK};
-use ringtrace_ring::file::{FileClock, Recovery, RecoveryParts, UnreadableMetadata, WriterState};
+use ringtrace_ring::file::{
+    ExitTime, FileClock, Recovery, RecoveryParts, UnreadableMetadata, WriterState,
+};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -280,10 +282,16 @@ impl Session {
             self.losses.append(&mut read.losses);
             cpus.push(read.recovery);
         }
-        let writer = match described.exit {
-            Some(ProcessExit::Exited(_) | ProcessExit::Closed) => WriterState::Closed,
-            Some(ProcessExit::Signaled(_) | ProcessExit::DiedWithRing) => WriterState::Died,
-            Some(ProcessExit::Running) | None => WriterState::Live,
+        let writer = match (described.exit, described.exited_at) {
+            // Its ring marked exited, or its exit code seen by the
+            // recorder: a normal exit, with its time when the ring had it.
+            (Some(ProcessExit::Exited(_) | ProcessExit::Closed), Some(at)) => {
+                WriterState::Exited(at)
+            }
+            (Some(ProcessExit::Exited(_)), None) => WriterState::Exited(ExitTime::new(None, None)),
+            (Some(ProcessExit::Closed), None) => WriterState::Closed,
+            (Some(ProcessExit::Signaled(_) | ProcessExit::DiedWithRing), _) => WriterState::Died,
+            (Some(ProcessExit::Running) | None, _) => WriterState::Live,
         };
         let recovery = Recovery::from_parts(RecoveryParts {
             path: dir,

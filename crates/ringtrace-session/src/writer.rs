@@ -120,7 +120,7 @@ impl SessionWriter {
         let made = (|| {
             fsutil::mkdir(&dir).map_err(|e| (dir.clone(), "create", e))?;
             fsutil::replace(&dir.join("metadata"), &info.metadata)?;
-            fsutil::replace(&dir.join("process"), &process::encode(&info, None))?;
+            fsutil::replace(&dir.join("process"), &process::encode(&info, None, None))?;
             let annex = dir.join("annex");
             fsutil::create_new(&annex).map_err(|e| (annex.clone(), "create", e))
         })();

@@ -5,7 +5,8 @@
 //! ring would, and the tracer's `finish` (or the process's normal exit)
 //! drains it to the end and finishes the session.
 
-use ringtrace_clock::AnyClock;
+use ringtrace_clock::{AnyClock, Clock as _};
+use ringtrace_ring::file::ExitTime;
 use ringtrace_ring::RingBuffer;
 use ringtrace_session::{
     Drainer, ProcessExit, ProcessInfo, SessionOptions, SessionSummary, SessionWriter,
@@ -36,6 +37,11 @@ pub type StreamFailure = String;
 #[derive(Debug)]
 pub(crate) struct Stream {
     stop: Arc<AtomicBool>,
+    /// The ring streamed: the exit handler reads its clock.
+    ring: Arc<RingBuffer<AnyClock>>,
+    /// Set by the exit handler before it stops the stream: the time of a
+    /// normal exit, which the session's `process` file then keeps.
+    exited_at: Arc<Mutex<Option<ExitTime>>>,
     thread: Mutex<Option<JoinHandle<Result<SessionSummary, StreamFailure>>>>,
     dir: PathBuf,
 }
@@ -52,6 +58,17 @@ extern "C" fn finish_all_at_exit() {
         .filter_map(Weak::upgrade)
         .collect();
     for s in streams {
+        // A clock that panics loses the ticks, not the exit (nothing may
+        // unwind out of an exit handler).
+        let ticks =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.ring.clock().read()));
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()
+            .and_then(|d| u64::try_from(d.as_nanos()).ok());
+        *s.exited_at.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(ExitTime::new(ticks.ok(), wall));
+        // Release: the thread that sees the stop (Acquire) sees the time.
         s.stop.store(true, Ordering::Release);
         let deadline = std::time::Instant::now() + EXIT_WAIT;
         let handle = s
@@ -93,8 +110,10 @@ impl Stream {
         };
         let mut out = session.add_process(info).map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
+        let exited_at = Arc::new(Mutex::new(None));
         let thread = {
             let (ring, stop) = (Arc::clone(ring), Arc::clone(&stop));
+            let exited = Arc::clone(&exited_at);
             std::thread::Builder::new()
                 .name("ringtrace-stream".into())
                 .spawn(move || -> Result<SessionSummary, StreamFailure> {
@@ -121,6 +140,10 @@ impl Stream {
                             std::thread::sleep(sleep);
                         }
                     }
+                    let at = *exited.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(at) = at {
+                        out.exited_at(at);
+                    }
                     out.finish(ProcessExit::Closed).map_err(failed)?;
                     session.finish().map_err(failed)
                 })
@@ -128,6 +151,8 @@ impl Stream {
         };
         let stream = Arc::new(Stream {
             stop,
+            ring: Arc::clone(ring),
+            exited_at,
             thread: Mutex::new(Some(thread)),
             dir: target.dir.clone(),
         });

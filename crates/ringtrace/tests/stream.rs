@@ -2,6 +2,7 @@
 //! session, finished by `finish`, or at a normal exit without it; and its
 //! bad input.
 
+use ringtrace::ring::file::WriterState;
 use ringtrace::session::{ProcessExit, Session};
 use ringtrace::{Mode, Tracer};
 use ringtrace_testkit::{self_command, TempDir};
@@ -59,6 +60,16 @@ fn a_program_that_exits_without_finishing_still_finishes_its_session() {
     assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>());
     let session = Session::open(&dir).unwrap();
     assert_eq!(session.processes()[0].exit, Some(ProcessExit::Closed));
+    // The exit handler noted when: the session reads exited, at a time
+    // after the last event, by the ring's clock and by the wall clock.
+    let recovery = &session.recoveries()[0];
+    let WriterState::Exited(at) = recovery.writer else {
+        panic!("not exited: {:?}", recovery.writer);
+    };
+    let last = recovery.merged().last().unwrap().ts;
+    assert!(at.ticks.unwrap() >= last, "{at:?}, last event at {last}");
+    let wall = at.wall_ns.unwrap();
+    assert!(wall >= recovery.header.wall_ns, "{at:?}");
 }
 
 #[test]

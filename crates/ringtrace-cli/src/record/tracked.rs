@@ -107,6 +107,9 @@ impl Tracked {
             // Dropped, or marked at a normal exit: the process ends (or
             // goes on without the ring) with nothing more to write.
             WriterState::Closed | WriterState::Exited(_) => {
+                if let (WriterState::Exited(at), Some(out)) = (state, self.out.as_mut()) {
+                    out.exited_at(at);
+                }
                 let since = *self.closed_since.get_or_insert_with(Instant::now);
                 if !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT {
                     self.drain_to_end(watch)?;
