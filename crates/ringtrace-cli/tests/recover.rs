@@ -11,7 +11,7 @@ use ringtrace_ring::{file, RingBuffer, RingConfig};
 use ringtrace_testkit::TempDir;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 fn records() -> Vec<Vec<u8>> {
     vec![b"callsite one".to_vec(), b"callsite two, longer".to_vec()]
@@ -137,13 +137,6 @@ fn ending_child() {
     }
 }
 
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 /// What `ringtrace recover`, `recover --json` and `dump` print of the ring
 /// of a child ending by `how`, with the child's `process PID (COMM)` and
 /// readings of `mono` and the wall clock around its life.
@@ -158,27 +151,16 @@ struct Said {
 
 fn said_after(dir: &TempDir, how: &str) -> Said {
     let path = dir.file(&format!("{how}.ring"));
-    let (mono_before, wall_before) = (Mono::new().read(), wall_ns());
-    let mut child = ringtrace_testkit::self_command()
-        .args(["ending_child", "--exact", "--test-threads=1"])
-        .env(ENDING, how)
-        .env(ENDING_RING, &path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    if how == "kill" {
-        // A hang detector, not a timing.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while file::recover(&path).map_or(0, |r| r.totals().recovered) < ENDING_EVENTS {
-            assert!(child.try_wait().unwrap().is_none(), "ended by itself");
-            assert!(Instant::now() < deadline, "never wrote its events");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().unwrap();
-    }
-    let status = child.wait().unwrap();
-    let (mono_after, wall_after) = (Mono::new().read(), wall_ns());
+    let ready = || file::recover(&path).map_or(0, |r| r.totals().recovered) >= ENDING_EVENTS;
+    let clock = Mono::new();
+    let life = ringtrace_testkit::run_child(
+        "ending_child",
+        &[(ENDING, how.as_ref()), (ENDING_RING, path.as_ref())],
+        (how == "kill").then_some(&ready as &dyn Fn() -> bool),
+        &|| clock.read(),
+    );
+    let status = life.status;
+    let ((mono_before, mono_after), (wall_before, wall_after)) = (life.clock, life.wall);
     let want_status = match how {
         "return" | "drop" => Some(0),
         "exit" => Some(3),
@@ -192,7 +174,7 @@ fn said_after(dir: &TempDir, how: &str) -> Said {
     };
     assert_eq!(status.signal(), want_signal, "{how}: {status:?}");
     let header = file::recover(&path).unwrap().header;
-    assert_eq!(header.pid, child.id());
+    assert_eq!(header.pid, life.pid);
     let run = |args: &[&str]| {
         let out = common::ringtrace(args);
         assert!(

@@ -16,7 +16,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Set in the child: the ring file it leaks and exits with.
 const LEAKED: &str = "RINGTRACE_FILE_EXIT_LEAKED";
@@ -222,46 +222,24 @@ struct Ended {
     wall: (u64, u64),
 }
 
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 /// Runs [`ending_child`] ending by `how` (SIGKILLed once its events are
 /// in, for `kill`) and recovers its ring.
 fn run_child(how: &str) -> Ended {
     let scratch = Scratch::new(&format!("file-exit-{how}"));
     let path = scratch.path("child.ring");
     let clock = Mono::new();
-    let (mono_before, wall_before) = (clock.read(), wall_ns());
-    let mut child = ringtrace_testkit::self_command()
-        .args(["ending_child", "--exact", "--test-threads=1"])
-        .env(ENDING, how)
-        .env(ENDING_RING, &path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    if how == "kill" {
-        // A hang detector, not a timing.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while file::recover(&path).map_or(0, |r| r.totals().recovered) < ENDING_EVENTS {
-            assert!(child.try_wait().unwrap().is_none(), "ended by itself");
-            assert!(Instant::now() < deadline, "never wrote its events");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        child.kill().unwrap();
-    }
-    let status = child.wait().unwrap();
-    let (mono_after, wall_after) = (clock.read(), wall_ns());
-    let recovery = file::recover(&path).unwrap();
-    assert_eq!(
-        recovery.header.pid,
-        child.id(),
-        "the header names the child"
+    let ready = || file::recover(&path).map_or(0, |r| r.totals().recovered) >= ENDING_EVENTS;
+    let life = ringtrace_testkit::run_child(
+        "ending_child",
+        &[(ENDING, how.as_ref()), (ENDING_RING, path.as_os_str())],
+        (how == "kill").then_some(&ready as &dyn Fn() -> bool),
+        &|| clock.read(),
     );
+    let (status, (mono_before, mono_after), (wall_before, wall_after)) =
+        (life.status, life.clock, life.wall);
+    let child_id = life.pid;
+    let recovery = file::recover(&path).unwrap();
+    assert_eq!(recovery.header.pid, child_id, "the header names the child");
     assert_eq!(recovery.totals().recovered, ENDING_EVENTS, "{how}");
     let at = layout::STATUS_OFFSET;
     let status_area = std::fs::read(&path).unwrap()[at..at + 8 + 8 * layout::EXIT_WORDS].to_vec();

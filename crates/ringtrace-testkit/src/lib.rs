@@ -116,6 +116,75 @@ pub fn self_command() -> Command {
     }
 }
 
+/// The wall clock now, ns since the Unix epoch.
+pub fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos() as u64
+}
+
+/// How a child run by [`run_child`] ended, and when it lived.
+#[derive(Debug)]
+pub struct ChildLife {
+    /// Its exit status.
+    pub status: std::process::ExitStatus,
+    /// What it printed on stderr.
+    pub stderr: Vec<u8>,
+    /// Its pid.
+    pub pid: u32,
+    /// The caller's clock just before the start and just after the end.
+    pub clock: (u64, u64),
+    /// The wall clock (ns since the epoch) at the same two moments.
+    pub wall: (u64, u64),
+}
+
+/// Runs the test `test` of this binary again ([`self_command`]) as a
+/// child, alone, with `envs` set and stdout discarded. With `kill_when`,
+/// the child is SIGKILLed as soon as it returns true (asked every 5 ms;
+/// panics if the child ends first, or after 120 s: a hang detector, not a
+/// timing). `clock` is read before the start and after the end, as is the
+/// wall clock.
+pub fn run_child(
+    test: &str,
+    envs: &[(&str, &std::ffi::OsStr)],
+    kill_when: Option<&dyn Fn() -> bool>,
+    clock: &dyn Fn() -> u64,
+) -> ChildLife {
+    let before = (clock(), wall_ns());
+    let mut command = self_command();
+    command
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in envs {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("the test binary starts again");
+    if let Some(ready) = kill_when {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !ready() {
+            assert!(child.try_wait().unwrap().is_none(), "ended by itself");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never became ready to be killed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        child.kill().unwrap();
+    }
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let after = (clock(), wall_ns());
+    ChildLife {
+        status: out.status,
+        stderr: out.stderr,
+        pid,
+        clock: (before.0, after.0),
+        wall: (before.1, after.1),
+    }
+}
+
 /// `text` checked as a terminal would get it: UTF-8, no control byte but
 /// the newline, no C1 control, no bidi control or separator (U+061C,
 /// U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069, U+2028, U+2029). Panics naming the first offending byte or character;

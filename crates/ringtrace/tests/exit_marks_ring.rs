@@ -13,8 +13,8 @@ use ringtrace::Tracer;
 use ringtrace_clock::{Clock, Mono};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::ExitStatus;
+use std::time::Duration;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -89,53 +89,31 @@ struct Ended {
     wall: (u64, u64),
 }
 
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-}
-
 /// Runs `test` of this binary as the program ending by `how`, killing it
 /// with SIGKILL once its ring holds events if `kill`.
 fn run_program(test: &str, how: &str, kill: bool) -> Ended {
     let ring = ring_path(how);
     let clock = Mono::new();
-    let (mono_before, wall_before) = (clock.read(), wall_ns());
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(HOW, how)
-        .env(RING, &ring)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A hang detector, not a timing.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    if kill {
-        loop {
-            let written = recover(&ring).map_or(0, |r| r.totals().recovered);
-            if written >= EVENTS {
-                break;
-            }
-            assert!(child.try_wait().unwrap().is_none(), "ended by itself");
-            assert!(Instant::now() < deadline, "never wrote its events");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        child.kill().unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    let (mono_after, wall_after) = (clock.read(), wall_ns());
-    if !out.stderr.is_empty() {
-        eprintln!("the program said: {}", String::from_utf8_lossy(&out.stderr));
+    let ready = || recover(&ring).map_or(0, |r| r.totals().recovered) >= EVENTS;
+    let life = ringtrace_testkit::run_child(
+        test,
+        &[(HOW, how.as_ref()), (RING, ring.as_os_str())],
+        kill.then_some(&ready as &dyn Fn() -> bool),
+        &|| clock.read(),
+    );
+    if !life.stderr.is_empty() {
+        eprintln!(
+            "the program said: {}",
+            String::from_utf8_lossy(&life.stderr)
+        );
     }
     let recovery = recover(&ring).unwrap();
     std::fs::remove_dir_all(ring.parent().unwrap()).unwrap();
     Ended {
-        status: out.status,
+        status: life.status,
         recovery,
-        mono: (mono_before, mono_after),
-        wall: (wall_before, wall_after),
+        mono: life.clock,
+        wall: life.wall,
     }
 }
 
