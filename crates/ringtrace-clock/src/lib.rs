@@ -46,7 +46,7 @@ pub use info::{ClockInfo, Guarantee, TickConversion};
 pub use protection::{Protected, Protection};
 pub use source::sched;
 pub use source::{
-    BaseSource, Boot, Cntvct, Counter, CustomClock, Global, Local, Mono, MonoRaw, PosixClock,
-    QuantaClock, Sched, SchedLatch, SchedWide, Source, SourceName, Tsc, TscOrdered,
+    BaseSource, Boot, Cntvct, Counter, CustomClock, Global, Local, ManualClock, Mono, MonoRaw,
+    PosixClock, QuantaClock, Sched, SchedLatch, SchedWide, Source, SourceName, Tsc, TscOrdered,
 };
 pub use spec::{AnyClock, ClockSpec};

@@ -17,7 +17,7 @@ fn losses_sum_to_what_the_perfetto_and_chrome_exports_count() {
         .per_cpu_bytes(1024)
         .quarantine_pages(2)
         .file(&path);
-    let clock = NsClock::new(1_000_000);
+    let clock = NsClock::ns(1_000_000);
     let ring = ringtrace_ring::RingBuffer::new(config, clock.clone()).unwrap();
     for n in 0..300 {
         clock.advance(1237);

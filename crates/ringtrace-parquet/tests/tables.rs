@@ -72,7 +72,7 @@ fn every_table_reads_back_with_the_rows_the_trace_holds() {
     assert_eq!(long(p, "lost"), 0);
     assert_eq!(long(p, "first_ns"), 1_000_100);
     assert_eq!(long(p, "last_ns"), 1_001_600);
-    assert_eq!(string(p, "clock").as_deref(), Some("manual-ns"));
+    assert_eq!(string(p, "clock").as_deref(), Some("manual"));
     assert_eq!(string(p, "ring"), Some(recovery.path.display().to_string()));
     assert_eq!(
         string(p, "wall_source").as_deref(),

@@ -24,6 +24,7 @@ mod counter;
 mod custom;
 mod global;
 mod local;
+mod manual;
 mod posix;
 mod quanta;
 pub mod sched;
@@ -35,6 +36,7 @@ pub use counter::Counter;
 pub use custom::CustomClock;
 pub use global::Global;
 pub use local::Local;
+pub use manual::ManualClock;
 pub use posix::{Boot, Mono, MonoRaw, PosixClock};
 pub use sched::{Sched, SchedLatch, SchedWide};
 #[cfg(target_arch = "x86_64")]

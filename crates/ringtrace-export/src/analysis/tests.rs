@@ -6,31 +6,9 @@ use super::thread_time::ThreadTime;
 use super::*;
 use crate::metadata::{FieldDesc, TraceMetadata, TracepointDesc};
 use crate::spans::SpanData;
-use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
+use ringtrace_clock::{Clock, ManualClock};
 use ringtrace_ring::{file, Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::{FieldKind, SourceLocation, TraceField};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-/// A 1 GHz clock set by hand: its ticks are the timeline's ns.
-#[derive(Clone)]
-struct Manual(Arc<AtomicU64>);
-
-impl Clock for Manual {
-    fn read(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-    fn info(&self) -> ClockInfo {
-        ClockInfo {
-            name: "manual".into(),
-            frequency_hz: Some(1_000_000_000),
-            ticks_are_ns: true,
-            guarantee: Guarantee::Global,
-            precision_ns: Some(1.0),
-            conversion: TickConversion::from_frequency(1_000_000_000),
-        }
-    }
-}
 
 const IRQ_DISABLE: u32 = 1;
 const IRQ_ENABLE: u32 = 2;
@@ -57,13 +35,13 @@ fn metadata() -> TraceMetadata {
 
 /// A ring file of 2 CPUs of 16 256-byte pages, overwritten when full.
 struct Script {
-    clock: Manual,
-    ring: RingBuffer<Manual>,
+    clock: ManualClock,
+    ring: RingBuffer<ManualClock>,
 }
 
 impl Script {
     fn new(path: &std::path::Path) -> Script {
-        let clock = Manual(Arc::new(AtomicU64::new(1_000)));
+        let clock = ManualClock::ns(1_000);
         let config = RingConfig::default()
             .cpus(2)
             .page_size(256)
@@ -79,7 +57,7 @@ impl Script {
 
     /// Tracepoint `id` of thread `tid` on `cpu`, `gap` ns after the last.
     fn at(&self, gap: u64, cpu: usize, id: u32, tid: u32) {
-        self.clock.0.fetch_add(gap, Ordering::SeqCst);
+        self.clock.advance(gap);
         let mut p = id.to_le_bytes().to_vec();
         p.extend_from_slice(&tid.to_le_bytes());
         if id != FILLER {
@@ -94,7 +72,7 @@ impl Script {
     }
 
     fn now(&self) -> u64 {
-        self.clock.0.load(Ordering::SeqCst)
+        self.clock.read()
     }
 }
 

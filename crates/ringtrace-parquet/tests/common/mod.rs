@@ -7,7 +7,7 @@ pub use ringtrace_testkit::TempDir;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::{Field, Row};
-use ringtrace_clock::{Clock, ClockInfo, Guarantee, TickConversion};
+use ringtrace_clock::Clock;
 use ringtrace_export::{FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace_ring::{Mode, RingBuffer, RingConfig};
 use ringtrace_tracepoint::tracing_record::{Callsite, CallsiteKind, Level, RecordKind};
@@ -15,40 +15,9 @@ use ringtrace_tracepoint::tracing_record::{TAG_I64, TAG_STR, TAG_U64};
 use ringtrace_tracepoint::{FieldKind, SourceLocation, TraceField};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// A 1 GHz clock set by hand: a tick is a ns, so times are exact.
-#[derive(Clone)]
-pub struct NsClock(pub Arc<AtomicU64>);
-
-impl NsClock {
-    pub fn new(at: u64) -> NsClock {
-        NsClock(Arc::new(AtomicU64::new(at)))
-    }
-    pub fn advance(&self, by: u64) {
-        self.0.fetch_add(by, Ordering::SeqCst);
-    }
-    pub fn now(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Clock for NsClock {
-    fn read(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-    fn info(&self) -> ClockInfo {
-        ClockInfo {
-            name: "manual-ns".into(),
-            frequency_hz: Some(1_000_000_000),
-            ticks_are_ns: true,
-            guarantee: Guarantee::Global,
-            precision_ns: Some(1.0),
-            conversion: TickConversion::from_frequency(1_000_000_000),
-        }
-    }
-}
+pub type NsClock = ringtrace_clock::ManualClock;
 
 pub const IRQ_DISABLE: u32 = 1;
 pub const IRQ_ENABLE: u32 = 2;
@@ -247,7 +216,7 @@ pub fn config(cpus: usize, per_cpu_bytes: usize) -> RingConfig {
 /// A ring file at `path` stamped by a clock starting at 1,000,000 ns,
 /// the callsites appended.
 pub fn ring(path: &Path, cpus: usize, per_cpu_bytes: usize) -> (RingBuffer<NsClock>, NsClock) {
-    let clock = NsClock::new(1_000_000);
+    let clock = NsClock::ns(1_000_000);
     let c = config(cpus, per_cpu_bytes).file(path);
     let ring = RingBuffer::new(c, clock.clone()).unwrap();
     for site in callsites() {
@@ -433,7 +402,7 @@ pub fn drain(ring: &RingBuffer<NsClock>, process: &mut ringtrace_session::Proces
 pub fn session(dir: &Path, fillers: u32, loss: bool) {
     use ringtrace_session::{LossCause, ProcessExit, ProcessInfo, SessionOptions, SessionWriter};
     // A memory ring: the session keeps the metadata and the callsites.
-    let clock = NsClock::new(1_000_000);
+    let clock = NsClock::ns(1_000_000);
     let config = RingConfig::default()
         .cpus(2)
         .page_size(4096)
@@ -462,10 +431,10 @@ pub fn session(dir: &Path, fillers: u32, loss: bool) {
     drain(&ring, &mut process);
     if loss {
         process
-            .append_loss(1, clock.now(), 3, LossCause::Refused)
+            .append_loss(1, clock.read(), 3, LossCause::Refused)
             .unwrap();
         process
-            .append_loss(0, clock.now(), 2, LossCause::Overwritten)
+            .append_loss(0, clock.read(), 2, LossCause::Overwritten)
             .unwrap();
     }
     for n in 0..fillers {
