@@ -198,7 +198,9 @@ impl<'r> Run<'r> {
         let max = format::max_payload(self.page_size);
         let mut r = match result {
             Ok(r) => r,
-            Err(ReserveError::Full | ReserveError::Busy) if len <= max => {
+            Err(ReserveError::Full | ReserveError::Busy | ReserveError::Preparing)
+                if len <= max =>
+            {
                 self.missed += 1;
                 return Ok(None);
             }

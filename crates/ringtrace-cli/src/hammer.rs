@@ -164,6 +164,19 @@ pub struct HammerResult {
     pub total: u64,
     /// Reservations that failed.
     pub missed: u64,
+    /// Of `missed`, by cause, as the ring counted them: the buffer full
+    /// (discard mode, the consumer behind).
+    pub missed_full: u64,
+    /// Of `missed`: the page to reuse still being written (a producer
+    /// preempted inside a reservation, and no spare page left to step
+    /// over it).
+    pub missed_busy: u64,
+    /// Of `missed`: the page to reuse being prepared (a file ring's zeroed
+    /// pages all taken).
+    pub missed_preparing: u64,
+    /// Pages overwrite claims stepped over because a preempted producer
+    /// held them: what would have been refusals before.
+    pub pages_stepped_over: u64,
     /// Reservations that succeeded, counted by the producers.
     pub hit: u64,
     /// hit per millisecond.
@@ -407,6 +420,10 @@ pub fn run_until(
         entries,
         total: entries + overruns + read,
         missed,
+        missed_full: stats.full(),
+        missed_busy: stats.busy,
+        missed_preparing: stats.preparing,
+        pages_stepped_over: stats.pages_stepped_over,
         hit,
         entries_per_ms,
         ns_per_entry: ratio(elapsed.as_nanos() as f64 * config.producers as f64, hit),
@@ -584,7 +601,16 @@ impl HammerResult {
         }
         line(format!("Entries:  {}", self.entries));
         line(format!("Total:    {}", self.total));
-        line(format!("Missed:   {}", self.missed));
+        line(format!(
+            "Missed:   {}  (full {}, page still being written {}, page being prepared {})",
+            self.missed, self.missed_full, self.missed_busy, self.missed_preparing
+        ));
+        if self.pages_stepped_over > 0 {
+            line(format!(
+                "Stepped over: {} pages a preempted producer held (its event counted as overrun when committed)",
+                self.pages_stepped_over
+            ));
+        }
         line(format!("Hit:      {}", self.hit));
         line(format!("Entries per millisec: {}", self.entries_per_ms));
         if self.hit > 0 {

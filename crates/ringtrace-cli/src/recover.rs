@@ -42,7 +42,7 @@ fn counts_words(c: &RecoveryCounts) -> String {
 
 fn stats_words(s: &Stats) -> String {
     format!(
-        "hit {}, read {}, overrun {}, lost {}, discarded {}, missed {} (busy {}, too large {}), ts_fixups {}",
+        "hit {}, read {}, overrun {}, lost {}, discarded {}, missed {} (page still being written {}, page being prepared {}, too large {}), ts_fixups {}",
         s.hit,
         s.read,
         s.overrun,
@@ -50,6 +50,7 @@ fn stats_words(s: &Stats) -> String {
         s.discarded,
         s.missed,
         s.busy,
+        s.preparing,
         s.too_large,
         s.ts_fixups
     )
@@ -127,6 +128,7 @@ fn stats_json(s: &Stats) -> Value {
         "discarded": s.discarded,
         "missed": s.missed,
         "missed_busy": s.busy,
+        "missed_preparing": s.preparing,
         "missed_too_large": s.too_large,
         "ts_fixups": s.ts_fixups,
         "entries": s.entries,

@@ -139,6 +139,17 @@ pub struct RingConfig {
     /// emulated interrupt: there it is refused at once, as without it. At
     /// most [`MAX_BLOCK_FOR`].
     pub block_for: Option<std::time::Duration>,
+    /// Overwrite mode: a claim that finds the page it is about to
+    /// overwrite still held by a writer that has not committed (a thread
+    /// preempted between reserve and commit) steps over that page with a
+    /// spare one, and the sleeper's event counts as overrun when it lands
+    /// ([`Stats::pages_stepped_over`](crate::Stats::pages_stepped_over)).
+    /// `true` by default. `false`: such a claim is refused
+    /// ([`ReserveError::Busy`](crate::ReserveError::Busy)) until the
+    /// sleeper commits, as the kernel's ring refuses (its
+    /// `commit_overrun`), which in userspace refuses every writer of the
+    /// CPU for as long as the sleeper sleeps; for comparing the two.
+    pub step_over: bool,
 }
 
 /// The longest a blocking writer may wait for room: one minute.
@@ -159,6 +170,7 @@ impl Default for RingConfig {
             metadata_capacity: DEFAULT_METADATA_CAPACITY,
             write_path: crate::WritePath::Auto,
             block_for: None,
+            step_over: true,
         }
     }
 }
@@ -186,6 +198,9 @@ pub struct Geometry {
     /// How long a writer waits for room in a full discard buffer (see
     /// [`RingConfig::block_for`]).
     pub block_for: Option<std::time::Duration>,
+    /// Whether overwrite claims step over a page a sleeping writer holds
+    /// (see [`RingConfig::step_over`]).
+    pub step_over: bool,
     /// log2 of the page size, kept so the write path need not compute it.
     page_shift: u32,
 }
@@ -345,6 +360,28 @@ impl RingConfig {
         self
     }
 
+    /// Whether overwrite claims step over a page a sleeping writer holds
+    /// (see [`RingConfig::step_over`]; on by default).
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::{ReserveError, RingBuffer, RingConfig};
+    /// let config = |on| RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024).step_over(on);
+    /// for on in [true, false] {
+    ///     let ring = RingBuffer::new(config(on), Counter::new())?;
+    ///     let sleeper = ring.cpu_writer(0).reserve(8)?; // preempted, say
+    ///     let refused = (0..100u64).filter(|i| ring.cpu_writer(0).write(&i.to_le_bytes()).is_err()).count();
+    ///     assert_eq!(refused == 0, on);
+    ///     assert_eq!(ring.stats().pages_stepped_over, u64::from(on));
+    ///     sleeper.commit();
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn step_over(mut self, on: bool) -> Self {
+        self.step_over = on;
+        self
+    }
+
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
         if self.file.is_none() {
@@ -429,6 +466,7 @@ impl RingConfig {
             quarantine_pages: self.quarantine_pages,
             metadata_capacity: self.metadata_capacity,
             block_for: self.block_for,
+            step_over: self.step_over,
             page_shift: page_size.trailing_zeros(),
         })
     }

@@ -66,7 +66,9 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         // Inline, as `RingBuffer::write` does it.
         match self.ring.write_in(self.buffer, payload) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.ring.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.ring.blocks() =>
+            {
                 self.ring.write_blocking(self.buffer, payload, e)
             }
             r => r,
@@ -78,7 +80,9 @@ impl<'a, C: Clock> CpuWriter<'a, C> {
     #[inline]
     pub fn reserve(&self, len: usize) -> Result<Reservation<'a>, ReserveError> {
         match self.ring.reserve_in(self.buffer, len) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.ring.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.ring.blocks() =>
+            {
                 self.ring.reserve_blocking(self.buffer, len, e)
             }
             r => r,

@@ -177,6 +177,18 @@ pub(crate) const STEP_E_FENCE: Fence = Fence(if cfg!(ringtrace_weaken = "step_e_
     Some(Release)
 });
 
+/// The fence in the commit that completes a page an overwrite claim
+/// stepped over (`write::step_over`), before it frees the page: Acquire,
+/// so that every other commit's stores to the page (each made before its
+/// Release add, all adds one release sequence, which this commit's add
+/// read) happen before the page is zeroed or reused.
+pub(crate) const STEPPED_FREE_FENCE: Fence =
+    Fence(if cfg!(ringtrace_weaken = "stepped_free_fence") {
+        None
+    } else {
+        Some(Acquire)
+    });
+
 /// The fence before a claimer zeroes a page it took out of a slot (a file
 /// ring's claim), for the same seqlock as [`STEP_E_FENCE`]: an iterator
 /// still copying the page's old generation sees the slot's move if it

@@ -54,12 +54,16 @@ pub(crate) struct SharedState {
     /// A file ring: claims put a zeroed page in the slot (see the page
     /// claim in `write::claim`).
     zero_on_claim: bool,
-    /// A file ring's pages zeroed ahead for its claims; empty for a memory
-    /// ring, or a file ring with too small a quarantine to lend it pages.
+    /// Spare pages for claims: a file ring's, zeroed ahead, for every
+    /// claim; either ring's for a step-over (`write::step_over`). Empty
+    /// when the quarantine is too small to lend it pages.
     zero_pool: ZeroPool,
     /// Which write path updates the per-CPU words (see [`crate::rseq`]);
     /// the CAS path until the ring chooses.
     path: PerCpuPath,
+    /// Pages overwrite claims stepped over (`write::step_over`): the
+    /// process's count, not the file's (the file's rare line is full).
+    stepped_over: AtomicU64,
 }
 
 /// A new buffer's shared state, and the physical pages its reader starts
@@ -95,15 +99,18 @@ impl SharedState {
         }
         memory.hot.open_page.store(u64::MAX, Ordering::Relaxed);
         // A file ring's pool takes the last quarantine pages, zero like
-        // every page of a new file (or of new anonymous memory).
-        let pooled = if memory.zero_on_claim {
-            crate::page::zero_pool::pool_pages(geometry.quarantine_pages)
+        // every page of a new file, for its claims to swap in; a memory
+        // ring's is the spare pages after the quarantine. Either ring's
+        // overwrite claims step over a page a sleeping writer holds with
+        // them.
+        let (lent, pool) = if memory.zero_on_claim {
+            let lent = phys_pages - crate::page::zero_pool::pool_pages(geometry.quarantine_pages);
+            (lent, lent..phys_pages)
         } else {
-            0
+            (phys_pages, phys_pages..memory.commits.len())
         };
-        let lent = phys_pages - pooled;
         Fresh {
-            state: Self::assemble(cpu, geometry, memory, ZeroPool::new(lent..phys_pages)),
+            state: Self::assemble(cpu, geometry, memory, ZeroPool::new(pool)),
             // Lowest first off the stack: the quarantine's pages further
             // down are touched only when dead writers need them.
             reader_pages: (n..lent).rev().collect(),
@@ -154,6 +161,7 @@ impl SharedState {
             zero_on_claim,
             zero_pool,
             path,
+            stepped_over: AtomicU64::new(0),
         }
     }
 
@@ -274,8 +282,6 @@ impl SharedState {
         &self.slots[(seq % self.pages() as u64) as usize]
     }
 
-    /// Writes the record headers of `p` and commits it: as an event if
-    /// `event`, as a discard record otherwise.
     /// The commit word of physical page `phys`.
     #[inline(always)]
     pub(crate) fn commit_word(&self, phys: usize) -> &AtomicU64 {
@@ -290,6 +296,26 @@ impl SharedState {
         // placement built from one; all are indices of pages this buffer
         // was built with, so it is within `commits`.
         unsafe { self.commits.get_unchecked(phys) }
+    }
+
+    /// The physical page whose commit line `line` is.
+    pub(crate) fn phys_of_line(&self, line: &CommitLine) -> usize {
+        let first = self.commits.as_ptr() as usize;
+        let at = core::ptr::from_ref(line) as usize;
+        debug_assert!(at >= first);
+        (at - first) / std::mem::size_of::<CachePadded<CommitLine>>()
+    }
+
+    /// Counts a page stepped over (`write::step_over`). Relaxed: a
+    /// statistic, as the rare counters are.
+    pub(crate) fn count_stepped_over(&self) {
+        self.stepped_over.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Pages stepped over by overwrite claims since the buffer was made
+    /// in this process.
+    pub(crate) fn stepped_over(&self) -> u64 {
+        self.stepped_over.load(Ordering::Relaxed)
     }
 
     /// Step 2 of a claim (see `prepare_page`): moves the slot whose word
@@ -429,10 +455,11 @@ impl SharedState {
         );
     }
 
-    /// Sets `bits` in commit word `word` for a fixup; returns the word
-    /// before. AcqRel, as the fixup needs (see `reclaim`). On the rseq path
-    /// always a remote update: the fixup runs on the reader's CPU, and a
-    /// late commit's section must not overwrite the mark.
+    /// Sets `bits` in commit word `word` for a fixup or a step-over;
+    /// returns the word before. AcqRel, as both need (see `reclaim`,
+    /// `write::step_over`). On the rseq path always a remote update: the
+    /// fixup runs on the reader's CPU, and a late commit's section must not
+    /// overwrite the mark.
     pub(crate) fn mark_commit(&self, word: &AtomicU64, bits: u64) -> u64 {
         #[cfg(ringtrace_rseq)]
         if self.path.fast().is_some() {

@@ -6,7 +6,8 @@
 /// or drop; a reservation whose writer died never ends, and is in no
 /// count): `hit == read + overrun + lost + entries + discarded`.
 /// `missed` counts reservations that failed and so never reached `hit`,
-/// whatever the cause: `missed == full() + busy + too_large + timed_out`.
+/// whatever the cause: `missed == full() + busy + preparing + too_large +
+/// timed_out`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct Stats {
@@ -17,8 +18,9 @@ pub struct Stats {
     pub hit: u64,
     /// Refused reservations and writes, every cause, from any writer of
     /// this ring: the buffer full in discard mode ([`ReserveError::Full`],
-    /// [`Stats::full`]), the page to reuse not free yet
-    /// ([`ReserveError::Busy`], [`Stats::busy`]), or an event too large
+    /// [`Stats::full`]), the page to reuse still being written
+    /// ([`ReserveError::Busy`], [`Stats::busy`]) or being prepared
+    /// ([`ReserveError::Preparing`], [`Stats::preparing`]), or an event too large
     /// for a page ([`ReserveError::TooLarge`], [`Stats::too_large`],
     /// counted in the buffer it was asked of). Tracepoints recording into
     /// this ring count their share of these in
@@ -28,14 +30,21 @@ pub struct Stats {
     ///
     /// [`ReserveError::Full`]: crate::ReserveError::Full
     /// [`ReserveError::Busy`]: crate::ReserveError::Busy
+    /// [`ReserveError::Preparing`]: crate::ReserveError::Preparing
     /// [`ReserveError::TooLarge`]: crate::ReserveError::TooLarge
     pub missed: u64,
-    /// Of `missed`: refused because the page to reuse was not free yet (an
-    /// uncommitted reservation in it, or, in a file ring, its claimer
-    /// still zeroing it): [`ReserveError::Busy`](crate::ReserveError::Busy).
-    /// Zero in a file written by a build that did not count it apart
-    /// (its busy refusals are in `missed` only).
+    /// Of `missed`: refused because the page to reuse was still being
+    /// written (an uncommitted reservation in it, and, in overwrite mode,
+    /// no spare page left to step over it):
+    /// [`ReserveError::Busy`](crate::ReserveError::Busy). Zero in a file
+    /// written by a build that did not count it apart (its busy refusals
+    /// are in `missed` only); in a file written by a build that did not
+    /// count [`preparing`](Stats::preparing) apart, those are in here.
     pub busy: u64,
+    /// Of `missed`: refused because the page to reuse was being prepared
+    /// (a file ring's zeroed pages all taken by claimers still zeroing):
+    /// [`ReserveError::Preparing`](crate::ReserveError::Preparing).
+    pub preparing: u64,
     /// Of `missed`: events larger than a page holds,
     /// [`ReserveError::TooLarge`](crate::ReserveError::TooLarge). Zero in a
     /// file written by a build that did not count them.
@@ -61,6 +70,12 @@ pub struct Stats {
     /// [`RingConfig::quarantine_pages`](crate::RingConfig::quarantine_pages)
     /// no further stuck page is taken out.
     pub pages_quarantined: u64,
+    /// Pages an overwrite-mode claim stepped over because a writer had not
+    /// committed a reservation in them (preempted between reserve and
+    /// commit), putting a spare page in their place instead of refusing
+    /// its own write; the sleeper's event counts as overrun when it lands.
+    /// Counted by this process: zero for a recovered file.
+    pub pages_stepped_over: u64,
     /// Stuck pages a reader could not take out because the quarantine was
     /// full: from then on that CPU buffer's reader waits at the page, and in
     /// overwrite mode writers get `Busy` when they come round to it.
@@ -72,7 +87,7 @@ pub struct Stats {
     pub blocked: u64,
     /// Of `missed`: writes refused after waiting their whole
     /// [`RingConfig::block_for`](crate::RingConfig::block_for) for room.
-    /// Not in [`full`](Stats::full) nor in `busy`.
+    /// Not in [`full`](Stats::full), `busy` nor `preparing`.
     pub timed_out: u64,
 }
 
@@ -124,8 +139,8 @@ impl Stats {
     /// let full = (0..100).filter(|_| ring.write(&[0; 32]) == Err(ReserveError::Full)).count();
     /// assert!(matches!(ring.write(&[0; 300]), Err(ReserveError::TooLarge { .. })));
     /// let s = ring.stats();
-    /// assert_eq!((s.full(), s.busy, s.too_large), (full as u64, 0, 1));
-    /// assert_eq!(s.missed, s.full() + s.busy + s.too_large);
+    /// assert_eq!((s.full(), s.busy, s.preparing, s.too_large), (full as u64, 0, 0, 1));
+    /// assert_eq!(s.missed, s.full() + s.busy + s.preparing + s.too_large);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn full(&self) -> u64 {
@@ -133,6 +148,7 @@ impl Stats {
         // cause's count and not yet in `missed`.
         self.missed
             .saturating_sub(self.busy)
+            .saturating_sub(self.preparing)
             .saturating_sub(self.too_large)
             .saturating_sub(self.timed_out)
     }
@@ -141,6 +157,8 @@ impl Stats {
         self.hit += other.hit;
         self.missed += other.missed;
         self.busy += other.busy;
+        self.preparing += other.preparing;
+        self.pages_stepped_over += other.pages_stepped_over;
         self.too_large += other.too_large;
         self.overrun += other.overrun;
         self.read += other.read;

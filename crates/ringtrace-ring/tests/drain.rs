@@ -107,7 +107,11 @@ fn a_drainer_beside_writers_reads_every_event_once_or_counts_it() {
                         for seq in 0..20_000u64 {
                             match ring.write(&payload(w, seq, 16 + (seq % 24) as usize)) {
                                 Ok(_) => {}
-                                Err(ReserveError::Full | ReserveError::Busy) => refused += 1,
+                                Err(
+                                    ReserveError::Full
+                                    | ReserveError::Busy
+                                    | ReserveError::Preparing,
+                                ) => refused += 1,
                                 Err(e) => panic!("{e}"),
                             }
                         }

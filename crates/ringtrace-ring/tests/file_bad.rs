@@ -593,7 +593,7 @@ fn append_to_a_file_whose_control_words_name_no_page_is_refused_or_repaired() {
                 Ok(ring) => {
                     for i in 0..40u32 {
                         match ring.cpu_writer(0).write(&i.to_le_bytes()) {
-                            Ok(_) | Err(ReserveError::Busy) => {}
+                            Ok(_) | Err(ReserveError::Busy | ReserveError::Preparing) => {}
                             Err(e) => panic!("{e}"),
                         }
                     }

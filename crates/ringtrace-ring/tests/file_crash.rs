@@ -164,7 +164,7 @@ fn writer(shared: &Shared, t: u32) {
                 full = true;
             }
             // A reservation left open on this buffer: wait for it.
-            Err(ReserveError::Busy) => std::thread::yield_now(),
+            Err(ReserveError::Busy | ReserveError::Preparing) => std::thread::yield_now(),
             Err(e) => panic!("{e}"),
         }
     }
@@ -898,7 +898,7 @@ fn append_waits_for_the_writer_to_be_gone_then_goes_on_after_its_events() {
                     Ok(_) => added[t] += 1,
                     // Discard mode full, or overwrite mode come round to
                     // the dead writer's open reservation.
-                    Err(ReserveError::Full | ReserveError::Busy) => break,
+                    Err(ReserveError::Full | ReserveError::Busy | ReserveError::Preparing) => break,
                     Err(e) => panic!("{e}"),
                 }
             }

@@ -516,9 +516,11 @@ fn recovery_leaves_out_what_a_reader_consumed_and_its_counts_agree() {
                                     }
                                     break;
                                 }
-                                Err(ReserveError::Full | ReserveError::Busy) => {
-                                    std::thread::yield_now()
-                                }
+                                Err(
+                                    ReserveError::Full
+                                    | ReserveError::Busy
+                                    | ReserveError::Preparing,
+                                ) => std::thread::yield_now(),
                                 Err(e) => panic!("{e}"),
                             }
                         }

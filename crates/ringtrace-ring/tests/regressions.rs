@@ -166,7 +166,10 @@ fn the_dead_writer_limit_is_configurable_reported_and_not_silent() {
         .page_size(256)
         .per_cpu_bytes(256 * 4)
         .quarantine_pages(2)
-        .fixup_after(None);
+        .fixup_after(None)
+        // Writers stop at the stuck page rather than step over it, so
+        // that the limit shows to them too.
+        .step_over(false);
     let ring = RingBuffer::new(config, Counter::new()).unwrap();
     let b = ring.cpu_buffer(0).unwrap();
     let (mut next, mut read) = (0u64, Vec::new());

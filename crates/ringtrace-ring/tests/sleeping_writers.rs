@@ -1,9 +1,15 @@
 //! Nothing is lost while a writer sleeps: more writer threads than CPUs,
 //! some at nice 19 and some under `SCHED_IDLE`, so that the scheduler
 //! preempts them at random points of their writes (inside a reservation,
-//! inside a page claim), write into a ring in discard mode that stays far
-//! from full. Every event must be there at the end and no refusal counted,
-//! on a file ring (whose claims zero pages) and on a memory ring, on
+//! inside a page claim).
+//!
+//! - Discard mode, far from full: every event must be there at the end and
+//!   no refusal counted.
+//! - Overwrite mode, a small ring that turns laps with no reader: no write
+//!   is refused, whatever page a sleeper holds (a claim steps over it), and
+//!   every event is read or counted as overrun, none lost.
+//!
+//! Each on a file ring (whose claims zero pages) and on a memory ring, on
 //! whichever write path `RINGTRACE_WRITE_PATH` chooses (CI runs both).
 //!
 //! `RINGTRACE_SLEEPING_RUNS` sets how many runs each test makes (50 unless
@@ -14,7 +20,7 @@
 mod common;
 
 use ringtrace_clock::ClockSpec;
-use ringtrace_ring::{Mode, ReserveError, RingBuffer, RingConfig};
+use ringtrace_ring::{Mode, ReserveError, RingBuffer, RingConfig, Stats};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
@@ -236,6 +242,96 @@ fn a_file_ring_read_as_it_is_written_loses_nothing_while_writers_sleep() {
 #[test]
 fn a_memory_ring_far_from_full_loses_nothing_while_writers_sleep() {
     repeat("memory ring, discard, far from full", |_| roomy(), false);
+}
+
+/// One overwrite run: `writers` threads, each writing `EVENTS_PER_WRITER`
+/// checksummed events as `run_once`'s do, into a ring small enough to turn
+/// many laps, with nobody reading until the end. Any refusal fails it.
+fn run_overwrite(config: RingConfig, writers: usize) -> Stats {
+    let clock = "local".parse::<ClockSpec>().unwrap().build().unwrap();
+    let ring = Arc::new(RingBuffer::new(config.mode(Mode::Overwrite), clock).unwrap());
+    let start = Arc::new(Barrier::new(writers));
+    let handles: Vec<_> = (0..writers)
+        .map(|w| {
+            let (ring, start) = (Arc::clone(&ring), Arc::clone(&start));
+            std::thread::spawn(move || {
+                Priority::of(w).apply();
+                start.wait();
+                for seq in 0..EVENTS_PER_WRITER {
+                    let p = common::payload(w as u32, seq, 16 + (seq % 48) as usize);
+                    let written = if seq % 2 == 0 {
+                        ring.write(&p).map(|_| ())
+                    } else {
+                        ring.reserve(p.len()).map(|mut r| {
+                            r.write(&p);
+                            r.commit();
+                        })
+                    };
+                    if let Err(e) = written {
+                        panic!("writer {w} event {seq} refused: {e}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("a writer panicked");
+    }
+    let done = AtomicBool::new(true);
+    let seen = common::consume_until_done(&ring, &done);
+    let stats = ring.stats();
+    assert_eq!(
+        (stats.missed, stats.busy, stats.preparing),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    assert_eq!(stats.hit, writers as u64 * EVENTS_PER_WRITER, "{stats:?}");
+    common::check_seen(&seen, &stats, Mode::Overwrite, 0);
+    stats
+}
+
+fn repeat_overwrite(what: &str, config: impl Fn(usize) -> RingConfig) {
+    for writers in [4, 8, 16] {
+        let (mut read, mut overrun, mut stepped) = (0, 0, 0);
+        for run in 0..runs() {
+            let config = config(run);
+            let file = config.file.clone();
+            let stats = run_overwrite(config, writers);
+            if let Some(file) = file {
+                std::fs::remove_file(file).unwrap();
+            }
+            read += stats.read;
+            overrun += stats.overrun;
+            stepped += stats.pages_stepped_over;
+        }
+        eprintln!(
+            "{what}, {writers} writers: {} runs, {read} events read, {overrun} overrun, \
+             0 refused, {stepped} pages stepped over, write path {}",
+            runs(),
+            std::env::var("RINGTRACE_WRITE_PATH").unwrap_or_else(|_| "auto".into())
+        );
+    }
+}
+
+/// Small: 16 pages a CPU, so that every run turns tens of laps.
+fn lapping() -> RingConfig {
+    RingConfig::default()
+        .page_size(PAGE_SIZE)
+        .per_cpu_bytes(16 * PAGE_SIZE)
+        .fixup_after(None)
+}
+
+#[test]
+fn an_overwriting_memory_ring_refuses_nothing_while_writers_sleep() {
+    repeat_overwrite("memory ring, overwrite", |_| lapping());
+}
+
+#[test]
+fn an_overwriting_file_ring_refuses_nothing_while_writers_sleep() {
+    let dir = tempdir();
+    repeat_overwrite("file ring, overwrite", |run| {
+        lapping().file(dir.join(format!("overwrite-{run}.ring")))
+    });
 }
 
 fn tempdir() -> std::path::PathBuf {

@@ -20,6 +20,7 @@ static DROPPED_NO_SINK: AtomicU64 = AtomicU64::new(0);
 static DROPPED_FULL: AtomicU64 = AtomicU64::new(0);
 /// ... because the page to reuse was busy (the ring's `busy`).
 static DROPPED_BUSY: AtomicU64 = AtomicU64::new(0);
+static DROPPED_PREPARING: AtomicU64 = AtomicU64::new(0);
 /// ... because the event cannot fit in a page (the ring's `too_large`).
 static DROPPED_TOO_LARGE: AtomicU64 = AtomicU64::new(0);
 
@@ -112,12 +113,13 @@ pub fn sink() -> Option<&'static RingBuffer<AnyClock>> {
 /// [`Dropped`]'s causes ([`dropped_by_cause`]).
 ///
 /// Compared with the sink ring's [`Stats`](ringtrace_ring::Stats): the
-/// ring counts every refusal (full, busy, too large) from any writer of
+/// ring counts every refusal (full, busy, preparing, too large) from any writer of
 /// it, in `missed` and by cause, and [`Dropped`] counts, by the same
 /// causes, the ones a tracepoint met. So with tracepoints the only writer,
 /// each cause here equals its ring count's growth since the sink was set
 /// (`full` to [`Stats::full`](ringtrace_ring::Stats::full), `busy` to
-/// `busy`, `too_large` to `too_large`, [`Dropped::refused`] to `missed`);
+/// `busy`, `preparing` to `preparing`, `too_large` to `too_large`,
+/// [`Dropped::refused`] to `missed`);
 /// events fired with no sink are in no ring count.
 pub fn dropped() -> u64 {
     dropped_by_cause().total()
@@ -131,8 +133,12 @@ pub struct Dropped {
     pub no_sink: u64,
     /// The sink ring was full, in discard mode ([`ReserveError::Full`]).
     pub full: u64,
-    /// The sink ring's page to reuse was not free yet ([`ReserveError::Busy`]).
+    /// The sink ring's page to reuse was still being written
+    /// ([`ReserveError::Busy`]).
     pub busy: u64,
+    /// The sink ring's page to reuse was being prepared
+    /// ([`ReserveError::Preparing`]).
+    pub preparing: u64,
     /// The event was larger than a page holds ([`ReserveError::TooLarge`]).
     pub too_large: u64,
 }
@@ -143,10 +149,11 @@ impl Dropped {
         self.no_sink + self.refused()
     }
 
-    /// The ones the sink ring refused, `full + busy + too_large`: each is
-    /// also one of the ring's [`missed`](ringtrace_ring::Stats::missed).
+    /// The ones the sink ring refused, `full + busy + preparing +
+    /// too_large`: each is also one of the ring's
+    /// [`missed`](ringtrace_ring::Stats::missed).
     pub fn refused(&self) -> u64 {
-        self.full + self.busy + self.too_large
+        self.full + self.busy + self.preparing + self.too_large
     }
 }
 
@@ -163,6 +170,7 @@ pub fn dropped_by_cause() -> Dropped {
         no_sink: DROPPED_NO_SINK.load(Ordering::Relaxed),
         full: DROPPED_FULL.load(Ordering::Relaxed),
         busy: DROPPED_BUSY.load(Ordering::Relaxed),
+        preparing: DROPPED_PREPARING.load(Ordering::Relaxed),
         too_large: DROPPED_TOO_LARGE.load(Ordering::Relaxed),
     }
 }
@@ -284,6 +292,7 @@ fn count_refused(e: ReserveError) {
     let cause = match e {
         ReserveError::Full => &DROPPED_FULL,
         ReserveError::Busy => &DROPPED_BUSY,
+        ReserveError::Preparing => &DROPPED_PREPARING,
         ReserveError::TooLarge { .. } => &DROPPED_TOO_LARGE,
     };
     // Relaxed: a statistic, as the others.

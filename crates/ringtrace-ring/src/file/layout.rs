@@ -86,8 +86,10 @@ pub const RARE_TOO_LARGE: usize = 96;
 pub const RARE_BLOCKED: usize = 104;
 /// `timed_out`, as `busy`.
 pub const RARE_TIMED_OUT: usize = 112;
+/// `preparing`, as `busy` (older builds counted it in `busy`).
+pub const RARE_PREPARING: usize = 120;
 /// Bytes of the rare line this build writes.
-pub const RARE_WRITTEN: usize = 120;
+pub const RARE_WRITTEN: usize = 128;
 /// Bytes of the hot line a reader needs.
 pub const HOT_LEN: usize = 40;
 
@@ -413,6 +415,7 @@ mod tests {
         assert_eq!(offset_of!(RareCounters, too_large), RARE_TOO_LARGE);
         assert_eq!(offset_of!(RareCounters, blocked), RARE_BLOCKED);
         assert_eq!(offset_of!(RareCounters, timed_out), RARE_TIMED_OUT);
+        assert_eq!(offset_of!(RareCounters, preparing), RARE_PREPARING);
         assert_eq!(std::mem::size_of::<RareCounters>(), RARE_WRITTEN);
     }
 

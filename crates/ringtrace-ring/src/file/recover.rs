@@ -557,6 +557,8 @@ fn recover_cpu(
         too_large: first.rare_newer(h, lay::RARE_TOO_LARGE),
         blocked: first.rare_newer(h, lay::RARE_BLOCKED),
         timed_out: first.rare_newer(h, lay::RARE_TIMED_OUT),
+        preparing: first.rare_newer(h, lay::RARE_PREPARING),
+        pages_stepped_over: 0,
         overrun: first.rare(h, lay::RARE_OVERRUN),
         read: first.rare(h, lay::RARE_READ),
         entries: 0,
@@ -619,6 +621,9 @@ fn recover_cpu(
         });
     }
     let pages_at = base + h.layout.pages;
+    out.counts.skipped_pending += stepped_pending(h, &first, &tasks, |phys| {
+        source.read_at(pages_at + (phys * h.page_size) as u64, h.page_size, path)
+    })?;
     let mut pages = Vec::with_capacity(tasks.len());
     for t in &tasks {
         pages.push(source.read_at(pages_at + (t.phys * h.page_size) as u64, h.page_size, path)?);
@@ -681,6 +686,39 @@ fn recover_cpu(
         ));
     }
     Ok(out)
+}
+
+/// Reservations still open in pages an overwrite claim stepped over (in
+/// no slot, their commit word STEPPED and short of the page): a writer
+/// that stopped in one never came back to commit. Their committed events
+/// were counted as overrun when the page was stepped over, so only the
+/// open reservations are counted here, as pending.
+fn stepped_pending(
+    h: &FileHeader,
+    control: &Control,
+    tasks: &[PageTask],
+    mut read_page: impl FnMut(usize) -> Result<Vec<u8>, FileError>,
+) -> Result<u64, FileError> {
+    let mut pending = 0;
+    for phys in 0..h.physical_pages() {
+        let word = control.commit(h, phys);
+        let commit = Commit::unpack(word);
+        if word & crate::page::meta::STEPPED == 0
+            || commit.bytes >= h.page_size
+            || !commit.header
+            || tasks.iter().any(|t| t.phys == phys)
+        {
+            continue;
+        }
+        let page = read_page(phys)?;
+        if page.len() < h.page_size {
+            continue; // cut off by the file's end
+        }
+        if let Ok(ph) = PageHeader::parse(&page) {
+            pending += walk(&page, ph.base_ts).pending;
+        }
+    }
+    Ok(pending)
 }
 
 /// The smallest record of an event: a header and four bytes of payload

@@ -37,6 +37,10 @@ pub(crate) struct RareCounters {
     /// In the line's padding too, after `too_large`.
     pub blocked: AtomicU64,
     pub timed_out: AtomicU64,
+    /// Of `missed`, the refusals for a page being prepared (a file ring's
+    /// pool of zeroed pages empty, or its claimer zeroing): the last word
+    /// of the line. Older builds counted these in `busy`.
+    pub preparing: AtomicU64,
 }
 
 // SAFETY: every field is an integer atomic, valid for any bits, zero for
@@ -59,6 +63,7 @@ unsafe impl crate::page::zeroed::Zeroable for RareCounters {
             too_large: AtomicU64::new(0),
             blocked: AtomicU64::new(0),
             timed_out: AtomicU64::new(0),
+            preparing: AtomicU64::new(0),
         }
     }
 }
@@ -72,7 +77,7 @@ impl RareCounters {
         counter.fetch_add(by, Ordering::Relaxed);
     }
 
-    /// Counts a refusal: in `missed`, and in `cause` (`busy`, `too_large`;
+    /// Counts a refusal: in `missed`, and in `cause` (`busy`, `preparing`, `too_large`;
     /// `None` for a full buffer, which is what the others leave of
     /// `missed`). Two Relaxed adds, as every counter here: read while
     /// writers run, the two may differ by the refusals in flight (hence

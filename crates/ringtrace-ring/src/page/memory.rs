@@ -33,9 +33,12 @@ pub(crate) struct CpuOffsets {
 }
 
 impl CpuMemory {
-    /// Zeroed anonymous memory for a buffer of `geometry`.
+    /// Zeroed anonymous memory for a buffer of `geometry`, with the spare
+    /// pages of its pool after the quarantine's (see
+    /// `page::zero_pool::memory_spares`).
     pub(crate) fn anonymous(geometry: &Geometry) -> Result<Self, ZeroedError> {
         let phys = geometry.physical_pages();
+        let phys = phys + crate::page::zero_pool::memory_spares(phys);
         Ok(CpuMemory {
             hot: ZeroedBox::new()?,
             rare: ZeroedBox::new()?,

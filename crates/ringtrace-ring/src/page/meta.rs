@@ -23,6 +23,7 @@
 //! | 0..20  | bytes     | bytes committed: header, events, discards, padding |
 //! | 20     | HEADER    | the page header is written (added with its bytes by the writer that opens the page) |
 //! | 21     | ZEROED    | a file ring's claim has zeroed the page (see `write::claim::prepare_page`) |
+//! | 22     | STEPPED   | stepped over by an overwrite-mode claim while a reservation in it was open; commits that find it count their event as overrun, and the one that completes the page frees it (see `write::claim::step_over`) |
 //! | 24..40 | events    | data events committed                           |
 //! | 40     | OPENING   | claimed for generation `tag`, slot not yet moved; `events` still holds the old generation's count |
 //! | 41     | RECLAIMED | taken out of its slot by a fixup; commits that find it count their event as lost |
@@ -96,6 +97,9 @@ pub(crate) const BYTES_MASK: u64 = (1 << 20) - 1;
 /// page: bytes never reach bit 20 (a page is at most 2^16 bytes).
 pub(crate) const HEADER: u64 = 1 << 20;
 pub(crate) const ZEROED: u64 = 1 << 21;
+pub(crate) const STEPPED: u64 = 1 << 22;
+/// The flags that send a commit to the late path: a page out of its slot.
+pub(crate) const LATE: u64 = RECLAIMED | STEPPED;
 pub(crate) const EVENTS_SHIFT: u32 = 24;
 pub(crate) const EVENTS_MASK: u64 = 0xFFFF;
 pub(crate) const OPENING: u64 = 1 << 40;

@@ -1,4 +1,6 @@
-//! A file ring's pages zeroed ahead of the claims that need them.
+//! Spare pages for claims: a file ring's, zeroed ahead of the claims that
+//! need them, and either ring's for an overwrite claim that steps over a
+//! page a sleeping writer holds (`write::step_over`).
 //!
 //! A file ring's claim must put a zeroed page into the slot it moves on
 //! (see `write::claim::prepare_page`): a recovered file must never show an
@@ -23,16 +25,27 @@ use crate::order;
 use crate::sync::{AtomicU32, Ordering};
 
 /// The most pages a CPU buffer's pool holds. A pool runs dry only when this
-/// many claimers sleep at once, each between taking a page and giving one
-/// back (a few hundred nanoseconds of zeroing).
-pub(crate) const MAX_POOL_PAGES: usize = 16;
+/// many writers sleep at once, each between taking a page and giving one
+/// back: a claimer zeroing (a few hundred nanoseconds), or a writer whose
+/// page was stepped over, until it commits.
+pub(crate) const MAX_POOL_PAGES: usize = 64;
 
-/// How many of a file ring's quarantine pages its pool takes: up to
-/// [`MAX_POOL_PAGES`], leaving the reader at least two (its own page, and
-/// one for a fixup). A ring with fewer quarantine pages than two has no
-/// pool, and its claims zero their page in place.
+/// How many of a file ring's quarantine pages its pool takes: 16, or half
+/// of them, whichever is more, up to [`MAX_POOL_PAGES`], always leaving
+/// the reader one (beside its own page) for a fixup. A ring with fewer
+/// quarantine pages than two has no pool: its claims zero their page in
+/// place, and it steps over no page.
 pub(crate) fn pool_pages(quarantine_pages: usize) -> usize {
-    MAX_POOL_PAGES.min(quarantine_pages.saturating_sub(1))
+    let most = quarantine_pages.saturating_sub(1);
+    MAX_POOL_PAGES.min(most.min(16).max(quarantine_pages / 2))
+}
+
+/// How many spare pages a memory ring's pool has, beyond its quarantine
+/// (which stays the reader's): [`MAX_POOL_PAGES`], or what the physical
+/// page numbers leave above `physical`. Anonymous memory: a spare costs
+/// address space until a step-over first uses it.
+pub(crate) fn memory_spares(physical: usize) -> usize {
+    MAX_POOL_PAGES.min(crate::config::MAX_PHYSICAL_PAGES.saturating_sub(physical))
 }
 
 /// Pages zeroed ahead for claims (empty for a memory ring, whose claims

@@ -37,6 +37,8 @@ pub(crate) fn stats(s: &SharedState, st: &mut ReaderState) -> Stats {
         fixups_refused: rare.fixups_refused.load(Ordering::Relaxed),
         blocked: rare.blocked.load(Ordering::Relaxed),
         timed_out: rare.timed_out.load(Ordering::Relaxed),
+        preparing: rare.preparing.load(Ordering::Relaxed),
+        pages_stepped_over: s.stepped_over(),
     }
 }
 

@@ -275,7 +275,9 @@ impl<C: Clock> RingBuffer<C> {
     pub fn reserve(&self, len: usize) -> Result<Reservation<'_>, ReserveError> {
         let b = self.buffer_for(crate::cpu::current_cpu());
         match self.reserve_in(b, len) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.blocks() =>
+            {
                 self.reserve_blocking(b, len, e)
             }
             r => r,
@@ -308,7 +310,9 @@ impl<C: Clock> RingBuffer<C> {
     pub fn reserve_on(&self, cpu: usize, len: usize) -> Result<Reservation<'_>, ReserveError> {
         let b = self.buffer_for(cpu);
         match self.reserve_in(b, len) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.blocks() =>
+            {
                 crate::write::block::unwaited(b.shared().rare(), e)
             }
             r => r,
@@ -411,7 +415,9 @@ impl<C: Clock> RingBuffer<C> {
     pub fn write(&self, payload: &[u8]) -> Result<u64, ReserveError> {
         let cpu = crate::cpu::current_cpu();
         match self.write_to(cpu, payload) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.blocks() =>
+            {
                 self.write_blocking(self.buffer_for(cpu), payload, e)
             }
             r => r,
@@ -460,7 +466,9 @@ impl<C: Clock> RingBuffer<C> {
     #[inline]
     pub fn write_on(&self, cpu: usize, payload: &[u8]) -> Result<u64, ReserveError> {
         match self.write_to(cpu, payload) {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) if self.blocks() => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing))
+                if self.blocks() =>
+            {
                 crate::write::block::unwaited(self.buffer_for(cpu).shared().rare(), e)
             }
             r => r,

@@ -84,11 +84,15 @@ fn may_wait() -> bool {
     SIGNAL_DEPTH.with(Cell::get) == 0 && !ringtrace_clock::emulation::interrupt::in_irq()
 }
 
-/// Counts a refusal for a full buffer or a busy page (`refusal`): in
-/// `missed`, and in `busy` for a busy page.
+/// Counts a refusal for a full buffer, a page still being written or one
+/// being prepared (`refusal`): in `missed`, and in `busy` or `preparing`.
 #[inline]
 pub(crate) fn count_refusal(rare: &RareCounters, refusal: ReserveError) {
-    rare.refused((refusal == ReserveError::Busy).then_some(&rare.busy));
+    rare.refused(match refusal {
+        ReserveError::Busy => Some(&rare.busy),
+        ReserveError::Preparing => Some(&rare.preparing),
+        _ => None,
+    });
 }
 
 /// After a write was refused (`first`, not counted: see the module) for a
@@ -116,7 +120,7 @@ pub(crate) fn wait_for_room<T>(
         back_off(tries);
         tries = tries.saturating_add(1);
         match attempt() {
-            Err(e @ (ReserveError::Full | ReserveError::Busy)) => {
+            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing)) => {
                 // Not counted by the attempt: counted here, once, if the
                 // wait is over.
                 if Instant::now() >= deadline {

@@ -4,6 +4,7 @@
 
 use super::error::ReserveError;
 use super::percpu::{add_to_line, cas_state};
+use super::step_over::step_over;
 use crate::config::Mode;
 use crate::format::{self, TimePrefix, PAGE_HEADER};
 use crate::order;
@@ -92,7 +93,7 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
                     // A file ring's claimer is zeroing the page (see
                     // `zero_claimed`). Only it may: a helper could
                     // still be storing zeros after writers came in.
-                    return Err(PrepareError::Refused(ReserveError::Busy));
+                    return Err(PrepareError::Refused(ReserveError::Preparing));
                 }
                 // Step 3, ours or someone else's.
                 let _ = commit_word.compare_exchange(
@@ -125,9 +126,24 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
             return Err(PrepareError::Refused(ReserveError::Full));
         }
         if !complete {
+            // A reservation in it is still open. Overwrite mode steps
+            // over it (see `step_over`), with a spare page if one is
+            // left; a page being claimed, or of another generation,
+            // never gets here.
+            let geometry = s.geometry();
+            if geometry.mode == Mode::Overwrite
+                && geometry.step_over
+                && commit.tag == tag_of(slot.gen)
+            {
+                match step_over(s, slot_word, word, want) {
+                    Ok(Some(phys)) => return Ok(phys),
+                    Ok(None) => continue,
+                    Err(()) => {}
+                }
+            }
             return Err(PrepareError::Refused(ReserveError::Busy));
         }
-        if s.zero_pool().capacity() != 0 {
+        if s.zero_on_claim() && s.zero_pool().capacity() != 0 {
             // A file ring: the claim is one swap (see `swap_claim`).
             if let Some(phys) = swap_claim(s, slot_word, word, commit, want)? {
                 return Ok(phys);
@@ -157,7 +173,8 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
 ///
 /// - Take a page `Z` from the pool (Acquire: its zeros are seen). None
 ///   there: every pool page is held by a claimer that sleeps while it
-///   zeroes, and the claim is refused (Busy).
+///   zeroes, or by a writer that sleeps in a page stepped over (see
+///   `step_over`), and the claim is refused (Preparing).
 /// - Store `Z`'s commit word fresh for `want` (tag, no bytes, no
 ///   events). Nobody else reads or writes it: `Z` is in no slot.
 /// - CAS the slot from `word` to `(want, Z, 0)`, AcqRel: Release
@@ -186,7 +203,7 @@ pub(super) fn swap_claim(
     want: u32,
 ) -> Result<Option<usize>, PrepareError> {
     let Some(zeroed) = s.zero_pool().take() else {
-        return Err(PrepareError::Refused(ReserveError::Busy));
+        return Err(PrepareError::Refused(ReserveError::Preparing));
     };
     // Relaxed: published by the slot CAS's Release below.
     s.commit_word(zeroed)

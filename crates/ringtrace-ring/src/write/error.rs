@@ -4,23 +4,32 @@ use thiserror::Error;
 
 /// Why a reservation failed.
 ///
-/// Closed on purpose (not `#[non_exhaustive]`): the three causes are what
-/// [`Stats`](crate::Stats) counts a refusal by (`missed` is their sum), so
-/// a program may match them all, and a fourth would change the counts'
-/// meaning, not only add a name.
+/// Closed on purpose (not `#[non_exhaustive]`): the four causes are what
+/// [`Stats`](crate::Stats) counts a refusal by (`missed` is their sum with
+/// the blocking writes that timed out), so a program may match them all,
+/// and a fifth would change the counts' meaning, not only add a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ReserveError {
     /// Discard mode, and the next page is not yet read.
     #[error("buffer full: the next page has not been read (discard mode)")]
     Full,
-    /// The page to reuse is not free yet: it still holds a reservation that
-    /// was never committed (overwrite mode; in discard mode a page with
-    /// unread events is `Full`). In a file ring, also when every page of
-    /// the buffer's pool of zeroed pages is held by a claimer that sleeps
-    /// while it zeroes (16 at once), or, with fewer than two quarantine
-    /// pages (no pool), while the writer that claimed the page zeroes it.
-    #[error("the page to reuse is not free yet: it holds an uncommitted reservation, or (file ring) no zeroed page is ready for it")]
+    /// The page to reuse is still being written: a reservation in it was
+    /// never committed. In overwrite mode a claim steps over such a page
+    /// with a spare one (the sleeping writer's event is counted as overrun
+    /// when it lands), so this is refused only when every spare page of the
+    /// CPU buffer is held by sleeping writers already (as many as
+    /// [`RingConfig::quarantine_pages`](crate::RingConfig::quarantine_pages)
+    /// lends the pool, up to 64), or the quarantine lends none. In discard
+    /// mode, a page with unread events is `Full`; one whose events were all
+    /// read but whose writer has not committed is `Busy`.
+    #[error("the page to reuse is still being written: a reservation in it is not committed, and no spare page is left to step over it")]
     Busy,
+    /// The page to reuse is being prepared (a file ring): every page of the
+    /// CPU buffer's pool of zeroed pages is held by a claimer that sleeps
+    /// while it zeroes, or, with fewer than two quarantine pages (no pool),
+    /// the writer that claimed the page is zeroing it.
+    #[error("the page to reuse is being prepared: no zeroed page is ready for it (file ring)")]
+    Preparing,
     /// The payload cannot fit in a page.
     #[error("an event of {len} bytes cannot fit in a page; the largest is {max} bytes")]
     TooLarge {

@@ -7,6 +7,8 @@
 //!
 //! - [`reserve`]: the fast path and the general loop.
 //! - [`claim`]: making the next page ready; opening, padding, flushing.
+//! - [`step_over`]: an overwrite claim past a page a sleeping writer
+//!   holds, and the late commits into it.
 //! - [`percpu`]: the state's compare-and-swap and the commit word's add,
 //!   on either path.
 //! - [`reservation`]: a reserved event, its payload and its commit.
@@ -20,5 +22,6 @@ pub(crate) mod error;
 pub(crate) mod percpu;
 pub(crate) mod reservation;
 pub(crate) mod reserve;
+pub(crate) mod step_over;
 #[cfg(ringtrace_rseq)]
 pub(crate) mod whole;

@@ -9,6 +9,7 @@
 //! instruction. Either way the caller sees the semantics of the atomic
 //! operation it asked for, with the orderings named at each call.
 
+use super::step_over::late_commit;
 use crate::order;
 use crate::shared::SharedState;
 #[cfg(ringtrace_rseq)]
@@ -154,7 +155,9 @@ pub(super) fn keeps_hints(s: &SharedState) -> bool {
 /// reservation (`hits` 1: an event or a discard record), counts a hit;
 /// `hits` 0 for a page's header or padding. Returns whether the page
 /// had been reclaimed by a fixup before the add (a commit then counts
-/// its event as lost). Release: see `write::claim::commit_bytes`.
+/// its event as lost); a commit into a page an overwrite-mode claim
+/// stepped over is counted here, as overrun (`SharedState::late_commit`).
+/// Release: see `write::claim::commit_bytes`.
 ///
 /// On the CAS path the hit goes to the hot line's `hit` (Relaxed: a
 /// statistic, see RareCounters::bump). On the rseq path one section
@@ -177,12 +180,11 @@ pub(super) fn add_to_line(
         // claims' compare-and-swaps, which expect a complete or OPENING
         // page, and a page with an add pending is neither, so no claim
         // can land between a section's load and its store; a fixup's
-        // mark is a remote update. Its hits change only by this
-        // buffer's sections on its CPU. Refused when the page is
-        // RECLAIMED: the add is then made by the rare path, as a
-        // fixup's page is rare.
-        let outcome =
-            unsafe { add_pair_unless(fast, line, value, hits, crate::page::meta::RECLAIMED) };
+        // or a step-over's mark is a remote update. Its hits change only
+        // by this buffer's sections on its CPU. Refused when the page is
+        // out of its slot (RECLAIMED, STEPPED): the add is then made by
+        // the rare path, as such a page is rare.
+        let outcome = unsafe { add_pair_unless(fast, line, value, hits, crate::page::meta::LATE) };
         if outcome == Outcome::Done {
             return false;
         }
@@ -192,7 +194,7 @@ pub(super) fn add_to_line(
     if hits != 0 {
         s.hot().hit.fetch_add(hits, Ordering::Relaxed);
     }
-    before & crate::page::meta::RECLAIMED != 0
+    before & crate::page::meta::LATE != 0 && late_commit(s, line, before, value)
 }
 
 /// `add_to_line` when its section did not commit: on the CPU, the two
@@ -218,17 +220,19 @@ pub(super) fn add_to_line_rare(
         if hits != 0 {
             add_rare(s, Outcome::Gated, &line.hits, hits, Ordering::Relaxed);
         }
-        return before & crate::page::meta::RECLAIMED != 0;
+        return before & crate::page::meta::LATE != 0 && late_commit(s, line, before, value);
     }
     // Release for the commit word, as the section's store; the hits
     // are a statistic. Both words are the buffer's, so one remote
     // update covers them.
-    let _remote = s.path().remote();
+    let remote = s.path().remote();
     let before = line.word.fetch_add(value, order::COMMIT_ADD);
     if hits != 0 {
         line.hits.fetch_add(hits, Ordering::Relaxed);
     }
-    before & crate::page::meta::RECLAIMED != 0
+    // The gate back down before a late commit frees its page.
+    drop(remote);
+    before & crate::page::meta::LATE != 0 && late_commit(s, line, before, value)
 }
 
 /// An add whose plain section did not commit (`outcome`: the gate shut

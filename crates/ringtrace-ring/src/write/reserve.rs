@@ -74,6 +74,7 @@ impl Placement {
 const FAIL_FULL: u64 = 0;
 const FAIL_BUSY: u64 = 1;
 const FAIL_TOO_LARGE: u64 = 2;
+const FAIL_PREPARING: u64 = 3;
 
 /// The event header for a payload of `len` bytes with time delta `delta`.
 #[inline(always)]
@@ -371,6 +372,7 @@ pub(super) fn reserve_slow<C: Clock + Copy>(s: &SharedState, clock: C, len: usiz
                     }
                     return Placement::failed(match e {
                         ReserveError::Full => FAIL_FULL,
+                        ReserveError::Preparing => FAIL_PREPARING,
                         _ => FAIL_BUSY,
                     });
                 }
@@ -419,6 +421,7 @@ pub(super) fn reserve_error(s: &SharedState, p: &Placement, len: usize) -> Reser
     match p.ts {
         FAIL_FULL => ReserveError::Full,
         FAIL_BUSY => ReserveError::Busy,
+        FAIL_PREPARING => ReserveError::Preparing,
         _ => ReserveError::TooLarge {
             len,
             max: format::max_payload(s.page_size()),

@@ -196,8 +196,9 @@ pub(super) fn claim_whole<'a, C: Clock + Copy>(
 /// Steps A to E are [`claim_whole`](Self::claim_whole)'s; F: the header
 /// with PENDING, the payload, the header (Release each, for a crash, as
 /// in `reserve` and `Reservation::commit`), then the commit section:
-/// the commit word and the page's hits in one store, refused on a
-/// RECLAIMED page, whose late commit the rare path counts as lost.
+/// the commit word and the page's hits in one store, refused on a page
+/// out of its slot (RECLAIMED, STEPPED), whose late commit the rare path
+/// counts as lost or overrun.
 #[inline(always)]
 pub(crate) fn write_whole<C: Clock + Copy>(
     s: &SharedState,
@@ -223,7 +224,7 @@ pub(crate) fn write_whole<C: Clock + Copy>(
     }
     let add = size + meta::ONE_EVENT;
     // SAFETY: as for `write::percpu::add_to_line`'s section.
-    let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::RECLAIMED) };
+    let outcome = unsafe { section::add_pair_unless(line, commit, add, 1, meta::LATE) };
     if outcome != Outcome::Done {
         cold_path();
         // In tail position, `now` passed through: nothing stays live
