@@ -115,6 +115,10 @@ pub struct HammerConfig {
     /// sequences (no locked instruction) or compare-and-swap; `Auto`
     /// takes rseq where the machine has it (see `ringtrace_ring::rseq`).
     pub write_path: ringtrace_ring::WritePath,
+    /// Overwrite mode: step over a page a preempted producer holds (true,
+    /// the default) or refuse writes until it commits (see
+    /// [`RingConfig::step_over`]).
+    pub step_over: bool,
 }
 
 impl Default for HammerConfig {
@@ -141,6 +145,7 @@ impl Default for HammerConfig {
             file: None,
             append: false,
             write_path: ringtrace_ring::WritePath::Auto,
+            step_over: true,
         }
     }
 }
@@ -175,8 +180,10 @@ pub struct HammerResult {
     /// pages all taken).
     pub missed_preparing: u64,
     /// Pages overwrite claims stepped over because a preempted producer
-    /// held them: what would have been refusals before.
+    /// held them: what would have been refusals with `step_over` off.
     pub pages_stepped_over: u64,
+    /// Whether overwrite claims stepped over such pages (`--step-over`).
+    pub step_over: bool,
     /// Reservations that succeeded, counted by the producers.
     pub hit: u64,
     /// hit per millisecond.
@@ -373,7 +380,8 @@ pub fn run_until(
         .per_cpu_bytes(config.buffer_size)
         .mode(config.mode)
         .cpus(ringtrace_ring::cpu::possible_cpus().max(cpus))
-        .write_path(config.write_path);
+        .write_path(config.write_path)
+        .step_over(config.step_over);
     if let Some(path) = &config.file {
         ring_config = ring_config
             .file(path)
@@ -424,6 +432,7 @@ pub fn run_until(
         missed_busy: stats.busy,
         missed_preparing: stats.preparing,
         pages_stepped_over: stats.pages_stepped_over,
+        step_over: config.step_over,
         hit,
         entries_per_ms,
         ns_per_entry: ratio(elapsed.as_nanos() as f64 * config.producers as f64, hit),
@@ -605,6 +614,9 @@ impl HammerResult {
             "Missed:   {}  (full {}, page still being written {}, page being prepared {})",
             self.missed, self.missed_full, self.missed_busy, self.missed_preparing
         ));
+        if !self.step_over && self.mode == "overwrite" {
+            line("Step-over: off (writes that need a page a preempted producer holds are refused, as in the kernel's ring)".into());
+        }
         if self.pages_stepped_over > 0 {
             line(format!(
                 "Stepped over: {} pages a preempted producer held (its event counted as overrun when committed)",

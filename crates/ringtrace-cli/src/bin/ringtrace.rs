@@ -405,6 +405,12 @@ enum ConsumerArg {
     Spin,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnOffArg {
+    On,
+    Off,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ModeArg {
     Overwrite,
@@ -495,6 +501,12 @@ struct HammerArgs {
     /// each, rseq first, printed one after the other (a JSON array).
     #[arg(long, value_enum, default_value = "auto")]
     write_path: WritePathArg,
+    /// Overwrite mode: `on` (the default) steps over a page a preempted
+    /// producer still holds, with a spare page, and counts its event as
+    /// overrun when it lands; `off` refuses every write that needs that
+    /// page until the producer runs again, as the kernel's ring does.
+    #[arg(long, value_enum, default_value = "on")]
+    step_over: OnOffArg,
     /// Print the results as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -648,6 +660,7 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         file: args.file,
         append: args.append,
         write_path: WritePath::Auto,
+        step_over: args.step_over == OnOffArg::On,
     };
     let paths: &[WritePath] = match args.write_path {
         WritePathArg::Auto => &[WritePath::Auto],
