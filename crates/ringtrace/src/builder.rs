@@ -170,6 +170,24 @@ impl TracerBuilder {
         self
     }
 
+    /// Overwrite mode: whether a claim steps over a page a preempted
+    /// writer still holds (on by default; see
+    /// [`RingConfig::step_over`](ringtrace_ring::RingConfig::step_over)).
+    /// Off, every write that needs that page is refused until the writer
+    /// runs again, as in the kernel's ring.
+    ///
+    /// ```
+    /// let builder = ringtrace::Tracer::builder().step_over(false);
+    /// assert!(!builder.ring_config().step_over);
+    /// let tracer = builder.build()?;
+    /// assert_eq!(tracer.ring().stats().pages_stepped_over, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn step_over(mut self, on: bool) -> Self {
+        self.config.step_over = on;
+        self
+    }
+
     /// How many CPU buffers; one per possible CPU when not called.
     pub fn cpus(mut self, cpus: usize) -> Self {
         self.config.cpus = Some(cpus);
