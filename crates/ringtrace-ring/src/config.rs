@@ -104,7 +104,10 @@ pub struct RingConfig {
     /// reader waits at it and counts it in
     /// [`Stats::fixups_refused`](crate::Stats::fixups_refused). The pages
     /// are mapped with the ring but cost memory only once a dead writer
-    /// holds them: `page_size` bytes each, for good. 1024 by default.
+    /// holds them: `page_size` bytes each, for good. 1024 by default. A
+    /// file ring lends some of them (16, or half, up to 64) to its pool of
+    /// pages zeroed ahead for claims and step-overs (see
+    /// [`RingConfig::step_over`]); a memory ring's spare pages are apart.
     pub quarantine_pages: usize,
     /// Lay the ring out in this file (the flight recorder; see
     /// [`crate::file`]) rather than in anonymous memory. `None` by default.
