@@ -259,6 +259,12 @@ impl<'r> Run<'r> {
             "an event came from no CPU buffer",
             || format!("cpu {cpu}"),
         )?;
+        // A page stepped over with a reservation open in it: that
+        // reservation's commit is counted where the reader is when it
+        // lands, as after a fixup.
+        if !self.cpus[cpu].fixed_up && self.buffer(cpu).stats().pages_stepped_over > 0 {
+            self.cpus[cpu].fixed_up = true;
+        }
         self.cpus[cpu].see(cpu, ts, payload, lost)
     }
 

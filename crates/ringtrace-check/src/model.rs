@@ -40,9 +40,10 @@ pub struct CpuModel {
     pub last_read_ts: u64,
     /// The last timestamp a reservation got (the ring's `last_ts`).
     pub last_reserved_ts: Option<u64>,
-    /// A fixup took a page: events may have been counted lost, and a late
-    /// commit's loss is reported where the reader is when it lands, so the
-    /// exact loss check is off from here.
+    /// A fixup took a page, or an overwrite claim stepped over one with a
+    /// reservation open in it: events may have been counted lost or
+    /// overrun late, and a late commit's loss is reported where the reader
+    /// is when it lands, so the exact loss check is off from here.
     pub fixed_up: bool,
     /// Losses reported on a page that held no event to read (only discard
     /// records): they lie before the next event read.
