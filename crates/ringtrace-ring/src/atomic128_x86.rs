@@ -70,10 +70,14 @@ impl AtomicU128 {
 
     /// The current value. Every ordering is the same here: a load on
     /// x86_64 is an Acquire load, and the locked form a full barrier.
+    /// The CPU's features are looked up here if nobody has yet: a process
+    /// that only reads rings (a recorder draining another process's ring
+    /// file) builds none, and must still take the plain load, not the
+    /// locked one, which writes back what it read.
     #[inline]
     pub(crate) fn load(&self, _order: Ordering) -> u128 {
         let (lo, hi): (u64, u64);
-        if FEATURES.load(Ordering::Relaxed) == 2 {
+        if features() == 2 {
             // SAFETY: `word` is live and 16-byte aligned; with AVX the
             // aligned 16-byte load is atomic. `vmovdqa` is an AVX
             // instruction, present since FEATURES says so.
