@@ -702,7 +702,6 @@ fn a_writer_lapping_onto_a_held_page_steps_over_it_and_loses_nothing() {
             .collect();
         let stepped = s.pages_stepped_over;
         assert!(stepped <= 1, "{s:?}");
-        if std::env::var_os("COVER").is_some() { eprintln!("COVER stepped={stepped}"); }
         // Page 0's four events (the held one too) overwritten, page 1's
         // and page 2's still there.
         assert_eq!(
@@ -752,28 +751,97 @@ fn leaked_file_ring() -> &'static RingBuffer<Counter> {
     Box::leak(Box::new(RingBuffer::new(config, Counter::new()).unwrap()))
 }
 
+/// After a model that laps a file ring onto page 0, steps over it (or
+/// claims it) and writes ids 8 and 9 into pages 2 and 3 (`stamps`, id 9
+/// a `long_payload` written over page 0's old records, by its next writer
+/// if it went back to the pool): checks that nothing was refused or lost,
+/// that pages 0 and 1 were overwritten, the held event with them, and that
+/// ids 8 and 9 read back as written.
+///
+/// Then, one thread at a time, that the page went back to the pool (its two
+/// pages circulate: every claim takes one and gives one back): a
+/// reservation held in page 4, a lap onto it (a step-over, which keeps a
+/// pool page out until the commit), and the claim after it (a swap, which
+/// needs the other). A page never given back leaves that claim none: it is
+/// refused. Returns how many pages the model stepped over.
+fn check_reuse_and_pool(ring: &RingBuffer<Counter>, stamps: [u64; 2]) -> u64 {
+    let s = ring.stats();
+    let stepped = s.pages_stepped_over;
+    assert!(stepped <= 1, "{s:?}");
+    assert_eq!(
+        (s.missed, s.lost, s.hit, s.overrun, s.entries),
+        (0, 0, 10, 8, 2),
+        "{s:?}"
+    );
+    let b = ring.cpu_buffer(0).unwrap();
+    let read: Vec<(u64, Vec<u8>)> = std::iter::from_fn(|| b.read_event())
+        .map(|e| (e.ts, e.payload))
+        .collect();
+    let expected = vec![
+        (stamps[0], 8u32.to_le_bytes().to_vec()),
+        (stamps[1], long_payload(9).to_vec()),
+    ];
+    assert_eq!(read, expected, "an old lap's bytes showed through: {s:?}");
+    let held = ring.cpu_writer(0).reserve(4).unwrap();
+    for i in 10..22u32 {
+        ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap_or_else(|e| {
+            panic!("id {i} refused ({e:?}): a pool page was never given back")
+        });
+    }
+    held.commit();
+    let s = ring.stats();
+    assert_eq!((s.missed, s.lost), (0, 0), "{s:?}");
+    assert_eq!(s.pages_stepped_over, stepped + 1, "{s:?}");
+    let read = drain(ring);
+    check_order_and_accounting(ring, &read);
+    assert_eq!(ring.stats().hit, 23, "{:?}", ring.stats());
+    stepped
+}
+
+/// Ids 4..=7 and 8 written on `ring`, as in `lap_onto_page_0`, then page 2
+/// closed early and id 9 (a `long_payload`) written at the start of page 3.
+/// Returns the times of ids 8 and 9.
+fn lap_and_open_page_3(ring: &RingBuffer<Counter>) -> [u64; 2] {
+    let written: Vec<_> = (4..9u32)
+        .map(|i| ring.cpu_writer(0).write(&i.to_le_bytes()))
+        .collect();
+    ring.flush();
+    let nine = ring.cpu_writer(0).write(&long_payload(9));
+    let refused = |id, e| panic!("id {id} refused: {e:?} {:?}", ring.stats());
+    for (id, w) in (4u32..).zip(&written) {
+        w.unwrap_or_else(|e| refused(id, e));
+    }
+    [
+        written[4].unwrap_or_else(|e| refused(8, e)),
+        nine.unwrap_or_else(|e| refused(9, e)),
+    ]
+}
+
 /// A file ring's page stepped over goes back to its pool once, whoever
-/// frees it, and the writer that takes it from there next writes over it
-/// without any of its old lap's bytes showing through. Its pool has two
-/// pages and every claim takes one (and gives one back): a page never given
-/// back would leave the second step-over after the model the pool's last,
-/// and the claim after it none, refused.
+/// frees it, and the writer that takes it from the pool next writes over it
+/// without any of its old lap's bytes showing through.
 ///
 /// Page 0 holds id 100 (held, committed by another thread) and ids 1..=3,
-/// written after both other threads started; the lapping writer laps onto
-/// page 0 (a step-over if the commit has not landed) and closes page 2
-/// early, so that id 9 claims slot 1 with the pool page the step-over (or
-/// the late commit) gave back, if it has, and writes over page 0's old
-/// records. Its record covers the words of the held event and of id 3,
-/// whose writers published them only through the commit word: the free
-/// orders them before the reuse (the late commit's fence, or the mark's
-/// Acquire when the stepper frees).
+/// the last reserved after both other threads start and committed after the
+/// lapping writer may have started. The lapping writer laps onto page 0 (a
+/// step-over if a commit is missing, a claim in place if not), and closes
+/// page 2 early, so that id 9 claims slot 1 with the pool page a free gave
+/// back, page 0's if it has been, and writes over page 0's old records: its
+/// record covers the words of the held event and of id 3, whose writers
+/// published them only through the commit word, so only the free orders
+/// them before the reuse (the mark's Acquire when the stepper frees, both
+/// commits in by its mark; the fence of the late commit that frees).
+/// `check_reuse_and_pool` checks the rest. Pins the mark's AcqRel
+/// (`fixup_mark`).
 #[test]
 fn a_file_rings_stepped_over_page_returns_to_its_pool_once_and_is_reused_clean() {
     model_long(|| {
         let ring = leaked_file_ring();
         let step: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
         let held = ring.cpu_writer(0).reserve(4).unwrap();
+        for i in 1..3u32 {
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
+        }
         let committer = thread::spawn(move || {
             let mut held = held;
             held.write(&100u32.to_le_bytes());
@@ -781,58 +849,132 @@ fn a_file_rings_stepped_over_page_returns_to_its_pool_once_and_is_reused_clean()
         });
         let writer = thread::spawn(move || {
             wait_for_step(step, 1);
-            let mut written: Vec<_> = (4..9u32)
-                .map(|i| ring.cpu_writer(0).write(&i.to_le_bytes()))
-                .collect();
-            ring.flush();
-            written.push(ring.cpu_writer(0).write(&long_payload(9)));
-            written
+            lap_and_open_page_3(ring)
         });
-        for i in 1..4u32 {
+        let mut three = ring.cpu_writer(0).reserve(4).unwrap();
+        three.write(&3u32.to_le_bytes());
+        step.store(1, Relaxed);
+        three.commit();
+        committer.join().unwrap();
+        let stamps = writer.join().unwrap();
+        check_reuse_and_pool(ring, stamps);
+    });
+}
+
+/// Two commits land in a page after it was stepped over: each counts its
+/// event as overrun, and only the one that completes the page frees it (the
+/// first would hand it to the pool with the other's bytes still to come).
+/// The page goes back to the pool once, and the writer that takes it from
+/// there next writes over it without the other commit's bytes showing
+/// through: only the freeing commit's fence orders them before the reuse.
+///
+/// Page 0 holds id 100 and id 3, both held, and ids 1 and 2; ids 4..=8 lap
+/// onto it, stepping over it. Then one thread commits id 100, closes page
+/// 2 and writes id 9 (a claim of slot 1 with the pool page a free gave
+/// back, page 0's if the other commit landed first), while the main thread
+/// commits id 3. `check_reuse_and_pool` checks the rest. Pins the fence of
+/// the late commit that frees (`stepped_free_fence`).
+#[test]
+fn only_the_last_late_commit_into_a_stepped_over_page_frees_it() {
+    model_long(|| {
+        let ring = leaked_file_ring();
+        let held = ring.cpu_writer(0).reserve(4).unwrap();
+        for i in 1..3u32 {
             ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
         }
-        step.store(1, Relaxed);
-        committer.join().unwrap();
-        let written = writer.join().unwrap();
-        let s = ring.stats();
-        let stamps: Vec<u64> = written
-            .iter()
-            .zip(4u32..)
-            .map(|(r, id)| r.unwrap_or_else(|e| panic!("id {id} refused: {e:?} {s:?}")))
+        let mut three = ring.cpu_writer(0).reserve(4).unwrap();
+        three.write(&3u32.to_le_bytes());
+        let written: Vec<_> = (4..9u32)
+            .map(|i| ring.cpu_writer(0).write(&i.to_le_bytes()))
             .collect();
-        let stepped = s.pages_stepped_over;
-        assert!(stepped <= 1, "{s:?}");
-        // Pages 0 and 1 overwritten (page 3 took slot 1), the held event
-        // with them; ids 8 and 9 left.
-        assert_eq!(
-            (s.missed, s.lost, s.hit, s.overrun, s.entries),
-            (0, 0, 10, 8, 2),
-            "{s:?}"
-        );
-        let b = ring.cpu_buffer(0).unwrap();
-        let read: Vec<(u64, Vec<u8>)> = std::iter::from_fn(|| b.read_event())
-            .map(|e| (e.ts, e.payload))
-            .collect();
-        let expected = vec![
-            (stamps[4], 8u32.to_le_bytes().to_vec()),
-            (stamps[5], long_payload(9).to_vec()),
-        ];
-        assert_eq!(read, expected, "an old lap's bytes showed through: {s:?}");
-        // Again, one thread at a time: a reservation held in page 4, a lap
-        // onto it (a step-over, which keeps a pool page until the commit),
-        // and the claim after it (a swap, which needs one more).
-        let held = ring.cpu_writer(0).reserve(4).unwrap();
-        for i in 10..22u32 {
-            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap_or_else(|e| {
-                panic!("id {i} refused ({e:?}): a pool page was never given back")
-            });
+        assert_eq!(ring.stats().pages_stepped_over, 1, "{:?}", ring.stats());
+        let other = thread::spawn(move || {
+            let mut held = held;
+            held.write(&100u32.to_le_bytes());
+            held.commit();
+            ring.flush();
+            ring.cpu_writer(0).write(&long_payload(9))
+        });
+        three.commit();
+        let nine = other.join().unwrap();
+        let refused = |id, e| panic!("id {id} refused: {e:?} {:?}", ring.stats());
+        for (id, w) in (4u32..).zip(&written) {
+            w.unwrap_or_else(|e| refused(id, e));
         }
-        held.commit();
+        let stamps = [
+            written[4].unwrap_or_else(|e| refused(8, e)),
+            nine.unwrap_or_else(|e| refused(9, e)),
+        ];
+        assert_eq!(check_reuse_and_pool(ring, stamps), 1);
+    });
+}
+
+/// A reader consuming page 0 in place while a writer laps onto it and steps
+/// over it (a reservation in it still open): each event is read once or
+/// counted overrun, never both, never neither. The step-over counts page
+/// 0's events less those the reader consumed, exact because its slot CAS
+/// and the reader's consume CAS are on the same word; and each event the
+/// reader gets reports the losses just before it, those of the step-over's
+/// count included (the reader's loss mark waits for the claim's bracket).
+/// The held event's own loss is counted when its commit lands, wherever the
+/// reader is then: it is reported with the first event the reader secures
+/// after that, or not at all if none follows.
+///
+/// Ids 0..=2 are in page 0; the main thread reserves id 3 at its end (so
+/// page 0 is complete only once it commits) and commits it once the writer
+/// may start on ids 4..=8, which fill page 1 and claim page 0's slot.
+#[test]
+fn a_reader_consuming_a_page_in_place_while_it_is_stepped_over_counts_each_event_once() {
+    model_long(|| {
+        let ring = leaked_ring(Mode::Overwrite, 2);
+        let step: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        for i in 0..3u32 {
+            ring.cpu_writer(0).write(&i.to_le_bytes()).unwrap();
+        }
+        let b = ring.cpu_buffer(0).unwrap();
+        let reader = thread::spawn(move || {
+            (0..2)
+                .filter_map(|_| b.read_event())
+                .map(|e| (id_of(&e.payload), e.lost_before))
+                .collect::<Vec<_>>()
+        });
+        let writer = thread::spawn(move || {
+            wait_for_step(step, 1);
+            (4..9u32)
+                .filter(|i| ring.cpu_writer(0).write(&i.to_le_bytes()).is_err())
+                .count()
+        });
+        let mut three = ring.cpu_writer(0).reserve(4).unwrap();
+        three.write(&3u32.to_le_bytes());
+        step.store(1, Relaxed);
+        three.commit();
+        let mut read = reader.join().unwrap();
+        let refused = writer.join().unwrap();
+        ring.flush();
+        read.extend(std::iter::from_fn(|| b.read_event()).map(|e| (id_of(&e.payload), e.lost_before)));
         let s = ring.stats();
-        assert_eq!((s.missed, s.lost), (0, 0), "{s:?}");
-        assert_eq!(s.pages_stepped_over, stepped + 1, "{s:?}");
-        let read = drain(ring);
-        check_order_and_accounting(ring, &read);
-        assert_eq!(ring.stats().hit, 23, "{:?}", ring.stats());
+        assert_eq!((refused, s.missed, s.lost), (0, 0, 0), "{s:?}");
+        assert_eq!(s.hit, s.accounted(), "{s:?}");
+        assert_eq!(s.read + s.overrun, 9, "{s:?} {read:?}");
+        assert_eq!(s.read, read.len() as u64, "{s:?} {read:?}");
+        // In order, each once, the newest ones there.
+        assert!(read.windows(2).all(|w| w[0].0 < w[1].0), "{read:?}");
+        assert_eq!(read.last().map(|r| r.0), Some(8), "{read:?}");
+        // Each loss reported before the event it came before, once; id 3's
+        // possibly later (`owed`: counted after the reader passed it).
+        let (mut next, mut owed, mut reported) = (0u32, false, 0u64);
+        for &(id, lost) in &read {
+            let three_passed = next <= 3 && 3 < id;
+            let gap = u64::from(id - next) - u64::from(three_passed);
+            if owed || three_passed {
+                assert!(lost == gap || lost == gap + 1, "loss before {id}: {read:?}");
+                owed = lost == gap;
+            } else {
+                assert_eq!(lost, gap, "loss before {id}: {read:?}");
+            }
+            reported += lost;
+            next = id + 1;
+        }
+        assert_eq!(reported + u64::from(owed), s.overrun, "{s:?} {read:?}");
     });
 }
