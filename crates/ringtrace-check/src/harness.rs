@@ -262,7 +262,7 @@ impl<'r> Run<'r> {
         // A page stepped over with a reservation open in it: that
         // reservation's commit is counted where the reader is when it
         // lands, as after a fixup.
-        if !self.cpus[cpu].fixed_up && self.buffer(cpu).stats().pages_stepped_over > 0 {
+        if !self.cpus[cpu].fixed_up && self.buffer(cpu).pages_stepped_over() > 0 {
             self.cpus[cpu].fixed_up = true;
         }
         self.cpus[cpu].see(cpu, ts, payload, lost)

@@ -76,6 +76,27 @@ impl CpuBuffer {
         &self.shared
     }
 
+    /// Pages overwrite claims stepped over in this buffer, as
+    /// [`Stats::pages_stepped_over`](crate::Stats::pages_stepped_over)
+    /// counts them, read with one load instead of the whole of
+    /// [`stats`](Self::stats).
+    ///
+    /// ```
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// use ringtrace_clock::Counter;
+    /// let ring = RingBuffer::new(RingConfig::default().cpus(1).page_size(256).per_cpu_bytes(1024), Counter::new())?;
+    /// let sleeper = ring.cpu_writer(0).reserve(8)?; // a writer preempted here
+    /// for i in 0..100u64 {
+    ///     ring.cpu_writer(0).write(&i.to_le_bytes())?; // never refused
+    /// }
+    /// assert_eq!(ring.cpu_buffer(0).unwrap().pages_stepped_over(), 1);
+    /// sleeper.commit(); // counted as overrun
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pages_stepped_over(&self) -> u64 {
+        self.shared.stepped_over()
+    }
+
     /// The shared state, before the buffer is shared (to choose its write
     /// path).
     pub(crate) fn shared_mut(&mut self) -> &mut SharedState {

@@ -41,11 +41,13 @@ pub(crate) fn pool_pages(quarantine_pages: usize) -> usize {
 }
 
 /// How many spare pages a memory ring's pool has, beyond its quarantine
-/// (which stays the reader's): [`MAX_POOL_PAGES`], or what the physical
-/// page numbers leave above `physical`. Anonymous memory: a spare costs
-/// address space until a step-over first uses it.
+/// (which stays the reader's): [`MAX_POOL_PAGES`] (8 under Miri, whose
+/// memory is slow, as its default quarantine is smaller), or what the
+/// physical page numbers leave above `physical`. Anonymous memory: a
+/// spare costs address space until a step-over first uses it.
 pub(crate) fn memory_spares(physical: usize) -> usize {
-    MAX_POOL_PAGES.min(crate::config::MAX_PHYSICAL_PAGES.saturating_sub(physical))
+    let most = if cfg!(miri) { 8 } else { MAX_POOL_PAGES };
+    most.min(crate::config::MAX_PHYSICAL_PAGES.saturating_sub(physical))
 }
 
 /// Pages zeroed ahead for claims (empty for a memory ring, whose claims
