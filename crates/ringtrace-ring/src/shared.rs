@@ -372,6 +372,20 @@ impl SharedState {
         claimed: Slot,
         unread: u32,
     ) -> bool {
+        self.bracketed_claim(slot_word, word, claimed, || u64::from(unread))
+    }
+
+    /// The bracketed slot CAS of [`overrun_claim`](Self::overrun_claim),
+    /// with the overrun to count worked out by `count`, which runs only
+    /// if the CAS won and before the bracket closes (a step-over marks the
+    /// page it stepped over there, and counts what the mark found).
+    pub(crate) fn bracketed_claim(
+        &self,
+        slot_word: &AtomicU64,
+        word: u64,
+        claimed: Slot,
+        count: impl FnOnce() -> u64,
+    ) -> bool {
         let rare = &self.rare;
         rare.overrun_claims_started.fetch_add(1, Ordering::Relaxed);
         let won = slot_word
@@ -383,7 +397,7 @@ impl SharedState {
             )
             .is_ok();
         if won {
-            RareCounters::bump(&rare.overrun, u64::from(unread));
+            RareCounters::bump(&rare.overrun, count());
         }
         rare.overrun_claims_done.fetch_add(1, order::OVERRUN_DONE);
         won

@@ -86,6 +86,25 @@ struct Tally {
     missed: u64,
 }
 
+/// Writer `w`'s event `seq`, checksummed, 16 to 63 bytes: written whole
+/// for even `seq`, through a reservation held across its payload stores
+/// for odd.
+fn write_one<C: ringtrace_clock::Clock>(
+    ring: &RingBuffer<C>,
+    w: usize,
+    seq: u64,
+) -> Result<(), ReserveError> {
+    let p = common::payload(w as u32, seq, 16 + (seq % 48) as usize);
+    if seq % 2 == 0 {
+        ring.write(&p).map(|_| ())
+    } else {
+        ring.reserve(p.len()).map(|mut r| {
+            r.write(&p);
+            r.commit();
+        })
+    }
+}
+
 /// One run: writers more than CPUs, each writing `EVENTS_PER_WRITER`
 /// checksummed events, half through `write` and half through a reservation
 /// held across its payload stores; a consumer reads throughout when
@@ -118,16 +137,7 @@ fn run_once(config: RingConfig, consume: bool) -> Tally {
                 // `Busy`: nothing on that page is free to reuse.
                 let mut full = Vec::new();
                 for seq in 0..EVENTS_PER_WRITER {
-                    let p = common::payload(w as u32, seq, 16 + (seq % 48) as usize);
-                    let written = if seq % 2 == 0 {
-                        ring.write(&p).map(|_| ())
-                    } else {
-                        ring.reserve(p.len()).map(|mut r| {
-                            r.write(&p);
-                            r.commit();
-                        })
-                    };
-                    match written {
+                    match write_one(&ring, w, seq) {
                         Ok(()) => {}
                         Err(ReserveError::Full | ReserveError::Busy) if full_allowed => {
                             full.push(seq)
@@ -258,16 +268,7 @@ fn run_overwrite(config: RingConfig, writers: usize) -> Stats {
                 Priority::of(w).apply();
                 start.wait();
                 for seq in 0..EVENTS_PER_WRITER {
-                    let p = common::payload(w as u32, seq, 16 + (seq % 48) as usize);
-                    let written = if seq % 2 == 0 {
-                        ring.write(&p).map(|_| ())
-                    } else {
-                        ring.reserve(p.len()).map(|mut r| {
-                            r.write(&p);
-                            r.commit();
-                        })
-                    };
-                    if let Err(e) = written {
+                    if let Err(e) = write_one(&ring, w, seq) {
                         panic!("writer {w} event {seq} refused: {e}");
                     }
                 }

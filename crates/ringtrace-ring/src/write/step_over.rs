@@ -67,22 +67,10 @@ pub(super) fn step_over(
         phys: spare,
         gen: want,
     };
-    let rare = s.rare();
     // The bracket of `SharedState::overrun_claim`, held across the mark so
     // that the overrun it counts is in before a reader's loss mark.
-    rare.overrun_claims_started.fetch_add(1, Ordering::Relaxed);
-    let won = slot_word
-        .compare_exchange(
-            word,
-            claimed.pack(),
-            order::OVERRUN_CLAIM,
-            order::failure(order::OVERRUN_CLAIM),
-        )
-        .is_ok();
-    if won {
+    let won = s.bracketed_claim(slot_word, word, claimed, || {
         let before = Commit::unpack(s.mark_commit(s.commit_word(slot.phys), meta::STEPPED));
-        let unread = before.events.saturating_sub(slot.consumed);
-        RareCounters::bump(&rare.overrun, u64::from(unread));
         s.count_stepped_over();
         if before.opening || before.bytes == s.page_size() {
             // Complete before the mark (an in-place claim may even have
@@ -91,8 +79,8 @@ pub(super) fn step_over(
             // last commit's add, so its stores happen before the reuse.
             free_page(s, slot.phys);
         }
-    }
-    rare.overrun_claims_done.fetch_add(1, order::OVERRUN_DONE);
+        u64::from(before.events.saturating_sub(slot.consumed))
+    });
     if !won {
         s.zero_pool().give(spare);
         return Ok(None);
