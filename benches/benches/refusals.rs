@@ -37,9 +37,9 @@ use tracing_subscriber::layer::SubscriberExt;
 /// Student's t at 97.5% for `df` degrees of freedom (1 to 30; 1.96 past).
 fn t975(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
     ];
     T.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
 }
@@ -66,8 +66,11 @@ struct Side {
 impl Side {
     fn add(&mut self, s: &Stats, cpu_ns: Option<f64>) {
         let tried = s.hit + s.missed;
-        self.fractions
-            .push(if tried == 0 { 0.0 } else { s.missed as f64 / tried as f64 });
+        self.fractions.push(if tried == 0 {
+            0.0
+        } else {
+            s.missed as f64 / tried as f64
+        });
         self.stats.hit += s.hit;
         self.stats.missed += s.missed;
         self.stats.busy += s.busy;
@@ -259,7 +262,9 @@ fn main() {
             println!("{}", sides[k].row(&producers.to_string(), Some(on)));
         }
     }
-    println!("\n## `tracing` layer on the registry: 4 threads of requests, 1 MiB per CPU, overwrite\n");
+    println!(
+        "\n## `tracing` layer on the registry: 4 threads of requests, 1 MiB per CPU, overwrite\n"
+    );
     println!("| clock | step-over | refused (95% CI) | refused of tried | page still being written | page being prepared | pages stepped over |");
     println!("|---|---|---|---|---|---|---|");
     for name in ["mono", "tsc"] {
