@@ -46,10 +46,11 @@ use crate::page::meta::{self, Commit, CommitLine, Slot};
 use crate::shared::SharedState;
 use crate::sync::{AtomicU64, Ordering};
 
-/// Steps over the page in the slot whose word is `word` (generation `want
-/// - 1`, not complete: a reservation in it is open) to generation `want`
-///   on a spare page (see the module). Returns the page now in the slot if
-///   ours won, `None` to look again, `Err(())` if the pool is empty.
+/// Steps over the page in the slot whose word is `word`, of the
+/// generation before `want` and not complete (a reservation in it is
+/// open): the slot moves to `want` on a spare page (see the module).
+/// Returns the page now in the slot if ours won, `None` to look again,
+/// `Err(())` if the pool is empty.
 #[cold]
 pub(super) fn step_over(
     s: &SharedState,
