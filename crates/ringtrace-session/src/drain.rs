@@ -5,7 +5,7 @@
 //! by a program that streams its own ring.
 
 use crate::batch::Batch;
-use crate::{LossCause, ProcessWriter, WriteError};
+use crate::{LossCause, ProcessWriter, RecordSource, WriteError};
 use ringtrace_ring::file::Recovery;
 use ringtrace_ring::format::{PageBuilder, PageHeader, PAGE_HEADER};
 use ringtrace_ring::{CpuBuffer, DrainedPage, Losses, PageBuf};
@@ -72,19 +72,52 @@ impl Drainer {
         }
     }
 
-    /// Writes the metadata `records` not written yet (all of them so far,
-    /// in order), then drains what is readable now from `buffers` into
-    /// `out`, handing each page to `on_page` too (a live view), then the
-    /// refusals counted meanwhile.
+    /// Drains what is readable now from `buffers` into `out`, then the
+    /// refusals counted meanwhile. After each page it reads the ring's
+    /// metadata `records` and writes those not written yet before the
+    /// page, so that an event is appended after the record it needs; then
+    /// it hands the page and the records to `on_page` too (a live view).
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_ring::{RingBuffer, RingConfig};
+    /// use ringtrace_session::{Drainer, ProcessInfo, RingRecords, SessionOptions, SessionWriter};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("ringtrace-doc-drain-{}", std::process::id()));
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// let config = RingConfig::default().cpus(1).metadata_capacity(4096);
+    /// let ring = RingBuffer::new(config, Counter::new())?;
+    /// let session = SessionWriter::create(&dir, SessionOptions::default())?;
+    /// let info = ProcessInfo {
+    ///     pid: std::process::id(),
+    ///     start: 0,
+    ///     ppid: 0,
+    ///     comm: "example".into(),
+    ///     header: ring.snapshot(Vec::new()).header,
+    ///     metadata: Vec::new(),
+    /// };
+    /// let mut out = session.add_process(info)?;
+    /// ring.append_metadata(b"callsite 1")?;
+    /// ring.cpu_writer(0).write(b"event of callsite 1")?;
+    /// ring.flush();
+    /// let mut drainer = Drainer::new(ring.cpus());
+    /// let mut records = RingRecords::new(&ring);
+    /// let drained = drainer.round(ring.cpu_buffers(), &mut records, &mut out, |_page, known| {
+    ///     assert_eq!(known, [b"callsite 1".to_vec()]);
+    /// })?;
+    /// assert_eq!(drained.events, 1);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn round(
         &mut self,
         buffers: &[CpuBuffer],
-        records: &[Vec<u8>],
+        records: &mut impl RecordSource,
         out: &mut ProcessWriter,
-        mut on_page: impl FnMut(&PageBuf),
+        mut on_page: impl FnMut(&PageBuf, &[Vec<u8>]),
     ) -> Result<Drained, WriteError> {
-        // Records first: an event is appended after the record it needs.
-        self.records(records, out)?;
+        // Records the last round left unwritten (appended with no event).
+        self.records(records.records(), out)?;
         let mut drained = Drained::default();
         for (cpu, b) in buffers.iter().enumerate() {
             if cpu >= self.marks.len() {
@@ -108,7 +141,10 @@ impl Drainer {
                     let Some(found) = b.read_committed_into(&mut page) else {
                         break;
                     };
-                    on_page(&page);
+                    // Read after the page: every record its events need.
+                    let known = records.records();
+                    self.records(known, out)?;
+                    on_page(&page, known);
                     if found.events > 0 {
                         newest = Some(found.last_ts);
                     }

@@ -135,7 +135,8 @@ fn fill_by_rounds(mount: &std::path::Path) {
             fired += 1;
         }
         ring.flush();
-        if let Err(e) = drainer.round(ring.cpu_buffers(), &[], &mut process, |_| {}) {
+        if let Err(e) = drainer.round(ring.cpu_buffers(), &mut Vec::new(), &mut process, |_, _| {})
+        {
             error = Some(e);
             break;
         }

@@ -182,7 +182,12 @@ fn a_drained_round_makes_the_chunks_page_by_page_appends_make() {
     let mut process = session.add_process(info(&ring_a, 1, 2)).unwrap();
     let mut drainer = ringtrace_session::Drainer::new(1);
     let drained = drainer
-        .round(ring_a.cpu_buffers(), &[], &mut process, |_| {})
+        .round(
+            ring_a.cpu_buffers(),
+            &mut Vec::new(),
+            &mut process,
+            |_, _| {},
+        )
         .unwrap();
     assert!(drained.pages > 4, "{drained:?}");
     process.finish(ProcessExit::Exited(0)).unwrap();

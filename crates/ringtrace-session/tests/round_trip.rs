@@ -228,3 +228,48 @@ fn processes_are_written_from_threads_of_their_own() {
         assert_eq!(got, payloads(p.pid as u8, 50));
     }
 }
+
+/// A record the writer appends while a round runs, before the events that
+/// use it: the page is handed over with the records read after it, so a
+/// live view can decode every event it shows.
+#[test]
+fn each_drained_page_comes_with_the_records_read_after_it() {
+    /// Empty at the round's start; the writer's record appears after.
+    struct Late {
+        calls: usize,
+        records: Vec<Vec<u8>>,
+    }
+    impl ringtrace_session::RecordSource for Late {
+        fn records(&mut self) -> &[Vec<u8>] {
+            self.calls += 1;
+            if self.calls > 1 {
+                self.records = vec![b"callsite".to_vec()];
+            }
+            &self.records
+        }
+    }
+    let tmp = TempDir::new("session-late-record");
+    let dir = tmp.path().join("s");
+    let session = SessionWriter::create(&dir, SessionOptions::default()).unwrap();
+    let ring = ring(1);
+    let mut process = session.add_process(info(&ring, 5, 7)).unwrap();
+    ring.cpu_writer(0).write(b"an event of the callsite").unwrap();
+    ring.flush();
+    let mut late = Late {
+        calls: 0,
+        records: Vec::new(),
+    };
+    let mut seen = Vec::new();
+    let drained = ringtrace_session::Drainer::new(1)
+        .round(ring.cpu_buffers(), &mut late, &mut process, |_, records| {
+            seen.push(records.to_vec())
+        })
+        .unwrap();
+    assert_eq!(drained.events, 1);
+    assert_eq!(seen, vec![vec![b"callsite".to_vec()]]);
+    process.finish(ProcessExit::Exited(0)).unwrap();
+    session.finish().unwrap();
+    let read = Session::open(&dir).unwrap();
+    let recovered = read.recoveries();
+    assert_eq!(recovered[0].metadata_records(), [b"callsite".to_vec()]);
+}

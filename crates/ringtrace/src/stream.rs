@@ -9,7 +9,7 @@ use ringtrace_clock::{AnyClock, Clock as _};
 use ringtrace_ring::file::ExitTime;
 use ringtrace_ring::RingBuffer;
 use ringtrace_session::{
-    Drainer, ProcessExit, ProcessInfo, SessionOptions, SessionSummary, SessionWriter,
+    Drainer, ProcessExit, ProcessInfo, RingRecords, SessionOptions, SessionSummary, SessionWriter,
 };
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -118,6 +118,7 @@ impl Stream {
                 .name("ringtrace-stream".into())
                 .spawn(move || -> Result<SessionSummary, StreamFailure> {
                     let mut drainer = Drainer::new(ring.cpus());
+                    let mut records = RingRecords::new(&ring);
                     let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(32);
                     let failed = |e: ringtrace_session::WriteError| e.to_string();
                     loop {
@@ -125,12 +126,7 @@ impl Stream {
                         // after it sees every event committed before.
                         let stopping = stop.load(Ordering::Acquire);
                         let drained = drainer
-                            .round(
-                                ring.cpu_buffers(),
-                                &ring.metadata_records(),
-                                &mut out,
-                                |_| {},
-                            )
+                            .round(ring.cpu_buffers(), &mut records, &mut out, |_, _| {})
                             .map_err(failed)?;
                         out.tick().map_err(failed)?;
                         if stopping && drained.pages == 0 {

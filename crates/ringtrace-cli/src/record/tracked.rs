@@ -5,7 +5,9 @@
 use super::spawn::Ended;
 use super::watch::Watch;
 use ringtrace_ring::file::{self, LiveFile, WriterState};
-use ringtrace_session::{Drainer, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter};
+use ringtrace_session::{
+    Drainer, FileRecords, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter,
+};
 use std::time::{Duration, Instant};
 
 /// How often the writer's state (a read of the file and of /proc) is
@@ -30,9 +32,8 @@ pub struct Tracked {
     exit: Option<ProcessExit>,
     /// When the writer's state was last looked at.
     state_at: Option<Instant>,
-    /// The metadata records as last read, and the annex length then.
-    records: Vec<Vec<u8>>,
-    records_len: Option<u64>,
+    /// The metadata records as last read.
+    records: FileRecords,
 }
 
 impl Tracked {
@@ -62,8 +63,7 @@ impl Tracked {
             keep_ring,
             exit: None,
             state_at: None,
-            records: Vec::new(),
-            records_len: None,
+            records: FileRecords::new(),
         })
     }
 
@@ -152,20 +152,20 @@ impl Tracked {
         let Some(out) = self.out.as_mut() else {
             return Ok(0);
         };
-        let len = self.live.metadata_len();
-        if self.records_len != Some(len) {
-            self.records = self.live.metadata_records().map_err(|e| e.to_string())?.0;
-            self.records_len = Some(len);
-        }
-        let records = &self.records;
         let header = self.live.header();
         let metadata = self.live.metadata().unwrap_or_default();
         let drained = self
             .drainer
-            .round(self.live.cpu_buffers(), records, out, |page| {
-                watch.page(header, metadata, records, page);
-            })
+            .round(
+                self.live.cpu_buffers(),
+                &mut self.records.of(&self.live),
+                out,
+                |page, records| watch.page(header, metadata, records, page),
+            )
             .map_err(|e| e.to_string())?;
+        if let Some(e) = self.records.take_error() {
+            return Err(e.to_string());
+        }
         out.tick().map_err(|e| e.to_string())?;
         Ok(drained.pages)
     }
