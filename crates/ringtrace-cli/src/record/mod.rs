@@ -14,6 +14,8 @@
 //! the recorder is asked to stop (SIGINT or SIGTERM, which it passes on
 //! to the command first).
 
+#[cfg(feature = "otlp")]
+mod hold;
 mod live;
 mod options;
 #[cfg(feature = "otlp")]

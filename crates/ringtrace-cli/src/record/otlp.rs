@@ -2,8 +2,10 @@
 //! drained sent to an OpenTelemetry collector as they are made whole.
 //! Each round's events are put in time order per process, decoded, and
 //! given to a [`LiveExport`], which decides each tree by the keep rules
-//! and sends it from a thread of its own.
+//! and sends it from a thread of its own. An event whose order an
+//! earlier round does not vouch for is held a round ([`Hold`]).
 
+use super::hold::{Hold, Timed};
 use ringtrace_export::spans::ProcessKey;
 use ringtrace_export::{Decoded, Decoder, WallClock};
 use ringtrace_otlp::live::{LiveExport, LiveProcess};
@@ -20,11 +22,9 @@ struct Known {
     clock: FileClock,
 }
 
-/// One event of a round, waiting to be put in order.
+/// One event of a round, waiting to be put in order: its CPU and bytes.
 struct Waiting {
-    process: (u32, u64),
     cpu: usize,
-    ticks: u64,
     payload: Vec<u8>,
 }
 
@@ -32,7 +32,9 @@ struct Waiting {
 pub struct OtlpStream {
     export: LiveExport,
     known: HashMap<(u32, u64), Known>,
-    round: Vec<Waiting>,
+    /// This round's events.
+    round: Vec<Timed<(u32, u64), Waiting>>,
+    hold: Hold<(u32, u64), Waiting>,
 }
 
 impl OtlpStream {
@@ -42,6 +44,7 @@ impl OtlpStream {
             export: LiveExport::start(options),
             known: HashMap::new(),
             round: Vec::new(),
+            hold: Hold::new(),
         }
     }
 
@@ -80,41 +83,49 @@ impl OtlpStream {
             );
         }
         for (ticks, payload) in page.events() {
-            self.round.push(Waiting {
+            self.round.push(Timed {
                 process: id,
-                cpu: page.cpu,
                 ticks,
-                payload: payload.to_vec(),
+                item: Waiting {
+                    cpu: page.cpu,
+                    payload: payload.to_vec(),
+                },
             });
         }
     }
 
-    /// The round is over: its events in time order per process, applied,
-    /// and the trees made whole queued for sending.
+    /// The round is over: its events and those held, as far as an earlier
+    /// round vouches for their order ([`Hold`]), applied in time order per
+    /// process, and the trees made whole queued for sending.
     pub fn round(&mut self) {
-        let mut round = std::mem::take(&mut self.round);
-        round.sort_by_key(|w| (w.process, w.ticks));
-        for w in &round {
-            let Some(k) = self.known.get(&w.process) else {
+        let arrived = std::mem::take(&mut self.round);
+        let ready = self.hold.round(arrived);
+        self.apply(ready);
+    }
+
+    fn apply(&mut self, ready: Vec<Timed<(u32, u64), Waiting>>) {
+        for e in &ready {
+            let Some(k) = self.known.get(&e.process) else {
                 continue;
             };
             let ns = |ticks: u64| k.clock.ticks_to_ns(ticks).unwrap_or(ticks);
-            match k.decoder.decode(&w.payload) {
+            match k.decoder.decode(&e.item.payload) {
                 Decoded::Tracing(r) => {
                     let start = r.start.map(ns);
-                    self.export.record(k.key, &r, w.cpu, ns(w.ticks), start);
+                    self.export
+                        .record(k.key, &r, e.item.cpu, ns(e.ticks), start);
                 }
-                _ => self.export.other(ns(w.ticks)),
+                _ => self.export.other(ns(e.ticks)),
             }
         }
-        round.clear();
-        self.round = round;
         self.export.round();
     }
 
     /// Sends what is left and sums up.
     pub fn finish(mut self) -> Result<OtlpSummary, OtlpError> {
-        self.round();
+        let arrived = std::mem::take(&mut self.round);
+        let ready = self.hold.finish(arrived);
+        self.apply(ready);
         self.export.finish()
     }
 }
