@@ -72,8 +72,9 @@ impl AtomicU128 {
     /// x86_64 is an Acquire load, and the locked form a full barrier.
     /// The CPU's features are looked up here if nobody has yet: a process
     /// that only reads rings (a recorder draining another process's ring
-    /// file) builds none, and must still take the plain load, not the
-    /// locked one, which writes back what it read.
+    /// file) builds none, and should still take the plain load. The locked
+    /// one is as correct but writes the line back, taking it away from the
+    /// writer's cache at every look.
     #[inline]
     pub(crate) fn load(&self, _order: Ordering) -> u128 {
         let (lo, hi): (u64, u64);
