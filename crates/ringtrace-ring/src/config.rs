@@ -147,6 +147,11 @@ pub struct RingConfig {
     /// preempted between reserve and commit) steps over that page with a
     /// spare one, and the sleeper's event counts as overrun when it lands
     /// ([`Stats::pages_stepped_over`](crate::Stats::pages_stepped_over)).
+    /// Each page stepped over keeps a spare until its last commit: at most
+    /// 64 at once in a memory ring, half the pool of zeroed pages in a
+    /// file ring; past that a claim is refused `Busy` as below, and the
+    /// reader's fixup takes a page whose writer died out after
+    /// [`fixup_after`](Self::fixup_after()).
     /// `true` by default. `false`: such a claim is refused
     /// ([`ReserveError::Busy`](crate::ReserveError::Busy)) until the
     /// sleeper commits, as the kernel's ring refuses (its

@@ -64,6 +64,11 @@ pub(crate) struct SharedState {
     /// Pages overwrite claims stepped over (`write::step_over`): the
     /// process's count, not the file's (the file's rare line is full).
     stepped_over: AtomicU64,
+    /// Pages stepped over and not yet freed: each holds a spare out of
+    /// the pool until its last commit lands, for ever if its writer died.
+    /// A std atomic even under loom: a budget, which no ordering argument
+    /// rests on (see `write::step_over::step_over_budget`).
+    stepped_out: std::sync::atomic::AtomicUsize,
 }
 
 /// A new buffer's shared state, and the physical pages its reader starts
@@ -162,6 +167,7 @@ impl SharedState {
             zero_pool,
             path,
             stepped_over: AtomicU64::new(0),
+            stepped_out: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -310,6 +316,25 @@ impl SharedState {
     /// statistic, as the rare counters are.
     pub(crate) fn count_stepped_over(&self) {
         self.stepped_over.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Takes one of the `budget` pages step-overs may hold out of the pool
+    /// at once; false if they are all out. Relaxed: a count, and a
+    /// step-over refused for it is refused `Busy`, as without step-over.
+    pub(crate) fn take_step_over_budget(&self, budget: usize) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.stepped_out.fetch_add(1, Relaxed) < budget {
+            return true;
+        }
+        self.stepped_out.fetch_sub(1, Relaxed);
+        false
+    }
+
+    /// Gives back a page of the step-over budget: its page was freed, or
+    /// the step-over lost its slot CAS.
+    pub(crate) fn give_step_over_budget(&self) {
+        self.stepped_out
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Pages stepped over by overwrite claims since the buffer was made

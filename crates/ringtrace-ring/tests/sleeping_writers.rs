@@ -118,37 +118,27 @@ fn run_once(config: RingConfig, consume: bool) -> Tally {
     let clock = "local".parse::<ClockSpec>().unwrap().build().unwrap();
     let ring = Arc::new(RingBuffer::new(config, clock).unwrap());
     let done = Arc::new(AtomicBool::new(false));
-    let start = Arc::new(Barrier::new(writers));
     let consumer = consume.then(|| {
         let (ring, done) = (Arc::clone(&ring), Arc::clone(&done));
         std::thread::spawn(move || common::consume_until_done(&ring, &done))
     });
-    let handles: Vec<_> = (0..writers)
-        .map(|w| {
-            let (ring, start) = (Arc::clone(&ring), Arc::clone(&start));
-            std::thread::spawn(move || {
-                Priority::of(w).apply();
-                start.wait();
-                // Events refused because the ring was full: the only
-                // refusal allowed, and only where a reader keeps up. A
-                // ring that comes round to the page a sleeping writer's
-                // reservation still holds is full too (the reader stops
-                // at that page, so every other page is unread), but says
-                // `Busy`: nothing on that page is free to reuse.
-                let mut full = Vec::new();
-                for seq in 0..EVENTS_PER_WRITER {
-                    match write_one(&ring, w, seq) {
-                        Ok(()) => {}
-                        Err(ReserveError::Full | ReserveError::Busy) if full_allowed => {
-                            full.push(seq)
-                        }
-                        Err(e) => panic!("writer {w} event {seq}: {e}"),
-                    }
-                }
-                full
-            })
-        })
-        .collect();
+    let handles = spawn_writers(&ring, writers, move |ring, w| {
+        // Events refused because the ring was full: the only
+        // refusal allowed, and only where a reader keeps up. A
+        // ring that comes round to the page a sleeping writer's
+        // reservation still holds is full too (the reader stops
+        // at that page, so every other page is unread), but says
+        // `Busy`: nothing on that page is free to reuse.
+        let mut full = Vec::new();
+        for seq in 0..EVENTS_PER_WRITER {
+            match write_one(&ring, w, seq) {
+                Ok(()) => {}
+                Err(ReserveError::Full | ReserveError::Busy) if full_allowed => full.push(seq),
+                Err(e) => panic!("writer {w} event {seq}: {e}"),
+            }
+        }
+        full
+    });
     let mut refused = HashSet::new();
     for (w, h) in handles.into_iter().enumerate() {
         for seq in h.join().expect("a writer panicked") {
@@ -254,27 +244,44 @@ fn a_memory_ring_far_from_full_loses_nothing_while_writers_sleep() {
     repeat("memory ring, discard, far from full", |_| roomy(), false);
 }
 
+/// Starts `writers` threads at their priorities (`Priority::of`), all at
+/// once, each running `body` with the ring and its number.
+fn spawn_writers<C, T>(
+    ring: &Arc<RingBuffer<C>>,
+    writers: usize,
+    body: impl Fn(&RingBuffer<C>, usize) -> T + Send + Sync + 'static,
+) -> Vec<std::thread::JoinHandle<T>>
+where
+    C: ringtrace_clock::Clock + Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let start = Arc::new(Barrier::new(writers));
+    let body = Arc::new(body);
+    (0..writers)
+        .map(|w| {
+            let (ring, start, body) = (Arc::clone(ring), Arc::clone(&start), Arc::clone(&body));
+            std::thread::spawn(move || {
+                Priority::of(w).apply();
+                start.wait();
+                body(&ring, w)
+            })
+        })
+        .collect()
+}
+
 /// One overwrite run: `writers` threads, each writing `EVENTS_PER_WRITER`
 /// checksummed events as `run_once`'s do, into a ring small enough to turn
 /// many laps, with nobody reading until the end. Any refusal fails it.
 fn run_overwrite(config: RingConfig, writers: usize) -> Stats {
     let clock = "local".parse::<ClockSpec>().unwrap().build().unwrap();
     let ring = Arc::new(RingBuffer::new(config.mode(Mode::Overwrite), clock).unwrap());
-    let start = Arc::new(Barrier::new(writers));
-    let handles: Vec<_> = (0..writers)
-        .map(|w| {
-            let (ring, start) = (Arc::clone(&ring), Arc::clone(&start));
-            std::thread::spawn(move || {
-                Priority::of(w).apply();
-                start.wait();
-                for seq in 0..EVENTS_PER_WRITER {
-                    if let Err(e) = write_one(&ring, w, seq) {
-                        panic!("writer {w} event {seq} refused: {e}");
-                    }
-                }
-            })
-        })
-        .collect();
+    let handles = spawn_writers(&ring, writers, |ring, w| {
+        for seq in 0..EVENTS_PER_WRITER {
+            if let Err(e) = write_one(ring, w, seq) {
+                panic!("writer {w} event {seq} refused: {e}");
+            }
+        }
+    });
     for h in handles {
         h.join().expect("a writer panicked");
     }

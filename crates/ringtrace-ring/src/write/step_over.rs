@@ -39,6 +39,13 @@
 //! The sleeper's event is never lost: it is counted, as overrun, when it
 //! lands. What a preempted writer costs is its own page out of the pool
 //! for as long as it sleeps, never another writer's event.
+//!
+//! A writer that died in its reservation never commits, so its page never
+//! comes back. Step-overs may hold at most [`step_over_budget`] pages out
+//! of the pool at once: a file ring's claims need the pool too, and it
+//! must never run dry for them. Past the budget a claim is refused `Busy`,
+//! as without step-over, and the held page stays in its slot, where the
+//! reader's fixup takes it out after `fixup_after`.
 
 use crate::order;
 use crate::page::counters::RareCounters;
@@ -58,7 +65,13 @@ pub(super) fn step_over(
     word: u64,
     want: u32,
 ) -> Result<Option<usize>, ()> {
-    let spare = s.zero_pool().take().ok_or(())?;
+    if !s.take_step_over_budget(step_over_budget(s)) {
+        return Err(());
+    }
+    let Some(spare) = s.zero_pool().take() else {
+        s.give_step_over_budget();
+        return Err(());
+    };
     // Relaxed: published by the slot CAS's Release below.
     s.commit_word(spare)
         .store(Commit::fresh(want).pack(), Ordering::Relaxed);
@@ -84,9 +97,24 @@ pub(super) fn step_over(
     });
     if !won {
         s.zero_pool().give(spare);
+        s.give_step_over_budget();
         return Ok(None);
     }
     Ok(Some(spare))
+}
+
+/// How many pages step-overs may hold out of the pool at once: all of a
+/// memory ring's (its claims never use the pool), half of a file ring's,
+/// whose every claim swaps a page from it (`write::claim::swap_claim`),
+/// so that writers that die in their reservations cannot leave its claims
+/// none.
+pub(crate) fn step_over_budget(s: &SharedState) -> usize {
+    let pool = s.zero_pool().capacity();
+    if s.zero_on_claim() {
+        pool / 2
+    } else {
+        pool
+    }
 }
 
 /// A commit whose add of `value` found `line`'s page out of its slot
@@ -124,4 +152,5 @@ fn free_page(s: &SharedState, phys: usize) {
         s.words().zero_page(phys);
     }
     s.zero_pool().give(phys);
+    s.give_step_over_budget();
 }
