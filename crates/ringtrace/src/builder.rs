@@ -90,6 +90,9 @@ pub struct TracerBuilder {
     env_error: Option<crate::session_env::EnvProblem>,
     #[cfg(feature = "stream")]
     stream: Option<crate::stream::StreamTarget>,
+    /// Whether the mode was chosen (`mode`, `blocking`, `from_env`): a
+    /// stream's ring is in discard mode unless it was.
+    mode_chosen: bool,
 }
 
 impl Default for TracerBuilder {
@@ -100,6 +103,7 @@ impl Default for TracerBuilder {
             env_error: None,
             #[cfg(feature = "stream")]
             stream: None,
+            mode_chosen: false,
         }
     }
 }
@@ -164,9 +168,11 @@ impl TracerBuilder {
 
     /// [`Mode::Overwrite`] (the default, a flight recorder: the oldest
     /// events make room) or [`Mode::Discard`] (new events are refused and
-    /// counted when the buffer is full).
+    /// counted when the buffer is full; the default of a ring streamed
+    /// with [`stream_to`](Self::stream_to)).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.config.mode = mode;
+        self.mode_chosen = true;
         self
     }
 
@@ -246,6 +252,7 @@ impl TracerBuilder {
     /// ```
     pub fn blocking(mut self, timeout: Duration) -> Self {
         self.config.mode = Mode::Discard;
+        self.mode_chosen = true;
         self.config.block_for = Some(timeout);
         self
     }
@@ -279,6 +286,7 @@ impl TracerBuilder {
             Ok(Some(session)) => {
                 self.config.file = Some(session.ring_path());
                 self.config.mode = session.ring_mode();
+                self.mode_chosen = true;
                 self.config.block_for = match session.mode {
                     crate::session_env::SessionMode::Blocking(wait) => Some(wait),
                     _ => None,
@@ -300,12 +308,15 @@ impl TracerBuilder {
     /// drains it in place every few milliseconds into per-CPU chunks, so
     /// that nothing is thrown away as a fixed ring would, until
     /// [`Tracer::finish`] (or the process's normal exit) drains it to the
-    /// end and finishes the session. `dir` must not exist (its parent
-    /// must) or be empty. `ringtrace dump DIR` and `ringtrace export DIR`
-    /// read it. Use discard mode ([`mode`](Self::mode)) or
-    /// [`blocking`](Self::blocking) so that a slow disk costs counted
-    /// refusals (or waits) rather than overwritten events; overwrite mode
-    /// counts what the consumer did not reach as overwritten. Within a
+    /// end and finishes the session; so does dropping the tracer, unless
+    /// the ring lives on in a layer, subscriber or [`Tracer::install`],
+    /// when the process's normal exit does. `dir` must not exist (its
+    /// parent must) or be empty. `ringtrace dump DIR` and `ringtrace
+    /// export DIR` read it. The ring is in discard mode unless
+    /// [`mode`](Self::mode) says otherwise: a slow disk costs counted
+    /// refusals rather than overwritten events ([`blocking`](Self::blocking):
+    /// waits); overwrite mode counts what the consumer did not reach as
+    /// overwritten. Within a
     /// `ringtrace record` session, use [`from_env`](Self::from_env)
     /// instead: there the recorder drains the ring.
     ///
@@ -389,7 +400,11 @@ impl TracerBuilder {
                     "stream_options without stream_to: name the session directory".into(),
                 ));
             }
-            return Tracer::streaming(self.config, clock, target);
+            let mut config = self.config;
+            if !self.mode_chosen {
+                config.mode = Mode::Discard;
+            }
+            return Tracer::streaming(config, clock, target);
         }
         Tracer::from_parts(self.config, clock)
     }

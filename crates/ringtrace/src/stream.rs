@@ -2,8 +2,9 @@
 //! ([`TracerBuilder::stream_to`](crate::TracerBuilder::stream_to)): a
 //! consumer thread drains the ring in place every few milliseconds
 //! (`ringtrace_session::Drainer`), so nothing is thrown away as a fixed
-//! ring would, and the tracer's `finish` (or the process's normal exit)
-//! drains it to the end and finishes the session.
+//! ring would, and the tracer's `finish` or drop (or, if the ring lives on
+//! in a layer or the installed slot, the process's normal exit) drains it
+//! to the end and finishes the session.
 
 use ringtrace_clock::{AnyClock, Clock as _};
 use ringtrace_ring::file::ExitTime;
@@ -13,7 +14,7 @@ use ringtrace_session::{
 };
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -46,17 +47,16 @@ pub(crate) struct Stream {
     dir: PathBuf,
 }
 
-/// Every stream of the process, weakly: what the exit handler finishes.
-static LIVE: Mutex<Vec<Weak<Stream>>> = Mutex::new(Vec::new());
+/// Every stream of the process not finished yet: what the exit handler
+/// finishes. Strong: a tracer dropped while its ring lives on (in a layer,
+/// a subscriber, the installed slot) leaves its stream running, to be
+/// finished here.
+static LIVE: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();
 
 extern "C" fn finish_all_at_exit() {
-    let streams: Vec<Arc<Stream>> = LIVE
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .filter_map(Weak::upgrade)
-        .collect();
+    let streams: Vec<Arc<Stream>> =
+        std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
     for s in streams {
         // A clock that panics loses the ticks, not the exit (nothing may
         // unwind out of an exit handler).
@@ -159,7 +159,7 @@ impl Stream {
         });
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::downgrade(&stream));
+            .push(Arc::clone(&stream));
         Ok(stream)
     }
 
@@ -171,6 +171,9 @@ impl Stream {
     /// Drains the ring to its end, finishes the session, and says what it
     /// holds; an error if it was finished already or writing failed.
     pub(crate) fn finish(&self) -> Result<SessionSummary, StreamFailure> {
+        LIVE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|s| !std::ptr::eq(Arc::as_ptr(s), self));
         self.stop.store(true, Ordering::Release);
         let handle = self
             .thread

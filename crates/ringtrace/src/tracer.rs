@@ -40,6 +40,10 @@ pub struct Tracer {
     /// The consumer streaming the ring to a session, if one was asked for.
     #[cfg(feature = "stream")]
     stream: Option<Arc<crate::stream::Stream>>,
+    /// The ring's strong count once the stream started: more at drop, and
+    /// the ring lives on elsewhere (a layer, a subscriber, installed).
+    #[cfg(feature = "stream")]
+    ring_holders: usize,
 }
 
 /// What a tracer recorded and what it could not.
@@ -89,6 +93,8 @@ impl Tracer {
             ring: Arc::new(ring),
             #[cfg(feature = "stream")]
             stream: None,
+            #[cfg(feature = "stream")]
+            ring_holders: 1,
         })
     }
 
@@ -108,6 +114,7 @@ impl Tracer {
         let stream = crate::stream::Stream::start(target, &tracer.ring, metadata)
             .map_err(TracerError::Stream)?;
         tracer.stream = Some(stream);
+        tracer.ring_holders = Arc::strong_count(&tracer.ring);
         Ok(tracer)
     }
 
@@ -468,6 +475,14 @@ impl Drop for Tracer {
         // The ring may live on (installed, or held by a layer); either way
         // every event committed so far becomes readable.
         self.ring.flush();
+        // A stream whose ring nobody else holds ends here, drained to its
+        // end; one whose ring lives on streams until the process exits.
+        #[cfg(feature = "stream")]
+        if let Some(stream) = self.stream.take() {
+            if Arc::strong_count(&self.ring) <= self.ring_holders {
+                let _ = stream.finish();
+            }
+        }
     }
 }
 

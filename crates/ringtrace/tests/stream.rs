@@ -12,8 +12,12 @@ use std::time::Duration;
 const DIR: &str = "RINGTRACE_STREAM_TEST_DIR";
 const EVENTS: u32 = 50_000;
 
+/// Set in the child: how it leaves its tracer (`installed`, `held`).
+const HOW: &str = "RINGTRACE_STREAM_TEST_HOW";
+
 /// The child: streams EVENTS events, then exits without finishing its
-/// tracer (installed, so never dropped): the exit handler drains and
+/// tracer: installed (so never dropped), or dropped while a clone of its
+/// ring lives on (as a layer's would); the exit handler drains and
 /// finishes the session.
 #[test]
 fn child_entry() {
@@ -26,10 +30,24 @@ fn child_entry() {
         .stream_to(dir)
         .build()
         .unwrap();
-    for i in 0..EVENTS {
+    for i in 0..EVENTS / 2 {
         tracer.write(&i.to_le_bytes()).unwrap();
     }
-    tracer.install().unwrap();
+    if std::env::var(HOW).as_deref() == Ok("held") {
+        let ring = tracer.shared_ring();
+        drop(tracer);
+        for i in EVENTS / 2..EVENTS {
+            while ring.write(&i.to_le_bytes()).is_err() {
+                std::thread::yield_now();
+            }
+        }
+        std::mem::forget(ring);
+    } else {
+        for i in EVENTS / 2..EVENTS {
+            tracer.write(&i.to_le_bytes()).unwrap();
+        }
+        tracer.install().unwrap();
+    }
     std::process::exit(0);
 }
 
@@ -48,15 +66,22 @@ fn events(dir: &std::path::Path) -> Vec<u32> {
 
 #[test]
 fn a_program_that_exits_without_finishing_still_finishes_its_session() {
+    for how in ["installed", "held"] {
+        exits_without_finishing(how);
+    }
+}
+
+fn exits_without_finishing(how: &str) {
     let tmp = TempDir::new("stream-exit");
     let dir = tmp.path().join("trace");
     let status = self_command()
         .args(["--exact", "child_entry", "--test-threads=1"])
         .env(DIR, &dir)
+        .env(HOW, how)
         .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
-    assert!(status.success());
+    assert!(status.success(), "{how}");
     assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>());
     let session = Session::open(&dir).unwrap();
     assert_eq!(session.processes()[0].exit, Some(ProcessExit::Closed));
@@ -95,6 +120,39 @@ fn finish_drains_the_stream_to_its_end() {
     let stats = tracer.finish().unwrap();
     assert_eq!(stats.ring.hit, written.len() as u64);
     assert_eq!(events(&dir), written);
+}
+
+/// A tracer dropped, as at the end of `main`, with nobody else holding
+/// its ring: the drop drains the stream to its end and finishes the
+/// session. Its ring is in discard mode, the mode not being chosen.
+#[test]
+fn a_dropped_tracer_finishes_its_stream() {
+    let tmp = TempDir::new("stream-drop");
+    let dir = tmp.path().join("trace");
+    let tracer = Tracer::builder()
+        .buffer_size(64 * 1024)
+        .stream_to(&dir)
+        .build()
+        .unwrap();
+    assert_eq!(tracer.ring().geometry().mode, Mode::Discard);
+    let mut written = Vec::new();
+    for i in 0..20_000u32 {
+        if tracer.write(&i.to_le_bytes()).is_ok() {
+            written.push(i);
+        }
+    }
+    let stats = tracer.stats().ring;
+    drop(tracer);
+    assert_eq!(written.len() as u64 + stats.missed, 20_000);
+    assert_eq!(events(&dir), written);
+    let session = Session::open(&dir).unwrap();
+    assert_eq!(session.processes()[0].exit, Some(ProcessExit::Closed));
+    let overwritten = Tracer::builder()
+        .mode(Mode::Overwrite)
+        .stream_to(tmp.path().join("overwrite"))
+        .build()
+        .unwrap();
+    assert_eq!(overwritten.ring().geometry().mode, Mode::Overwrite);
 }
 
 #[test]
