@@ -284,6 +284,10 @@ impl TracerBuilder {
         match crate::session_env::SessionEnv::read() {
             Ok(None) => {}
             Ok(Some(session)) => {
+                if let Err(problem) = self.check_session(&session) {
+                    self.env_error = Some(problem);
+                    return self;
+                }
                 self.config.file = Some(session.ring_path());
                 self.config.mode = session.ring_mode();
                 self.mode_chosen = true;
@@ -301,6 +305,48 @@ impl TracerBuilder {
             Err(problem) => self.env_error = Some(problem),
         }
         self
+    }
+
+    /// What in `session` cannot make a ring, named by its variable: a
+    /// directory that is no recorder's session, a buffer size this ring's
+    /// pages cannot make, a clock name that names none.
+    fn check_session(
+        &self,
+        session: &crate::session_env::SessionEnv,
+    ) -> Result<(), crate::session_env::EnvProblem> {
+        use crate::session_env::{EnvProblem, SESSION_BUFFER_ENV, SESSION_CLOCK_ENV, SESSION_ENV};
+        if !session.dir.join("rings").is_dir() {
+            return Err(EnvProblem {
+                var: SESSION_ENV,
+                value: session.dir.display().to_string(),
+                valid: "the directory of a running `ringtrace record` session (it holds a rings/ directory), set by the recorder"
+                    .into(),
+            });
+        }
+        if let Some(bytes) = session.buffer {
+            let config = self
+                .config
+                .clone()
+                .per_cpu_bytes(bytes)
+                .file(session.ring_path());
+            if let Err(e) = config.validate() {
+                return Err(EnvProblem {
+                    var: SESSION_BUFFER_ENV,
+                    value: bytes.to_string(),
+                    valid: format!("a size the ring can make ({e})"),
+                });
+            }
+        }
+        if let Some(clock) = &session.clock {
+            if let Err(e) = clock.parse::<ClockSpec>() {
+                return Err(EnvProblem {
+                    var: SESSION_CLOCK_ENV,
+                    value: clock.clone(),
+                    valid: format!("a clock name ({e})"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Streams the ring into the session directory `dir` as the program

@@ -15,8 +15,8 @@ pub const SESSION_ENV: &str = "RINGTRACE_SESSION";
 /// milliseconds for the recorder), or `overwrite` (a flight recorder: the
 /// recorder drains what it reaches before writers come round).
 pub const SESSION_MODE_ENV: &str = "RINGTRACE_SESSION_MODE";
-/// Bytes per CPU buffer (an integer, optionally with a `K` or `M`
-/// suffix for KiB and MiB).
+/// Bytes per CPU buffer (an integer, optionally with a `K`, `M` or `G`
+/// suffix for KiB, MiB and GiB).
 pub const SESSION_BUFFER_ENV: &str = "RINGTRACE_SESSION_BUFFER";
 /// The clock every process of the session stamps with, by name.
 pub const SESSION_CLOCK_ENV: &str = "RINGTRACE_SESSION_CLOCK";
@@ -98,7 +98,7 @@ impl SessionEnv {
                 bad(
                     SESSION_BUFFER_ENV,
                     &text,
-                    "bytes per CPU buffer: an integer, optionally followed by K or M",
+                    "bytes per CPU buffer: an integer, optionally followed by K, M or G",
                 )
             })?),
         };
@@ -128,15 +128,17 @@ impl SessionEnv {
     }
 }
 
-/// `text` as a byte count: digits, then an optional `K` or `M` (binary).
+/// `text` as a byte count: digits, then an optional `K`, `M` or `G`
+/// (binary), as `ringtrace record --buffer-size` reads it.
 fn parse_size(text: &str) -> Option<usize> {
-    let (digits, unit) = match text.strip_suffix(['K', 'k']) {
-        Some(d) => (d, 1 << 10),
-        None => match text.strip_suffix(['M', 'm']) {
-            Some(d) => (d, 1 << 20),
-            None => (text, 1),
-        },
-    };
+    let units = [('K', 1usize << 10), ('M', 1 << 20), ('G', 1 << 30)];
+    let (digits, unit) = units
+        .iter()
+        .find_map(|&(c, unit)| {
+            text.strip_suffix([c, c.to_ascii_lowercase()])
+                .map(|d| (d, unit))
+        })
+        .unwrap_or((text, 1));
     digits.parse::<usize>().ok()?.checked_mul(unit)
 }
 
