@@ -122,7 +122,16 @@ impl Target {
                 ),
                 Some(_) => {}
             },
-            Target::File => {}
+            Target::File => {
+                if let Err(ringtrace_export::export::ExportError::UnknownFormat { given, valid }) =
+                    ringtrace_export::export::Format::parse(format)
+                {
+                    return Err(format!(
+                        "unknown export format `{given}`; valid formats: {valid}, parquet, otlp"
+                    )
+                    .into());
+                }
+            }
         }
         if !cfg!(feature = "otlp") && target == Target::Otlp {
             return Err("this ringtrace was built without the `otlp` feature".into());

@@ -70,6 +70,9 @@ impl ConsumerKind {
     }
 }
 
+/// The longest a hammer run may last: a year.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A hammer run's settings (the kernel module's parameters, and more).
 #[derive(Debug, Clone)]
 pub struct HammerConfig {
@@ -324,6 +327,13 @@ pub fn run_until(
     config: &HammerConfig,
     stop: &dyn Fn() -> bool,
 ) -> Result<HammerResult, HammerError> {
+    if config.duration.is_zero() || config.duration > MAX_DURATION {
+        return Err(HammerError::Invalid(format!(
+            "--seconds {} is invalid: it must be more than 0 and at most {} (a year)",
+            config.duration.as_secs_f64(),
+            MAX_DURATION.as_secs()
+        )));
+    }
     if !(1..=MAX_PRODUCERS).contains(&config.producers) {
         return Err(HammerError::Invalid(format!(
             "--producers {} is invalid: it must be from 1 to {MAX_PRODUCERS}",

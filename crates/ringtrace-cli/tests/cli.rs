@@ -429,6 +429,28 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
             "--write-iteration",
         ),
         (&["hammer", "--seconds", "1e20"], "--seconds"),
+        (&["hammer", "--seconds", "1e19"], "the most is 31536000 (a year)"),
+        (&["hammer", "--seconds", "31536001"], "the most is 31536000"),
+        (
+            &[
+                "record",
+                "-o",
+                "/nonexistent/s",
+                "--buffer-size",
+                "1G",
+                "--",
+                "true",
+            ],
+            "at most 32768 pages",
+        ),
+        (
+            &["export", "x.ring", "--format", "json", "-o", "x"],
+            "valid formats: text, trace-cmd, chrome, ctf, perfetto, parquet, otlp",
+        ),
+        (
+            &["export", "x.ring", "--format", "ctf"],
+            "writes a directory: give it with -o DIR",
+        ),
         (&["hammer", "--consumer-fifo", "3"], "3 is not in 0..=2"),
         (
             &["hammer", "--producer-nice", "20"],

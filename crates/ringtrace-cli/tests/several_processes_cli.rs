@@ -138,8 +138,10 @@ fn bad_inputs_are_one_line_each_a_nonzero_exit_and_nothing_written() {
     std::fs::write(&not_ring, "not a ring file\n").unwrap();
     let missing = dir.file("missing.ring");
     let out = dir.file("out.txt");
-    let cases: [(&[&str], &[String]); 3] = [
+    let twice = format!("{}/./{}", dir.0.display(), "a.ring");
+    let cases: [(&[&str], &[String]); 4] = [
         (&[&a, &missing], std::slice::from_ref(&missing)),
+        (&[&a, &twice], &["given twice".to_string(), a.clone()]),
         (&[&a, &not_ring], std::slice::from_ref(&not_ring)),
         (
             &[&a, &c],

@@ -68,7 +68,16 @@ fn bad(var: &'static str, value: &str, valid: &str) -> EnvProblem {
 impl SessionEnv {
     /// The settings, `None` when no session is set (or it is empty).
     pub(crate) fn read() -> Result<Option<SessionEnv>, EnvProblem> {
-        Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+        let found = Self::from_vars(|name| {
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        })?;
+        // The directory as the recorder gave it, whatever its bytes.
+        Ok(found.map(|mut env| {
+            if let Some(dir) = std::env::var_os(SESSION_ENV) {
+                env.dir = PathBuf::from(dir);
+            }
+            env
+        }))
     }
 
     /// The settings from `get` (the environment, or a test's table).

@@ -233,8 +233,8 @@ struct RecordArgs {
     /// counted as rotated out.
     #[arg(long, value_parser = parse_size_arg)]
     max_size: Option<u64>,
-    /// Compress each finished chunk with zstd at this level (1 to 19; 3 is
-    /// zstd's default).
+    /// Compress each finished chunk with zstd at this level (1 to 22, the
+    /// levels above 19 using much more memory; 3 is zstd's default).
     #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3")]
     zstd: Option<i32>,
     /// Print each event as it is drained, as `ringtrace dump` prints it.
@@ -625,13 +625,17 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         )
         .into());
     }
-    let duration = Duration::try_from_secs_f64(args.seconds).map_err(|_| {
-        format!(
-            "--seconds {} is too large: the most is {}",
-            args.seconds,
-            Duration::MAX.as_secs()
-        )
-    })?;
+    let most = ringtrace_cli::hammer::MAX_DURATION;
+    let duration = Duration::try_from_secs_f64(args.seconds)
+        .ok()
+        .filter(|d| *d <= most)
+        .ok_or_else(|| {
+            format!(
+                "--seconds {} is too large: the most is {} (a year)",
+                args.seconds,
+                most.as_secs()
+            )
+        })?;
     let config = HammerConfig {
         duration,
         write_iteration: args.write_iteration,
@@ -1107,9 +1111,20 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         Some(b) if b < 8192 => {
             return Err(format!("--buffer-size {b}: a CPU buffer needs at least two pages, 8K at the default page size of 4096 bytes").into())
         }
-        Some(b) => Some(
-            usize::try_from(b).map_err(|_| format!("--buffer-size {b} does not fit in memory"))?,
-        ),
+        Some(b) => {
+            // What a ring of the default page size can make; a program
+            // whose pages are larger can take more, but is told this.
+            let most = ringtrace::ring::RingConfig::default();
+            let most = (most.page_size * 32_768) as u64;
+            if b > most {
+                return Err(format!(
+                    "--buffer-size {b}: a CPU buffer is at most 32768 pages, {}M at the default page size of 4096 bytes",
+                    most >> 20
+                )
+                .into());
+            }
+            Some(usize::try_from(b).map_err(|_| format!("--buffer-size {b} does not fit in memory"))?)
+        }
         None => None,
     };
     if let Some(clock) = &args.clock {
@@ -1220,7 +1235,20 @@ fn read_inputs(
         recoveries: Vec::new(),
         sessions: Vec::new(),
     };
+    let mut seen: Vec<(std::path::PathBuf, &std::path::PathBuf)> = Vec::new();
     for f in files {
+        // The same file or session twice would show every event twice.
+        if let Ok(canonical) = std::fs::canonicalize(f) {
+            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+                return Err(format!(
+                    "{} is given twice (also as {}): give each ring file or session once",
+                    f.display(),
+                    first.display()
+                )
+                .into());
+            }
+            seen.push((canonical, f));
+        }
         if f.is_dir() {
             let opened = if streamed {
                 ringtrace_session::Session::open_streamed(f)
@@ -1250,10 +1278,32 @@ fn read_inputs(
             }
             all.recoveries.extend(processes);
         } else {
-            all.recoveries.push(ringtrace::ring::file::recover(f)?);
+            let recovery = ringtrace::ring::file::recover(f)?;
+            for problem in recovery_problems(&recovery) {
+                say(format_args!("ringtrace: {}: {problem}", f.display()));
+            }
+            all.recoveries.push(recovery);
         }
     }
     Ok(all)
+}
+
+/// What is wrong with a recovered ring file, a line each: what a reader
+/// of the export would not otherwise know it is missing.
+fn recovery_problems(r: &ringtrace::ring::file::Recovery) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Err(e) = &r.metadata {
+        out.push(format!("metadata: {e}"));
+    }
+    out.extend(
+        r.annex_problems()
+            .iter()
+            .map(|p| format!("metadata records: {p}")),
+    );
+    for c in &r.cpus {
+        out.extend(c.problems.iter().map(|p| format!("CPU {}: {p}", c.cpu)));
+    }
+    out
 }
 
 /// How `--align-wall-clock` (or its absence) aligns the processes.
@@ -1293,8 +1343,15 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     let format = export::Format::parse(&args.format)?;
     let Some(output) = args.output.clone() else {
         return Err(format!(
-            "--format {} writes a file: give it with -o PATH (`-o -` for standard output)",
-            format.name()
+            "{}",
+            if format == export::Format::Ctf {
+                "--format ctf writes a directory: give it with -o DIR".to_string()
+            } else {
+                format!(
+                    "--format {} writes a file: give it with -o PATH (`-o -` for standard output)",
+                    format.name()
+                )
+            }
         )
         .into());
     };

@@ -53,24 +53,20 @@ pub struct RecordOptions {
 impl RecordOptions {
     /// The environment the command starts with (see
     /// `ringtrace::TracerBuilder::from_env`).
-    pub fn environment(&self, session: &SessionWriter) -> Vec<(&'static str, String)> {
-        let mut env = vec![(
-            ringtrace::SESSION_ENV,
-            session.dir().to_string_lossy().into_owned(),
-        )];
-        env.push((
-            ringtrace::SESSION_MODE_ENV,
-            match self.mode {
-                RecordedMode::Discard => "discard".into(),
-                RecordedMode::Overwrite => "overwrite".into(),
-                RecordedMode::Blocking(wait) => format!("blocking:{}", wait.as_millis().max(1)),
-            },
-        ));
+    pub fn environment(&self, session: &SessionWriter) -> Vec<(&'static str, OsString)> {
+        let mut env: Vec<(&'static str, OsString)> =
+            vec![(ringtrace::SESSION_ENV, session.dir().as_os_str().to_owned())];
+        let mode = match self.mode {
+            RecordedMode::Discard => "discard".into(),
+            RecordedMode::Overwrite => "overwrite".into(),
+            RecordedMode::Blocking(wait) => format!("blocking:{}", wait.as_millis().max(1)),
+        };
+        env.push((ringtrace::SESSION_MODE_ENV, mode.into()));
         if let Some(bytes) = self.buffer_size {
-            env.push((ringtrace::SESSION_BUFFER_ENV, bytes.to_string()));
+            env.push((ringtrace::SESSION_BUFFER_ENV, bytes.to_string().into()));
         }
         if let Some(clock) = &self.clock {
-            env.push((ringtrace::SESSION_CLOCK_ENV, clock.clone()));
+            env.push((ringtrace::SESSION_CLOCK_ENV, clock.into()));
         }
         env
     }

@@ -58,7 +58,7 @@ impl Traced {
     /// Starts `argv` (program, then arguments) with `env` added to the
     /// recorder's environment. An empty command or one that cannot be
     /// started is an error naming it.
-    pub fn start(argv: &[OsString], env: &[(&str, String)]) -> Result<Traced, String> {
+    pub fn start(argv: &[OsString], env: &[(&str, OsString)]) -> Result<Traced, String> {
         let Some((program, args)) = argv.split_first() else {
             return Err("no command to run: give one after `--`, as in `ringtrace record -o trace -- ./my-program`".into());
         };
