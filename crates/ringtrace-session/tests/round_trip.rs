@@ -253,7 +253,9 @@ fn each_drained_page_comes_with_the_records_read_after_it() {
     let session = SessionWriter::create(&dir, SessionOptions::default()).unwrap();
     let ring = ring(1);
     let mut process = session.add_process(info(&ring, 5, 7)).unwrap();
-    ring.cpu_writer(0).write(b"an event of the callsite").unwrap();
+    ring.cpu_writer(0)
+        .write(b"an event of the callsite")
+        .unwrap();
     ring.flush();
     let mut late = Late {
         calls: 0,
