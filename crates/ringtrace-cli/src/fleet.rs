@@ -292,6 +292,8 @@ fn otlp_options(args: &FleetArgs) -> Result<ringtrace_otlp::OtlpOptions, Box<dyn
         let Some((name, value)) = h.split_once('=').filter(|(n, _)| !n.trim().is_empty()) else {
             return Err(format!("--header `{h}`: expected NAME=VALUE").into());
         };
+        ringtrace_otlp::transport::check_header(name.trim(), value)
+            .map_err(|e| format!("--header: {e}"))?;
         transport = transport.header(name.trim(), value);
     }
     let mut options = OtlpOptions::new(endpoint)

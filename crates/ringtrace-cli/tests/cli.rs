@@ -429,7 +429,10 @@ fn out_of_range_settings_are_errors_naming_the_flag_not_panics_or_hangs() {
             "--write-iteration",
         ),
         (&["hammer", "--seconds", "1e20"], "--seconds"),
-        (&["hammer", "--seconds", "1e19"], "the most is 31536000 (a year)"),
+        (
+            &["hammer", "--seconds", "1e19"],
+            "the most is 31536000 (a year)",
+        ),
         (&["hammer", "--seconds", "31536001"], "the most is 31536000"),
         (
             &[
@@ -699,7 +702,7 @@ fn hammer_and_pairs_refuse_what_they_would_otherwise_change_silently() {
         (&["pairs", "--highest", "0", "--samples", "10"], "1 or more"),
         (
             &["hammer", "--buffer-size", "4096"],
-            "--buffer-size 4096: per-CPU size 4096 bytes gives 1 pages of 4096 bytes; it must give from 2 to 32768 pages, so from 4097 to",
+            "--buffer-size 4096: per-CPU size 4096 bytes makes 1 page of 4096 bytes; a CPU buffer has from 2 to 32768 pages, so from 4097 to",
         ),
         (
             &["hammer", "--disable-reader", "--read", "pages"],

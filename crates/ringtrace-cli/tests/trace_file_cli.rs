@@ -202,7 +202,7 @@ fn hammer_refuses_an_existing_file_and_appends_when_asked() {
     let (_, err) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("{path} already exists; pass --append")),
+        err.contains(&format!("{path} already exists; append to it")),
         "{err}"
     );
     let out = ringtrace(&[

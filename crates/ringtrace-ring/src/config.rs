@@ -2,6 +2,20 @@
 
 pub use crate::config_error::ConfigError;
 
+/// The shortest [`RingConfig::fixup_after`]: a millisecond. A writer
+/// between reserve and commit for less is running, not dead.
+///
+/// ```
+/// use ringtrace_ring::{ConfigError, RingConfig, MIN_FIXUP_AFTER};
+/// use std::time::Duration;
+/// let config = |wait| RingConfig::default().cpus(1).fixup_after(Some(wait));
+/// let err = config(Duration::ZERO).validate().unwrap_err();
+/// assert!(matches!(err, ConfigError::FixupAfter { .. }), "{err}");
+/// assert!(err.to_string().contains("at least 1ms"), "{err}");
+/// assert!(config(MIN_FIXUP_AFTER).validate().is_ok());
+/// ```
+pub const MIN_FIXUP_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// How long a closed page may wait for its last commit before the reader
 /// takes it out of the ring (a writer vanished between reserve and commit).
 pub const DEFAULT_FIXUP_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
@@ -276,7 +290,7 @@ impl RingConfig {
     }
 
     /// Sets how long a reader waits for a stuck page before taking it out
-    /// (`None`: only on an explicit fixup).
+    /// (`None`: only on an explicit fixup); at least [`MIN_FIXUP_AFTER`].
     pub fn fixup_after(mut self, wait: Option<std::time::Duration>) -> Self {
         self.fixup_after = wait;
         self
@@ -424,6 +438,14 @@ impl RingConfig {
                 max: quarantine_max,
                 pages,
             });
+        }
+        if let Some(wait) = self.fixup_after {
+            if wait < MIN_FIXUP_AFTER {
+                return Err(ConfigError::FixupAfter {
+                    given: wait,
+                    min: MIN_FIXUP_AFTER,
+                });
+            }
         }
         if self.metadata_capacity > MAX_METADATA_CAPACITY {
             return Err(ConfigError::MetadataCapacity {

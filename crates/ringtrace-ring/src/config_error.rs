@@ -17,7 +17,7 @@ pub enum ConfigError {
         max: usize,
     },
     /// The per-CPU buffer would hold fewer than two pages, or too many.
-    #[error("per-CPU size {given} bytes gives {pages} pages of {page_size} bytes; it must give from 2 to {max_pages} pages, so from {} to {} bytes", .page_size + 1, .max_pages.saturating_mul(*.page_size))]
+    #[error("per-CPU size {given} bytes makes {pages} page{} of {page_size} bytes; a CPU buffer has from 2 to {max_pages} pages, so from {} to {} bytes at this page size (a larger page size allows more)", if *.pages == 1 { "" } else { "s" }, .page_size + 1, .max_pages.saturating_mul(*.page_size))]
     BufferSize {
         /// What was asked for, in bytes.
         given: usize,
@@ -27,6 +27,15 @@ pub enum ConfigError {
         pages: usize,
         /// The most pages a CPU buffer can have.
         max_pages: usize,
+    },
+    /// A wait before a fixup too short to tell a writer that died from
+    /// one that is running.
+    #[error("fixup_after of {given:?} is too short: a reader would take pages out from under writers that are only running; give at least {min:?}, or None and CpuBuffer::fixup to take a page out at once")]
+    FixupAfter {
+        /// What was asked for.
+        given: std::time::Duration,
+        /// The shortest wait.
+        min: std::time::Duration,
     },
     /// Zero CPU buffers were asked for.
     #[error("the ring needs at least one CPU buffer, and at most {max}; {given} were asked for")]

@@ -103,7 +103,7 @@ mod tests;
 
 pub use annex::AppendMetadataError;
 pub use config::{ConfigError, Geometry, Mode, RingConfig};
-pub use config::{DEFAULT_FIXUP_AFTER, MAX_BLOCK_FOR};
+pub use config::{DEFAULT_FIXUP_AFTER, MAX_BLOCK_FOR, MIN_FIXUP_AFTER};
 pub use cpu_buffer::CpuBuffer;
 pub use cpu_writer::CpuWriter;
 pub use event::{DrainedPage, Event, PageBuf};

@@ -131,7 +131,7 @@ fn run_once(config: RingConfig, consume: bool) -> Tally {
         // `Busy`: nothing on that page is free to reuse.
         let mut full = Vec::new();
         for seq in 0..EVENTS_PER_WRITER {
-            match write_one(&ring, w, seq) {
+            match write_one(ring, w, seq) {
                 Ok(()) => {}
                 Err(ReserveError::Full | ReserveError::Busy) if full_allowed => full.push(seq),
                 Err(e) => panic!("writer {w} event {seq}: {e}"),

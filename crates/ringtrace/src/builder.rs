@@ -240,9 +240,12 @@ impl TracerBuilder {
     /// room (and one that finds the page it needs still held by a
     /// preempted writer waits for that writer), then gives up and counts the event lost
     /// ([`Stats::timed_out`](ringtrace_ring::Stats::timed_out)): LTTng's
-    /// blocking mode. Never in a signal handler (see
-    /// [`ring::SignalScope`](ringtrace_ring::SignalScope)), where a write
-    /// is refused at once. At most a minute.
+    /// blocking mode. A signal handler must not wait: one that writes
+    /// enters a [`SignalScope`](ringtrace_ring::SignalScope) first
+    /// (`let _scope = SignalScope::enter();`), and its writes are then
+    /// refused at once instead. The ring cannot tell a handler from a
+    /// thread by itself: without the scope, a handler's write waits as a
+    /// thread's does. At most a minute.
     ///
     /// ```
     /// use std::time::Duration;

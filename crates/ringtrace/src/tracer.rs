@@ -305,7 +305,10 @@ impl Tracer {
 
     /// Records `payload` as one event on the calling CPU's buffer and
     /// returns its timestamp. Lock-free, allocation-free,
-    /// async-signal-safe. A refusal is counted in the ring's `missed` and
+    /// async-signal-safe (in a [`blocking`](crate::TracerBuilder::blocking)
+    /// tracer, a signal handler enters a
+    /// [`SignalScope`](ringtrace_ring::SignalScope) so that its writes do
+    /// not wait). A refusal is counted in the ring's `missed` and
     /// by its cause (see [`TracerStats::ring`]):
     ///
     /// ```

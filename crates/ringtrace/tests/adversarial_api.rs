@@ -552,7 +552,7 @@ fn survivors_are_a_suffix(out: &Outcome) {
             }
         }
         for (cpu, committed) in by_cpu {
-            if !(w % 2 == 1) {
+            if w % 2 != 1 {
                 continue;
             }
             let read: Vec<u32> = out

@@ -201,6 +201,9 @@ struct RecordArgs {
     #[arg(short = 'o', long)]
     output: std::path::PathBuf,
     /// Drain these existing ring files instead of starting a command.
+    /// Draining consumes: the events drained are in the session and no
+    /// longer readable from the file, as from any reader's (copy a
+    /// flight recorder's file first to keep it whole).
     #[arg(long, num_args = 1.., value_name = "RING_FILE", conflicts_with = "command")]
     attach: Option<Vec<std::path::PathBuf>>,
     /// What a program's writers do when the recorder falls behind:
@@ -242,7 +245,7 @@ struct RecordArgs {
     live: bool,
     /// Keep each ring file in DIR/rings/ once drained (removed by default:
     /// the session holds everything it had). Files given to --attach are
-    /// never removed.
+    /// never removed, though what was drained from them is consumed.
     #[arg(long)]
     keep_rings: bool,
     /// Run the recorder under SCHED_FIFO at this priority (1 to 99), as
@@ -1342,18 +1345,15 @@ fn export_cmd(args: ExportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     }
     let format = export::Format::parse(&args.format)?;
     let Some(output) = args.output.clone() else {
-        return Err(format!(
-            "{}",
-            if format == export::Format::Ctf {
-                "--format ctf writes a directory: give it with -o DIR".to_string()
-            } else {
-                format!(
-                    "--format {} writes a file: give it with -o PATH (`-o -` for standard output)",
-                    format.name()
-                )
-            }
-        )
-        .into());
+        let said = if format == export::Format::Ctf {
+            "--format ctf writes a directory: give it with -o DIR".to_string()
+        } else {
+            format!(
+                "--format {} writes a file: give it with -o PATH (`-o -` for standard output)",
+                format.name()
+            )
+        };
+        return Err(said.into());
     };
     // `-o -`: standard output, for the formats that are one file.
     let output = if output.as_os_str() == "-" {

@@ -39,6 +39,6 @@ mod stats;
 
 pub use endpoint::{Endpoint, EndpointError};
 pub use error::{AttemptError, SendError};
-pub use options::TransportOptions;
+pub use options::{check_header, TransportOptions};
 pub use sender::Sender;
 pub use stats::{RecordCounts, SendStats};

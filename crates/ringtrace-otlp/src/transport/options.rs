@@ -99,7 +99,8 @@ impl TransportOptions {
 
     /// Adds an HTTP header sent with every request (for example
     /// `authorization`). A name or value HTTP does not allow makes every
-    /// request fail, counted as undelivered, with an error naming it.
+    /// request fail, counted as undelivered, with an error naming it:
+    /// check it first with [`check_header`].
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
         self
@@ -137,6 +138,52 @@ impl fmt::Debug for TransportOptions {
             .field("header_names", &header_names)
             .finish()
     }
+}
+
+/// Headers the transport sets itself, which a caller's would contradict.
+const OWN_HEADERS: [&str; 5] = [
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "host",
+    "connection",
+];
+
+/// Whether `name: value` can be sent with every request: the name an HTTP
+/// token (RFC 9110 5.6.2) and not one the transport sets itself, the
+/// value visible characters, spaces and tabs only (no CR, LF or other
+/// control). The error names the header and what it may hold.
+///
+/// ```
+/// use ringtrace_otlp::transport::check_header;
+/// assert!(check_header("authorization", "Bearer x").is_ok());
+/// assert!(check_header("bad name", "x").unwrap_err().contains("token"));
+/// assert!(check_header("x-a", "1\r\nX-B: 2").unwrap_err().contains("control"));
+/// assert!(check_header("Content-Length", "5").unwrap_err().contains("sets it"));
+/// ```
+pub fn check_header(name: &str, value: &str) -> Result<(), String> {
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(tchar) {
+        return Err(format!(
+            "header name `{}` is not an HTTP token: letters, digits and !#$%&'*+-.^_`|~ only",
+            name.escape_debug()
+        ));
+    }
+    if OWN_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(format!(
+            "header `{name}`: the exporter sets it itself; leave it out"
+        ));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|&c| c != '\t' && (c.is_control() || c == '\u{7f}'))
+    {
+        return Err(format!(
+            "header `{name}`: its value holds the control character {:?}; visible characters, spaces and tabs only",
+            c
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum FileError {
     /// The path exists and appending was not asked for.
-    #[error("{} already exists; pass --append (RingConfig::append) to write into it, or choose another path", path.display())]
+    #[error("{} already exists; append to it (RingConfig::append, TracerBuilder::append, --append), or choose another path", path.display())]
     Exists {
         /// The file.
         path: PathBuf,
