@@ -660,7 +660,7 @@ mod random {
 }
 
 #[test]
-fn undecodable_payloads_are_left_out_with_a_warning_and_no_metadata_is_an_error() {
+fn undecodable_payloads_are_raw_events_with_a_warning_and_no_metadata_is_an_error() {
     let dir = TempDir::new("raw");
     let clock = ManualClock::new("mono", Some(1_000_000_000));
     let meta = metadata();
@@ -689,21 +689,24 @@ fn undecodable_payloads_are_left_out_with_a_warning_and_no_metadata_is_an_error(
     );
     let out = dir.0.join("trace.dat");
     let done = export(&r, Format::TraceCmd, &out).unwrap();
-    assert_eq!((done.events, done.lost), (1, 0));
+    assert_eq!((done.events, done.lost), (3, 0));
     assert_eq!(done.warnings.len(), 1, "{:?}", done.warnings);
     assert!(
-        done.warnings[0].starts_with("2 events could not be decoded"),
+        done.warnings[0].starts_with("2 events no metadata of the file decodes")
+            && done.warnings[0].contains("`ringtrace:raw`"),
         "{:?}",
         done.warnings
     );
     if have_trace_cmd() {
         let (got, _) = parse_report(&report(&out, &[]));
-        assert_eq!(got.len(), 1);
+        assert_eq!(got.len(), 3, "{got:?}");
         assert_eq!(got[0].text, "caller=a.rs:1:1 parent=b.rs:2:2");
+        assert_eq!(got[1].name, "raw");
+        assert_eq!(got[1].text, "bytes=090909");
+        assert_eq!(got[2].text, format!("bytes={}", "ff".repeat(40)));
     }
 
-    // A loss recorded on an undecodable event goes on the next one
-    // exported; with none after it, a warning says so.
+    // A loss recorded on an undecodable event stays on it.
     let mut moved = r.clone();
     let events = &mut moved.cpus[0].events;
     events[1].lost_before = 5;
@@ -715,16 +718,6 @@ fn undecodable_payloads_are_left_out_with_a_warning_and_no_metadata_is_an_error(
         let text = report(&out, &[]);
         assert!(text.contains("CPU:0 [5 EVENTS DROPPED]\n"), "{text}");
     }
-    let mut stranded = r.clone();
-    stranded.cpus[0].events[2].lost_before = 7;
-    let done = export(&stranded, Format::TraceCmd, &out).unwrap();
-    assert_eq!(done.lost, 0);
-    assert!(
-        done.warnings[1].contains("no decodable event after them")
-            && done.warnings[1].ends_with("CPU 0: 7"),
-        "{:?}",
-        done.warnings
-    );
 
     // Without metadata there are no formats: an error, and no file.
     let path = dir.0.join("bare.ring");

@@ -85,7 +85,12 @@ pub struct Formats {
     origins: Vec<Origin>,
     by_tracepoint: HashMap<(usize, u32), usize>,
     untagged: Vec<Option<usize>>,
+    /// The format of undecodable events, once one was met.
+    raw: Option<usize>,
 }
+
+/// The name of the event undecodable payloads are shown as, in [`SYSTEM`].
+pub const RAW_EVENT: &str = "raw";
 
 /// What an event format was made from: two processes' events share a
 /// format when theirs are the same.
@@ -201,6 +206,45 @@ impl Formats {
         self.by_tracepoint
             .get(&(process, id))
             .map(|&i| &self.all[i])
+    }
+
+    /// The format of the events no metadata decodes (a program's own
+    /// bytes, written with `write`): `ringtrace:raw`, one string field
+    /// `bytes` of their hex, added the first time it is asked for. None
+    /// when the file's event ids are all taken.
+    pub fn raw(&mut self) -> Option<usize> {
+        if let Some(at) = self.raw {
+            return Some(at);
+        }
+        if self.all.len() >= MAX_FORMATS {
+            return None;
+        }
+        let taken = |name: &str| {
+            self.all
+                .iter()
+                .any(|e| e.system == SYSTEM && e.name == name)
+        };
+        let name = if taken(RAW_EVENT) {
+            format!("{RAW_EVENT}_bytes")
+        } else {
+            RAW_EVENT.to_owned()
+        };
+        let fields = [FieldDesc {
+            name: "bytes".to_owned(),
+            kind: FieldKind::Str,
+        }];
+        let id = FIRST_ID.saturating_add(self.all.len() as u16);
+        self.all
+            .push(EventFormat::new(id, SYSTEM, &name, &fields, "bytes={}"));
+        self.origins.push(Origin {
+            system: SYSTEM.to_owned(),
+            event: name,
+            fields: fields.to_vec(),
+            format: "bytes={}".to_owned(),
+            untagged: false,
+        });
+        self.raw = Some(self.all.len() - 1);
+        self.raw
     }
 
     /// The format of the `process`th process's untagged events.

@@ -134,7 +134,7 @@ type Entries = Vec<(u64, u32, Vec<u8>, u64)>;
 /// Decodes every event, each by its own process's decoder, and encodes it
 /// as the kernel would have; each CPU's entries of every process merged in
 /// time order.
-fn encode(trace: &Trace<'_>, decodings: &[Decoding], formats: Formats) -> Contents {
+fn encode(trace: &Trace<'_>, decodings: &[Decoding], mut formats: Formats) -> Contents {
     let processes = trace.processes();
     // The symbols first: every preemptirq location.
     let mut symbols = Symbols::default();
@@ -161,7 +161,7 @@ fn encode(trace: &Trace<'_>, decodings: &[Decoding], formats: Formats) -> Conten
             .entry(p.pid())
             .or_insert_with(|| p.comm().to_owned());
     }
-    let (mut events, mut lost, mut raw, mut cut) = (0u64, 0u64, 0u64, 0usize);
+    let (mut events, mut lost, mut raw, mut left_out, mut cut) = (0u64, 0u64, 0u64, 0u64, 0usize);
     let mut unmarked = Vec::new();
     let cpus = processes
         .iter()
@@ -190,11 +190,23 @@ fn encode(trace: &Trace<'_>, decodings: &[Decoding], formats: Formats) -> Conten
                     }
                     Decoded::Raw { .. } => (None, 0, Vec::new()),
                 };
-                let Some(format) = format else {
-                    raw += 1;
-                    // The loss goes on the next event written.
-                    carried = pending_loss;
-                    continue;
+                let (format, pid, values) = match format {
+                    Some(format) => (format, pid, values),
+                    // Bytes no metadata decodes (a program's own `write`):
+                    // shown as `ringtrace:raw`, their hex.
+                    None => match formats.raw() {
+                        Some(at) => {
+                            raw += 1;
+                            let hex = crate::text::hex(&e.payload);
+                            (&formats.all[at], p.pid(), vec![FieldValue::Str(hex)])
+                        }
+                        None => {
+                            left_out += 1;
+                            // The loss goes on the next event written.
+                            carried = pending_loss;
+                            continue;
+                        }
+                    },
                 };
                 let (entry, strings_cut) = format.entry(pid, &values, &symbols);
                 cut += strings_cut;
@@ -243,7 +255,14 @@ fn encode(trace: &Trace<'_>, decodings: &[Decoding], formats: Formats) -> Conten
     let mut warnings = Vec::new();
     if raw > 0 {
         warnings.push(format!(
-            "{raw} events could not be decoded by the file's metadata (run `ringtrace dump` to see them) and were left out"
+            "{raw} events no metadata of the file decodes (a program's own bytes, or damage) are shown as `{}:{}` with their bytes in hex",
+            events::SYSTEM,
+            events::RAW_EVENT
+        ));
+    }
+    if left_out > 0 {
+        warnings.push(format!(
+            "{left_out} events could not be decoded by the file's metadata and, the file's event ids all taken, were left out (run `ringtrace dump` to see them)"
         ));
     }
     if !unmarked.is_empty() {
