@@ -160,6 +160,7 @@ pub fn recovery_json(r: &Recovery) -> Value {
                 "ticks": exit.ticks,
                 "wall_ns": wall_ns,
                 "wall_time": wall_ns.map(utc_time),
+                "code": exit.code,
             })
         }
         _ => Value::Null,

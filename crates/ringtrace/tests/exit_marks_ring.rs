@@ -68,6 +68,9 @@ fn program(how: &str, ring: &Path) {
             }
         }
         "exit" => std::process::exit(3),
+        // Unwinds out of the test, and the harness exits with 101, as
+        // Rust's `main` does after a panic.
+        "panic" => panic!("the program panics"),
         "abort" => std::process::abort(),
         "kill" => loop {
             tracing::info!("until killed");
@@ -182,6 +185,7 @@ fn a_program_returning_from_main_with_the_layer_installed_leaves_its_ring_exited
     );
     assert!(ended.status.success(), "{:?}", ended.status);
     assert_exited_in_its_lifetime(&ended);
+    assert_eq!(exit_code(&ended), expected_code(0));
     // The late writers go on after the mark, until the process is gone.
     assert_whole(&ended.recovery, LATE_WRITERS);
 }
@@ -198,6 +202,7 @@ fn a_program_calling_process_exit_leaves_its_ring_exited() {
     );
     assert_eq!(ended.status.code(), Some(3), "{:?}", ended.status);
     assert_exited_in_its_lifetime(&ended);
+    assert_eq!(exit_code(&ended), expected_code(3));
     let r = &ended.recovery;
     assert_whole(r, 0);
     // Nothing wrote after them: exactly the program's events, the open
@@ -213,6 +218,42 @@ fn a_program_calling_process_exit_leaves_its_ring_exited() {
         exit.ticks.unwrap() >= last,
         "{exit:?}, last event at {last}"
     );
+}
+
+/// The exit code the ring's exit record holds.
+fn exit_code(ended: &Ended) -> Option<u8> {
+    match ended.recovery.writer {
+        WriterState::Exited(exit) => exit.code,
+        other => panic!("not exited: {other:?}"),
+    }
+}
+
+/// What the exit record holds of `code`: glibc tells it, others do not.
+fn expected_code(code: u8) -> Option<u8> {
+    cfg!(target_env = "gnu").then_some(code)
+}
+
+#[test]
+fn a_program_whose_panic_unwinds_out_leaves_its_ring_exited_with_code_101() {
+    if let (Some(how), Some(ring)) = (std::env::var_os(HOW), std::env::var_os(RING)) {
+        return program(how.to_str().unwrap(), Path::new(&ring));
+    }
+    let ended = run_program(
+        "a_program_whose_panic_unwinds_out_leaves_its_ring_exited_with_code_101",
+        "panic",
+        false,
+    );
+    assert_eq!(ended.status.code(), Some(101), "{:?}", ended.status);
+    assert_exited_in_its_lifetime(&ended);
+    assert_eq!(exit_code(&ended), expected_code(101));
+    if cfg!(target_env = "gnu") {
+        let words = ringtrace::export::text::writer_words(&ended.recovery);
+        assert!(
+            words.contains("exited with code 101") && words.contains("panic"),
+            "{words}"
+        );
+    }
+    assert_whole(&ended.recovery, 0);
 }
 
 #[test]

@@ -44,8 +44,16 @@ pub fn writer_words(r: &Recovery) -> String {
         WriterState::Closed => format!("closed: {who} dropped the ring"),
         WriterState::Exited(exit) => {
             let pending = r.totals().skipped_pending;
+            let how = match exit.code {
+                None | Some(0) => "exited normally".to_owned(),
+                Some(101) => {
+                    "exited with code 101 (what a Rust panic that unwinds out of main exits with)"
+                        .to_owned()
+                }
+                Some(code) => format!("exited with code {code}"),
+            };
             format!(
-                "exited: {who} exited normally at {}; {pending} {} still being written",
+                "exited: {who} {how} at {}; {pending} {} still being written",
                 exit_time_words(&exit, &r.header),
                 if pending == 1 { "event was" } else { "events were" }
             )

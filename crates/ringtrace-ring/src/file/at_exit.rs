@@ -13,7 +13,10 @@
 //! (a `panic = "abort"` panic) or `_exit` run no exit handler and leave
 //! the file `OPEN`, which recovery reads as a writer that died. A panic
 //! that unwinds out of `main` ends the process by `exit(101)`, the normal
-//! path, and reads as exited (the handler is not told the exit code).
+//! path, and reads as exited, with its code: with glibc the handler is
+//! registered by `on_exit`, which hands it the exit status, and the exit
+//! record keeps it (101 for such a panic). Elsewhere it is `atexit`, and
+//! the code is unknown.
 //!
 //! Before the mark, the handler stores the exit record after the status
 //! word (`layout::EXIT_OFFSET`): a reading of the ring's clock between two
@@ -45,7 +48,7 @@
 //! it. `EXITED` thus says the program ended normally, and when; the
 //! pending count says whether a writer was mid-event at the very end.
 
-use super::layout::{EXIT_HAS_TICKS, EXIT_HAS_WALL, EXIT_WORDS};
+use super::layout::{EXIT_CODE_SHIFT, EXIT_HAS_CODE, EXIT_HAS_TICKS, EXIT_HAS_WALL, EXIT_WORDS};
 use super::{STATUS_CLOSED, STATUS_EXITED, STATUS_OPEN};
 use crate::order;
 use crate::page::zeroed::ZeroedSlice;
@@ -108,7 +111,7 @@ unsafe fn read_as<C: Clock>(clock: *const ()) -> u64 {
 /// Every file ring's status word, weakly: what the exit handler marks.
 static LIVE: Mutex<Vec<Weak<StatusWord>>> = Mutex::new(Vec::new());
 
-/// Registers [`mark_all_exited`] with `atexit`, once per process.
+/// Registers the exit handler ([`register_exit_handler`]), once per process.
 static AT_EXIT: Once = Once::new();
 
 impl StatusWord {
@@ -123,13 +126,7 @@ impl StatusWord {
             pid: std::process::id(),
             clock: Mutex::new(None),
         });
-        AT_EXIT.call_once(|| {
-            // SAFETY: `mark_all_exited` is an `extern "C" fn()` that never
-            // unwinds (it catches a clock's panic); atexit only records it.
-            // A failure (no room) leaves rings to be closed by their drop
-            // alone.
-            unsafe { libc::atexit(mark_all_exited) };
-        });
+        AT_EXIT.call_once(register_exit_handler);
         let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&status));
@@ -200,7 +197,7 @@ impl StatusWord {
     /// Marks the file exited, with the exit record, if writers were let
     /// in, it is still open (not closed by a drop already) and this is the
     /// process that made the ring. Idempotent.
-    fn exit(&self) {
+    fn exit(&self, code: Option<u8>) {
         if self.pid != std::process::id() {
             return;
         }
@@ -220,7 +217,9 @@ impl StatusWord {
             })
             .ok()
         });
-        let read = ticks.map_or(0, |_| EXIT_HAS_TICKS) | wall_ns.map_or(0, |_| EXIT_HAS_WALL);
+        let read = ticks.map_or(0, |_| EXIT_HAS_TICKS)
+            | wall_ns.map_or(0, |_| EXIT_HAS_WALL)
+            | code.map_or(0, |c| EXIT_HAS_CODE | (u64::from(c) << EXIT_CODE_SHIFT));
         for (word, value) in
             self.words[1..]
                 .iter()
@@ -234,12 +233,54 @@ impl StatusWord {
     }
 }
 
-/// The exit handler: marks every file ring still alive exited.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+extern "C" {
+    /// glibc's `on_exit(3)`: as `atexit`, and the handler is given the
+    /// status passed to `exit`.
+    fn on_exit(
+        function: extern "C" fn(libc::c_int, *mut libc::c_void),
+        arg: *mut libc::c_void,
+    ) -> libc::c_int;
+}
+
+/// Registers the exit handler: by `on_exit` where glibc has it (the exit
+/// code is then known), else by `atexit`. A failure (no room) leaves rings
+/// to be closed by their drop alone.
+fn register_exit_handler() {
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+    // SAFETY: `mark_all_exited_with` is an `extern "C" fn` that never
+    // unwinds (it catches a clock's panic) and ignores its argument, which
+    // is null; on_exit only records the pair.
+    unsafe {
+        on_exit(mark_all_exited_with, std::ptr::null_mut());
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
+    // SAFETY: `mark_all_exited` is an `extern "C" fn()` that never unwinds
+    // (it catches a clock's panic); atexit only records it.
+    unsafe {
+        libc::atexit(mark_all_exited);
+    }
+}
+
+/// The exit handler where the exit status is told.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+extern "C" fn mark_all_exited_with(status: libc::c_int, _: *mut libc::c_void) {
+    // The code a parent sees: the status's low byte.
+    mark_all(Some(status as u8));
+}
+
+/// The exit handler where it is not.
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
 extern "C" fn mark_all_exited() {
+    mark_all(None);
+}
+
+/// Marks every file ring still alive exited, with `code` if known.
+fn mark_all(code: Option<u8>) {
     // Taken out under the lock, marked outside it: a ring dropped on
     // another thread meanwhile waits for nothing.
     let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
     for status in live.iter().filter_map(Weak::upgrade) {
-        status.exit();
+        status.exit(code);
     }
 }

@@ -45,6 +45,11 @@ pub const EXIT_WORDS: usize = 3;
 pub const EXIT_HAS_TICKS: u64 = 1;
 /// The exit record's `read` word: its `wall ns` was read.
 pub const EXIT_HAS_WALL: u64 = 2;
+/// The exit record's `read` word: the exit code is known, in bits 8 to 15
+/// ([`EXIT_CODE_SHIFT`]).
+pub const EXIT_HAS_CODE: u64 = 4;
+/// Where the exit code sits in the exit record's `read` word.
+pub const EXIT_CODE_SHIFT: u32 = 8;
 /// Alignment of each CPU area and of its pages.
 pub const AREA_ALIGN: usize = 4096;
 /// Alignment of each part of a CPU area's control words (a cache line pair).

@@ -3,7 +3,10 @@
 
 use super::error::{kind_of, FileError, UnreadableMetadata};
 use super::header::{FileHeader, MAGIC, OLDEST_VERSION, VERSION};
-use super::layout::{EXIT_HAS_TICKS, EXIT_HAS_WALL, EXIT_OFFSET, EXIT_WORDS, STATUS_OFFSET};
+use super::layout::{
+    EXIT_CODE_SHIFT, EXIT_HAS_CODE, EXIT_HAS_TICKS, EXIT_HAS_WALL, EXIT_OFFSET, EXIT_WORDS,
+    STATUS_OFFSET,
+};
 use super::recover::ExitTime;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -231,6 +234,7 @@ impl Source {
         Ok(ExitTime {
             ticks: (read & EXIT_HAS_TICKS != 0).then_some(ticks),
             wall_ns: (read & EXIT_HAS_WALL != 0).then_some(wall_ns),
+            code: (read & EXIT_HAS_CODE != 0).then_some((read >> EXIT_CODE_SHIFT) as u8),
         })
     }
 }

@@ -197,6 +197,10 @@ pub struct ExitTime {
     /// `CLOCK_REALTIME` at the exit (the middle of the readings around
     /// `ticks`), ns since the Unix epoch; `None` when it could not be read.
     pub wall_ns: Option<u64>,
+    /// The process's exit code (`exit`'s argument, or 101 for a panic
+    /// that unwound out of `main`), where the C library tells it (glibc);
+    /// `None` when unknown.
+    pub code: Option<u8>,
 }
 
 impl ExitTime {
@@ -204,7 +208,17 @@ impl ExitTime {
     /// `CLOCK_REALTIME`, either unknown, for readers of other containers
     /// of pages to fill in [`WriterState::Exited`].
     pub fn new(ticks: Option<u64>, wall_ns: Option<u64>) -> ExitTime {
-        ExitTime { ticks, wall_ns }
+        ExitTime {
+            ticks,
+            wall_ns,
+            code: None,
+        }
+    }
+
+    /// The same exit, with its exit code.
+    pub fn with_code(mut self, code: Option<u8>) -> ExitTime {
+        self.code = code;
+        self
     }
 
     /// The wall-clock time of the exit, ns since the Unix epoch: the one
