@@ -286,7 +286,13 @@ fn a_return_from_main_with_a_ring_in_a_static_reads_exited_at_its_time() {
     assert!(ended.status.success(), "{:?}", ended.status);
     let exit = assert_exited_in_its_lifetime(&ended);
     // The bytes as docs/format.md lays them out: the status word, then
-    // ticks, wall-clock ns and what was read (both).
+    // ticks, wall-clock ns and what was read (both, and with glibc the
+    // exit code, 0 in bits 8 to 15).
+    let code = if cfg!(target_env = "gnu") {
+        layout::EXIT_HAS_CODE
+    } else {
+        0
+    };
     let word =
         |i: usize| u64::from_le_bytes(ended.status_area[8 * i..8 * i + 8].try_into().unwrap());
     assert_eq!(word(0), file::STATUS_EXITED);
@@ -296,9 +302,10 @@ fn a_return_from_main_with_a_ring_in_a_static_reads_exited_at_its_time() {
         (
             exit.ticks,
             exit.wall_ns,
-            layout::EXIT_HAS_TICKS | layout::EXIT_HAS_WALL
+            layout::EXIT_HAS_TICKS | layout::EXIT_HAS_WALL | code
         )
     );
+    assert_eq!(exit.code, (code != 0).then_some(0));
 }
 
 #[test]

@@ -275,6 +275,12 @@ impl FileHeader {
         let frequency_hz = Some(t.u64("clock frequency")?).filter(|&f| f != 0);
         let mult = Some(t.u64("clock multiplier")?).filter(|&m| m != 0);
         let shift = t.u32("clock shift")?;
+        if mult.is_some() && !(1..=63).contains(&shift) {
+            return Err(problem(
+                "clock shift",
+                format!("{shift} is not 1 to 63, which a multiplier needs"),
+            ));
+        }
         let ticks_are_ns = t.u8("clock ticks-are-ns flag")? != 0;
         let guarantee = match t.u8("clock guarantee")? {
             0 => Guarantee::Global,
