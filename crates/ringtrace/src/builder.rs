@@ -220,7 +220,12 @@ impl TracerBuilder {
     /// Bytes kept for descriptions registered while the program runs (the
     /// `tracing` layer's callsites, local span sites): 256 KiB by default,
     /// at most 64 MiB, 0 for none. When they run out, further callsites
-    /// are counted unregistered and their events are not recorded.
+    /// are counted unregistered and their events are not recorded: the
+    /// ring never sees them, so they are counted in the layer's or the
+    /// subscriber's own stats (`RingLayer::stats`,
+    /// `RingSubscriber::stats`: `callsites_refused`, `unregistered`), not
+    /// in [`Tracer::stats`]. With 0, a `tracing` layer or subscriber
+    /// records nothing.
     pub fn metadata_capacity(mut self, bytes: usize) -> Self {
         self.config.metadata_capacity = bytes;
         self

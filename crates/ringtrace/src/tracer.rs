@@ -46,7 +46,10 @@ pub struct Tracer {
     ring_holders: usize,
 }
 
-/// What a tracer recorded and what it could not.
+/// What a tracer recorded and what it could not. A `tracing` record the
+/// layer or subscriber could not describe (a full metadata annex) never
+/// reaches the ring: it is counted in their own stats (`RingLayer::stats`,
+/// `RingSubscriber::stats`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TracerStats {
