@@ -24,7 +24,7 @@
 use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 use ringtrace_clock::Counter;
-use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+use ringtrace_ring::{Mode, RingBuffer, RingConfig, Stats};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -697,15 +697,9 @@ fn a_writer_lapping_onto_a_held_page_steps_over_it_and_loses_nothing() {
             .enumerate()
             .map(|(i, r)| r.unwrap_or_else(|e| panic!("id {} refused: {e:?} {s:?}", i + 1)))
             .collect();
-        let stepped = s.pages_stepped_over;
-        assert!(stepped <= 1, "{s:?}");
         // Page 0's four events (the held one too) overwritten, page 1's
         // and page 2's still there.
-        assert_eq!(
-            (s.missed, s.lost, s.hit, s.overrun, s.entries),
-            (0, 0, 9, 4, 5),
-            "{s:?}"
-        );
+        let stepped = nothing_refused_or_lost(&s, (9, 4, 5));
         let read = drain(ring);
         let expected: Vec<(u64, u32)> = (4..9u32).map(|id| (stamps[id as usize - 1], id)).collect();
         assert_eq!(read, expected, "{s:?}");
@@ -733,6 +727,18 @@ fn a_writer_lapping_onto_a_held_page_steps_over_it_and_loses_nothing() {
         check_order_and_accounting(ring, &read);
         assert_eq!(ring.stats().hit, 26, "{:?}", ring.stats());
     });
+}
+
+/// After a model that may step over one page: nothing refused or lost,
+/// and `(hit, overrun, entries)` as given. Returns the pages stepped over.
+fn nothing_refused_or_lost(s: &Stats, (hit, overrun, entries): (u64, u64, u64)) -> u64 {
+    assert!(s.pages_stepped_over <= 1, "{s:?}");
+    assert_eq!(
+        (s.missed, s.lost, s.hit, s.overrun, s.entries),
+        (0, 0, hit, overrun, entries),
+        "{s:?}"
+    );
+    s.pages_stepped_over
 }
 
 /// A file ring modelled in memory (its claims swap pages zeroed ahead from
@@ -763,13 +769,7 @@ fn leaked_file_ring() -> &'static RingBuffer<Counter> {
 /// refused. Returns how many pages the model stepped over.
 fn check_reuse_and_pool(ring: &RingBuffer<Counter>, stamps: [u64; 2]) -> u64 {
     let s = ring.stats();
-    let stepped = s.pages_stepped_over;
-    assert!(stepped <= 1, "{s:?}");
-    assert_eq!(
-        (s.missed, s.lost, s.hit, s.overrun, s.entries),
-        (0, 0, 10, 8, 2),
-        "{s:?}"
-    );
+    let stepped = nothing_refused_or_lost(&s, (10, 8, 2));
     let b = ring.cpu_buffer(0).unwrap();
     let read: Vec<(u64, Vec<u8>)> = std::iter::from_fn(|| b.read_event())
         .map(|e| (e.ts, e.payload))
