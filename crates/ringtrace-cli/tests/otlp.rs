@@ -205,6 +205,19 @@ fn a_collector_that_is_gone_fails_the_export_with_the_counts() {
     );
 }
 
+/// `export --format otlp --endpoint` a port nobody listens on, then `extra`.
+fn otlp_to_nowhere<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "export",
+        "--format",
+        "otlp",
+        "--endpoint",
+        "http://127.0.0.1:9",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn bad_otlp_options_say_what_is_wrong_and_write_nothing() {
     let dir = TempDir::new("otlp-bad");
@@ -212,18 +225,7 @@ fn bad_otlp_options_say_what_is_wrong_and_write_nothing() {
     let r = ring.as_os_str();
     for (args, says) in [
         (vec!["export", "--format", "otlp"], "needs --endpoint URL"),
-        (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "-o",
-                "x",
-            ],
-            "leave out -o",
-        ),
+        (otlp_to_nowhere(&["-o", "x"]), "leave out -o"),
         (
             vec![
                 "export",
@@ -239,65 +241,19 @@ fn bad_otlp_options_say_what_is_wrong_and_write_nothing() {
             "http://host:port",
         ),
         (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "--keep",
-                "slow",
-            ],
+            otlp_to_nowhere(&["--keep", "slow"]),
             "valid rules: error, slower",
         ),
+        (otlp_to_nowhere(&["--header", "novalue"]), "NAME=VALUE"),
         (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "--header",
-                "novalue",
-            ],
-            "NAME=VALUE",
-        ),
-        (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "--header",
-                "bad name=x",
-            ],
+            otlp_to_nowhere(&["--header", "bad name=x"]),
             "`bad name` is not an HTTP token",
         ),
         (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "--header",
-                "Content-Length=5",
-            ],
+            otlp_to_nowhere(&["--header", "Content-Length=5"]),
             "sets it itself",
         ),
-        (
-            vec![
-                "export",
-                "--format",
-                "otlp",
-                "--endpoint",
-                "http://127.0.0.1:9",
-                "--timeout",
-                "0",
-            ],
-            "0.1 to 600",
-        ),
+        (otlp_to_nowhere(&["--timeout", "0"]), "0.1 to 600"),
         (
             vec![
                 "export", "--format", "chrome", "-o", "x.json", "--keep", "error",
