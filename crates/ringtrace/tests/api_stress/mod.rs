@@ -1,0 +1,2 @@
+//! Shared by the `api_stress_*` tests.
+pub mod harness;
