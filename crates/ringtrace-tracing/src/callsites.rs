@@ -173,10 +173,8 @@ impl CallsiteTable {
         match self.get(meta) {
             Some(id) => id,
             // Relaxed: a stale `false` only takes the lock, which decides.
-            None if self.full.load(Ordering::Relaxed) => {
-                counters.callsite_refused();
-                REFUSED
-            }
+            // Not counted refused again: the caller counts the record.
+            None if self.full.load(Ordering::Relaxed) => REFUSED,
             None => self.describe(meta, ring, counters),
         }
     }
@@ -195,8 +193,9 @@ impl CallsiteTable {
             return id;
         }
         if *used >= self.capacity() {
-            // Not kept: every later record of the callsite is counted
-            // refused again, without the lock from now on.
+            // Not kept: every later record of a callsite the table has
+            // no room for is refused without the lock from now on, and
+            // counted unregistered by the caller.
             // Relaxed: a hint; see `id`.
             self.full.store(true, Ordering::Relaxed);
             counters.callsite_refused();

@@ -1,6 +1,7 @@
 //! [`RingLayer`]: a `tracing_subscriber::Layer` writing `tracing` events
 //! and span activity into a ring.
 
+use crate::callsites::REFUSED;
 use crate::recorder::{Fields, Head, Recorder};
 use crate::span_sites::SpanSites;
 use crate::stats::LayerStats;
@@ -216,8 +217,9 @@ impl<C: Clock> RingLayer<C> {
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
         match spans.and_then(|s| s.get(id.into_u64())) {
-            Some(callsite) => Some(callsite),
-            None => inner.callsite(ctx.metadata(id)?),
+            Some(callsite) if callsite != REFUSED => Some(callsite),
+            // Not in the table, or refused (asked again, so counted).
+            _ => inner.callsite(ctx.metadata(id)?),
         }
     }
 
@@ -256,12 +258,16 @@ where
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
-        let Some(callsite) = inner.callsite(attrs.metadata()) else {
+        let callsite = inner.callsite(attrs.metadata());
+        if let Some(spans) = &self.spans {
+            // Set even when refused: the registry hands ids out again, and
+            // an entry left to an earlier span of this id would write this
+            // span's edges under that one's callsite.
+            spans.set(id.into_u64(), callsite.unwrap_or(REFUSED));
+        }
+        let Some(callsite) = callsite else {
             return;
         };
-        if let Some(spans) = &self.spans {
-            spans.set(id.into_u64(), callsite);
-        }
         // The registry resolved the parent (explicit, or the current span).
         let parent = ctx
             .span(id)

@@ -19,9 +19,10 @@ pub struct LayerStats {
     pub strings_cut: u64,
     /// Callsites described in the ring's metadata annex.
     pub callsites_registered: u64,
-    /// Callsite descriptions refused: the annex or the layer's callsite
-    /// table was full. Their records are not written (counted in
-    /// `unregistered`).
+    /// Callsite descriptions refused: once per callsite the metadata
+    /// annex had no room for, and once when the layer's callsite table
+    /// filled (the callsites met after that are not told apart). Their
+    /// records are not written, and each is counted in `unregistered`.
     pub callsites_refused: u64,
     /// Records not written because their callsite could not be described.
     pub unregistered: u64,

@@ -297,7 +297,7 @@ fn threads_meeting_callsites_at_once_describe_each_once() {
 }
 
 #[test]
-fn a_full_callsite_table_refuses_further_callsites_every_time_and_keeps_the_first() {
+fn a_full_callsite_table_refuses_further_callsites_and_keeps_the_first() {
     let ring = common::ring();
     let layer = RingLayer::builder(ring.clone())
         .callsite_capacity(1)
@@ -312,10 +312,13 @@ fn a_full_callsite_table_refuses_further_callsites_every_time_and_keeps_the_firs
     });
     let stats = layer.stats();
     // The first callsite fills the table and is recorded every round; the
-    // two others are refused every round (without the lock, once full).
+    // two others are refused every round (without the lock, once full):
+    // one refusal counted when the table filled, every record of theirs
+    // counted unregistered.
     assert_eq!(stats.callsites_registered, 1, "{stats:?}");
     assert_eq!(stats.recorded, 3, "{stats:?}");
-    assert_eq!(stats.callsites_refused, 6, "{stats:?}");
+    assert_eq!(stats.callsites_refused, 1, "{stats:?}");
+    assert_eq!(stats.unregistered, 6, "{stats:?}");
     assert_eq!(ring.metadata_records().len(), 1);
 }
 
@@ -441,4 +444,53 @@ fn every_edge_of_many_spans_shows_its_own_spans_callsite() {
     }
     assert_eq!(json.len(), 4 * 400);
     assert_eq!(ids.len(), 400);
+}
+
+/// A ring whose annex holds exactly the description of a span `a`.
+fn ring_with_room_for_one_span(
+) -> std::sync::Arc<ringtrace_ring::RingBuffer<ringtrace_clock::AnyClock>> {
+    let make = |capacity| {
+        let clock = "mono"
+            .parse::<ringtrace_clock::ClockSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let config = ringtrace_ring::RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(64 * 1024)
+            .metadata_capacity(capacity);
+        std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap())
+    };
+    let probe = make(4096);
+    let layer = RingLayer::new(probe.clone());
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        drop(tracing::info_span!("a"))
+    });
+    let record = probe.metadata_records()[0].len();
+    make(record + 4)
+}
+
+#[test]
+fn a_refused_spans_records_never_take_an_earlier_spans_id_and_callsite() {
+    // The registry hands a span id out again once its slot has been reused
+    // enough; the layer's table of span callsites must not keep the first
+    // span's callsite for a later span whose callsite was refused.
+    let ring = ring_with_room_for_one_span();
+    let layer = RingLayer::new(ring.clone());
+    const REFUSED_SPANS: u64 = 20_000;
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        drop(tracing::info_span!("a"));
+        for _ in 0..REFUSED_SPANS {
+            drop(tracing::info_span!(
+                "a_span_whose_description_the_full_annex_refuses"
+            ));
+        }
+    });
+    let stats = layer.stats();
+    assert_eq!(stats.callsites_registered, 1, "{stats:?}");
+    // `a`'s new and close, nothing else.
+    assert_eq!(stats.recorded, 2, "{stats:?}");
+    assert_eq!(ring.stats().hit, 2);
+    // Each refused span's new and close.
+    assert_eq!(stats.unregistered, 2 * REFUSED_SPANS, "{stats:?}");
 }
