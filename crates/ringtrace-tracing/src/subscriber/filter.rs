@@ -21,7 +21,7 @@ use tracing_core::{LevelFilter, Metadata};
 
 /// A filter spec that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("filter directive `{directive}` is not valid: {why}")]
+#[error("filter directive `{}` is not valid: {why}", .directive.escape_debug())]
 #[non_exhaustive]
 pub struct FilterError {
     /// The directive at fault (the whole spec when it holds none).
