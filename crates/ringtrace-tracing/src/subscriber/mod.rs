@@ -149,8 +149,13 @@ impl<C: Clock> RingSubscriberBuilder<C> {
     /// Records what the environment variable `var` (`RUST_LOG`, say)
     /// enables, as [`filter`](Self::filter) reads it; when `var` is not
     /// set, or empty, the filter stays as it was (every level, unless
-    /// [`filter`](Self::filter) was given first).
+    /// [`filter`](Self::filter) was given first). A set `var` replaces
+    /// an earlier `filter`, but not its error: a bad spec given in the
+    /// program fails `build` whatever the environment says.
     pub fn filter_from_env(mut self, var: &str) -> Self {
+        if self.filter.is_err() {
+            return self;
+        }
         let failed = |error| SubscriberConfigError::FilterEnv {
             var: var.to_owned(),
             error,
