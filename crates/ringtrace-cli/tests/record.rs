@@ -101,6 +101,29 @@ fn traced_program() {
                 assert!(child.wait().unwrap().success());
             }
         }
+        "fork" => {
+            // The parent writes, forks and exits at once; the child,
+            // sharing its ring, writes after the parent is gone.
+            tracer.install().unwrap();
+            ringtrace::tracepoint::registry::enable("rec:step").unwrap();
+            for seq in 0..EVENTS {
+                trace!(step(0, seq));
+            }
+            // SAFETY: this process has one thread here (the test harness
+            // runs with --test-threads=1 and no thread was spawned); the
+            // child only writes tracepoints, sleeps and exits.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                std::thread::sleep(Duration::from_millis(300));
+                for seq in 0..EVENTS {
+                    trace!(step(1, seq));
+                    if seq % 64 == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+        }
         "forever" => {
             // Numbered raw events from two threads, each written again
             // until the ring takes it: the ones committed are gap-free.
@@ -328,6 +351,32 @@ fn numbered(session: &Path) -> BTreeMap<u32, Vec<u64>> {
 /// blocking modes: the session holds, for each thread, every event it
 /// committed, 0 to the last, none twice, or counts it lost with the
 /// writer that died.
+/// A program that forks with its ring and exits: its child goes on
+/// writing into the ring, and the recorder drains it until no process
+/// maps the ring, so every event of both is in the session.
+#[test]
+fn a_child_forked_with_the_ring_is_drained_after_its_parent_exits() {
+    let dir = TempDir::new("record-fork");
+    let session = dir.path().join("trace");
+    let (_, said) = recorded(&session, &[], "fork");
+    let json = ringtrace(&["dump".as_ref(), session.as_os_str(), "--json".as_ref()]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
+    let mut by_thread: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for line in text(&json.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if v["event"] == "rec:step" {
+            let f = &v["fields"];
+            by_thread
+                .entry(f["thread"].as_u64().unwrap())
+                .or_default()
+                .push(f["seq"].as_u64().unwrap());
+        }
+    }
+    let all: Vec<u64> = (0..EVENTS).collect();
+    assert_eq!(by_thread.get(&0), Some(&all), "{said}");
+    assert_eq!(by_thread.get(&1), Some(&all), "the child's: {said}");
+}
+
 #[test]
 fn a_program_killed_at_random_moments_leaves_every_committed_event() {
     let dir = TempDir::new("record-kill");

@@ -149,9 +149,9 @@ enum Command {
     /// environment (inherited by its children); a program whose tracer is
     /// built with `Tracer::builder().from_env()` records into a ring file
     /// in DIR/rings/, which the recorder finds, drains in place every few
-    /// milliseconds into per-CPU chunks, and, when the process exits,
-    /// drains to its end (recovering it when the process died with it
-    /// open). Each process's pid, command, clock and exit are noted; losses
+    /// milliseconds into per-CPU chunks, and, when the process exits and
+    /// no other process (a child forked with the ring) maps it, drains to
+    /// its end (recovering it when the process died with it open). Each process's pid, command, clock and exit are noted; losses
     /// are counted per CPU and cause. `--attach RING...` drains ring files
     /// that exist instead of starting a command. `ringtrace dump DIR` and
     /// `ringtrace export DIR` read the session. SIGINT or SIGTERM is passed

@@ -167,9 +167,70 @@ pub fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Whether a process other than this one has `path` mapped: the writer's
+/// children forked with its ring go on writing into it after the writer
+/// has exited. Reads each process's `/proc/PID/maps` (those this user may
+/// read), so it is for the moment a ring's writer is gone, not each round.
+pub fn mapped_elsewhere(path: &Path) -> bool {
+    let Ok(path) = std::fs::canonicalize(path) else {
+        return false;
+    };
+    let Some(path) = path.to_str() else {
+        return false;
+    };
+    let me = std::process::id();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|entry| {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            return false;
+        };
+        pid != me
+            && std::fs::read_to_string(format!("/proc/{pid}/maps")).is_ok_and(|maps| {
+                maps.lines().any(|l| {
+                    // The path is the line's last field, maybe `(deleted)`.
+                    l.ends_with(path) || l.ends_with(&format!("{path} (deleted)"))
+                })
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_another_process_maps_is_seen_and_one_nobody_maps_is_not() {
+        let dir = ringtrace_testkit::TempDir::new("mapped-elsewhere");
+        let path = dir.path().join("mapped");
+        std::fs::write(&path, [0u8; 4096]).unwrap();
+        assert!(!mapped_elsewhere(&path));
+        // A child that maps it and waits: python, or skip where absent.
+        let child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import mmap,sys,time\nf=open(sys.argv[1],'r+b')\nm=mmap.mmap(f.fileno(),4096)\nprint('ok',flush=True)\ntime.sleep(30)",
+            ])
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn();
+        let Ok(mut child) = child else {
+            return;
+        };
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        );
+        let seen = mapped_elsewhere(&path);
+        let _ = child.kill();
+        let _ = child.wait();
+        if line.trim() == "ok" {
+            assert!(seen, "a child maps {}", path.display());
+        }
+    }
 
     #[test]
     fn a_session_ring_name_gives_its_start_time() {

@@ -34,6 +34,8 @@ pub struct Tracked {
     state_at: Option<Instant>,
     /// The metadata records as last read.
     records: FileRecords,
+    /// When another process was last seen mapping the ring, or not.
+    elsewhere: Option<(Instant, bool)>,
 }
 
 impl Tracked {
@@ -64,6 +66,7 @@ impl Tracked {
             exit: None,
             state_at: None,
             records: FileRecords::new(),
+            elsewhere: None,
         })
     }
 
@@ -111,7 +114,9 @@ impl Tracked {
                     out.exited_at(at);
                 }
                 let since = *self.closed_since.get_or_insert_with(Instant::now);
-                if !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT {
+                let gone = !self.live.writer_running() || since.elapsed() >= CLOSE_WAIT;
+                // A child forked with the ring writes on after the writer.
+                if gone && !self.mapped_elsewhere() {
                     self.drain_to_end(watch)?;
                     let how = match exit {
                         Some(Ended::Code(code)) => ProcessExit::Exited(code),
@@ -121,6 +126,9 @@ impl Tracked {
                     self.finish(how)?;
                 }
             }
+            // Its process is gone, but a child forked with the ring still
+            // writes into it: drained as a live ring until it is done.
+            WriterState::Died if self.mapped_elsewhere() => {}
             WriterState::Died => {
                 self.drain_to_end(watch)?;
                 let recovery = file::recover(self.live.path()).map_err(|e| e.to_string())?;
@@ -139,6 +147,19 @@ impl Tracked {
             _ => {}
         }
         Ok(drained)
+    }
+
+    /// Whether another process maps the ring (see `rings::mapped_elsewhere`),
+    /// looked at most every STATE_EVERY: it reads every process's maps.
+    fn mapped_elsewhere(&mut self) -> bool {
+        match self.elsewhere {
+            Some((at, mapped)) if at.elapsed() < STATE_EVERY => mapped,
+            _ => {
+                let mapped = super::rings::mapped_elsewhere(self.live.path());
+                self.elsewhere = Some((Instant::now(), mapped));
+                mapped
+            }
+        }
     }
 
     /// The recorder stops with the process still running: what is
