@@ -548,6 +548,20 @@ fn a_program_that_exits_at_once_makes_a_session_with_its_process() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = Session::open(&session).unwrap();
     assert_eq!(s.processes().len(), 1);
+    // Finished, the session has no rings/ directory: a process started
+    // late by the command is told the session is not running, rather
+    // than writing a ring nobody drains.
+    assert!(!session.join("rings").exists());
+    let late = traced_command("quick")
+        .env(ringtrace::SESSION_ENV, &session)
+        .output()
+        .unwrap();
+    let said = text(&late.stderr);
+    assert!(!late.status.success());
+    assert!(
+        said.contains("RINGTRACE_SESSION") && said.contains("running"),
+        "{said}"
+    );
 }
 
 #[test]

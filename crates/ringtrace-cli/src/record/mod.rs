@@ -256,6 +256,26 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     #[cfg(feature = "otlp")]
     let otlp = watch.otlp.take().map(otlp::OtlpStream::finish);
     let summary = session.finish().map_err(|e| e.to_string())?;
+    if command.is_some() {
+        // The session is finished: a process of the command that starts
+        // its ring now finds no rings/ directory, and its tracer says the
+        // session is not running, rather than writing where nobody reads.
+        let _ = std::fs::remove_dir(&rings_dir);
+        let drained: Vec<&std::path::Path> = tracked.iter().map(|t| t.path()).collect();
+        for late in std::fs::read_dir(&rings_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = late.path();
+            if path.extension().is_some_and(|e| e == "ring") && !drained.contains(&path.as_path()) {
+                refused.push(format!(
+                    "{}: not drained: made after the command and its processes had ended (a process the command left running); `ringtrace record --attach` drains it",
+                    path.display()
+                ));
+            }
+        }
+    }
     Ok(Recorded {
         dir: session.dir().to_owned(),
         summary,

@@ -86,6 +86,11 @@ impl Tracked {
         self.live.header().pid
     }
 
+    /// Its ring file.
+    pub fn path(&self) -> &std::path::Path {
+        self.live.path()
+    }
+
     /// Whether its ring is drained to the end and its process noted.
     pub fn is_done(&self) -> bool {
         self.out.is_none()
