@@ -115,7 +115,7 @@ enum Command {
     /// Several ring files (one per process: a program and its children)
     /// are merged in time order, each line with its own process's comm,
     /// the `#` lines describing every process. Their clocks must compare
-    /// (the same clock, ordered globally: `mono`, `boot`, `tsc`...), or
+    /// (the same clock, ordered globally: `mono`, `boot`, `tsc-ordered`...), or
     /// `--align-wall-clock` places each by its wall-clock anchor.
     Dump(DumpArgs),
     /// Writes a ring file's events in another tool's format: `text`
@@ -1131,9 +1131,20 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         None => None,
     };
     if let Some(clock) = &args.clock {
-        clock
+        let spec = clock
             .parse::<ClockSpec>()
             .map_err(|e| format!("--clock {clock}: {e}"))?;
+        // A clock whose readings do not compare across CPUs does not
+        // compare across processes either: said now, not when reading.
+        if let Ok(built) = spec.build() {
+            let info = ringtrace_clock::Clock::info(&built);
+            if info.guarantee != ringtrace_clock::Guarantee::Global {
+                say(format_args!(
+                    "ringtrace record: warning: --clock {clock} is ordered {}, not globally: a session of several processes reads only with --align-wall-clock (tsc-ordered, mono and boot compare as they are)",
+                    info.guarantee
+                ));
+            }
+        }
     }
     let options = RecordOptions {
         output: args.output,
