@@ -640,6 +640,11 @@ fn bad_sessions_and_commands_are_refused_with_one_line() {
         assert!(!out.status.success(), "{args:?}");
         assert!(err.contains(want), "{args:?}: {err}");
     }
+    // Nothing is left where nothing was recorded (a command that cannot
+    // start included): the directory can be given again.
+    for name in ["x", "y", "z", "w"] {
+        assert!(!dir.path().join(name).exists(), "{name} left behind");
+    }
     // A directory holding another session is never written over.
     let first = dir.path().join("first");
     let out = record_command(&first, &[], "quick").output().unwrap();

@@ -176,6 +176,7 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     if let Some(priority) = options.realtime {
         priority::run_realtime(priority)?;
     }
+    let existed = options.output.exists();
     let session = SessionWriter::create(&options.output, options.session.clone())
         .map_err(|e| e.to_string())?;
     let rings_dir = session.rings_dir();
@@ -183,8 +184,16 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         Some(files) => (RingFinder::named(files.clone()), None),
         None => {
             let env = options.environment(&session);
-            let traced = Traced::start(&options.command, &env)?;
-            (RingFinder::watching(&rings_dir), Some(traced))
+            match Traced::start(&options.command, &env) {
+                Ok(traced) => (RingFinder::watching(&rings_dir), Some(traced)),
+                Err(e) => {
+                    // Nothing was recorded: take back what was made, so
+                    // that the directory can be given again.
+                    drop(session);
+                    unmake(&options.output, existed);
+                    return Err(e);
+                }
+            }
         }
     };
     let _ = crate::stop::install();
@@ -287,4 +296,22 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         #[cfg(feature = "otlp")]
         otlp,
     })
+}
+
+/// Removes the session made at `dir` for a recording that never started:
+/// the directory's contents, and the directory too unless it `existed`
+/// (empty) before.
+fn unmake(dir: &std::path::Path, existed: bool) {
+    if existed {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let _ = if path.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
