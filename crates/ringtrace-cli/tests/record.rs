@@ -562,6 +562,11 @@ fn a_program_that_exits_at_once_makes_a_session_with_its_process() {
         said.contains("RINGTRACE_SESSION") && said.contains("running"),
         "{said}"
     );
+    // `recover` names a session for what it is.
+    let out = ringtrace(&["recover".as_ref(), session.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = text(&out.stderr);
+    assert!(said.contains("is a session directory"), "{said}");
 }
 
 #[test]

@@ -1061,6 +1061,13 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
 }
 
 fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    if args.file.join("session").is_file() {
+        return Err(format!(
+            "{} is a session directory, not a ring file: `ringtrace dump` and `ringtrace export` read it as it is, even one whose recorder was killed",
+            args.file.display()
+        )
+        .into());
+    }
     let recovery = ringtrace::ring::file::recover(&args.file)?;
     if args.json {
         let json = ringtrace_cli::recover::recovery_json(&recovery);
