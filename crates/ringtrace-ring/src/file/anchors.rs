@@ -58,7 +58,9 @@ impl ClockAnchors {
     /// use ringtrace_ring::file::ClockAnchors;
     /// let clock = ringtrace_clock::Counter::new();
     /// let a = ClockAnchors::read(&clock);
-    /// assert!(a.boot_ns >= a.mono_ns && a.realtime_ns > a.boot_ns);
+    /// // BOOTTIME is MONOTONIC plus time suspended, read within the
+    /// // window whose middle `mono_ns` is.
+    /// assert!(a.boot_ns + a.spread_ns >= a.mono_ns && a.realtime_ns > a.boot_ns);
     /// assert_eq!(ClockAnchors::parse(&a.to_record()), Ok(Some(a)));
     /// assert_eq!(ClockAnchors::parse(b"RTcs other"), Ok(None));
     /// ```
