@@ -212,16 +212,7 @@ fn records_the_ring_refuses_are_counted_dropped() {
 
 #[test]
 fn a_full_annex_refuses_callsites_and_their_records_are_not_written() {
-    let clock = "mono"
-        .parse::<ringtrace_clock::ClockSpec>()
-        .unwrap()
-        .build()
-        .unwrap();
-    let config = ringtrace_ring::RingConfig::default()
-        .cpus(1)
-        .per_cpu_bytes(16 * 1024)
-        .metadata_capacity(0);
-    let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap());
+    let ring = ring_with_annex(0);
     let layer = RingLayer::new(ring.clone());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
         tracing::info!("one");
@@ -446,28 +437,32 @@ fn every_edge_of_many_spans_shows_its_own_spans_callsite() {
     assert_eq!(ids.len(), 400);
 }
 
+/// A one-CPU `mono` ring whose metadata annex holds `capacity` bytes.
+fn ring_with_annex(
+    capacity: usize,
+) -> std::sync::Arc<ringtrace_ring::RingBuffer<ringtrace_clock::AnyClock>> {
+    let clock = "mono"
+        .parse::<ringtrace_clock::ClockSpec>()
+        .unwrap()
+        .build()
+        .unwrap();
+    let config = ringtrace_ring::RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(64 * 1024)
+        .metadata_capacity(capacity);
+    std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap())
+}
+
 /// A ring whose annex holds exactly the description of a span `a`.
 fn ring_with_room_for_one_span(
 ) -> std::sync::Arc<ringtrace_ring::RingBuffer<ringtrace_clock::AnyClock>> {
-    let make = |capacity| {
-        let clock = "mono"
-            .parse::<ringtrace_clock::ClockSpec>()
-            .unwrap()
-            .build()
-            .unwrap();
-        let config = ringtrace_ring::RingConfig::default()
-            .cpus(1)
-            .per_cpu_bytes(64 * 1024)
-            .metadata_capacity(capacity);
-        std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap())
-    };
-    let probe = make(4096);
+    let probe = ring_with_annex(4096);
     let layer = RingLayer::new(probe.clone());
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
         drop(tracing::info_span!("a"))
     });
     let record = probe.metadata_records()[0].len();
-    make(record + 4)
+    ring_with_annex(record + 4)
 }
 
 #[test]
