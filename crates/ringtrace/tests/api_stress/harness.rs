@@ -173,6 +173,20 @@ pub struct Seen {
     pub lost_before: u64,
 }
 
+impl Seen {
+    /// An event read, its payload checked whole.
+    pub fn of(e: &ringtrace::ring::Event) -> Seen {
+        let (w, seq) = check(&e.payload).unwrap();
+        Seen {
+            cpu: e.cpu,
+            ts: e.ts,
+            w,
+            seq,
+            lost_before: e.lost_before,
+        }
+    }
+}
+
 /// Pins the calling thread to `cpu` (None: every CPU).
 pub fn set_affinity(cpu: Option<usize>) {
     // SAFETY: a cpu_set_t on the stack, filled by the libc macros.
@@ -197,14 +211,7 @@ pub fn read_one(ring: &RingBuffer<AnyClock>, reader: Reader, out: &mut Vec<Seen>
             for b in ring.cpu_buffers() {
                 for _ in 0..64 {
                     let Some(e) = b.read_event() else { break };
-                    let (w, seq) = check(&e.payload).unwrap();
-                    out.push(Seen {
-                        cpu: e.cpu,
-                        ts: e.ts,
-                        w,
-                        seq,
-                        lost_before: e.lost_before,
-                    });
+                    out.push(Seen::of(&e));
                     n += 1;
                 }
             }
@@ -265,14 +272,7 @@ pub fn read_one(ring: &RingBuffer<AnyClock>, reader: Reader, out: &mut Vec<Seen>
         }
         Reader::Merged => {
             for e in ring.merged().take(256) {
-                let (w, seq) = check(&e.payload).unwrap();
-                out.push(Seen {
-                    cpu: e.cpu,
-                    ts: e.ts,
-                    w,
-                    seq,
-                    lost_before: e.lost_before,
-                });
+                out.push(Seen::of(&e));
                 n += 1;
             }
         }
@@ -283,14 +283,7 @@ pub fn read_one(ring: &RingBuffer<AnyClock>, reader: Reader, out: &mut Vec<Seen>
 pub fn drain(ring: &RingBuffer<AnyClock>, out: &mut Vec<Seen>) {
     for b in ring.cpu_buffers() {
         while let Some(e) = b.read_event() {
-            let (w, seq) = check(&e.payload).unwrap();
-            out.push(Seen {
-                cpu: e.cpu,
-                ts: e.ts,
-                w,
-                seq,
-                lost_before: e.lost_before,
-            });
+            out.push(Seen::of(&e));
         }
     }
 }
