@@ -176,13 +176,18 @@ pub struct Seen {
 impl Seen {
     /// An event read, its payload checked whole.
     pub fn of(e: &ringtrace::ring::Event) -> Seen {
-        let (w, seq) = check(&e.payload).unwrap();
+        Seen::read(e.cpu, e.ts, &e.payload, e.lost_before)
+    }
+
+    /// An event of a page of `cpu`, its payload checked whole.
+    pub fn read(cpu: usize, ts: u64, payload: &[u8], lost_before: u64) -> Seen {
+        let (w, seq) = check(payload).unwrap();
         Seen {
-            cpu: e.cpu,
-            ts: e.ts,
+            cpu,
+            ts,
             w,
             seq,
-            lost_before: e.lost_before,
+            lost_before,
         }
     }
 }
@@ -221,14 +226,12 @@ pub fn read_one(ring: &RingBuffer<AnyClock>, reader: Reader, out: &mut Vec<Seen>
                 if let Some(p) = b.read_page() {
                     let lost = p.header().lost;
                     for (i, (ts, pl)) in p.events().enumerate() {
-                        let (w, seq) = check(pl).unwrap();
-                        out.push(Seen {
-                            cpu: p.cpu,
+                        out.push(Seen::read(
+                            p.cpu,
                             ts,
-                            w,
-                            seq,
-                            lost_before: if i == 0 { lost as u64 } else { 0 },
-                        });
+                            pl,
+                            if i == 0 { lost as u64 } else { 0 },
+                        ));
                         n += 1;
                     }
                     if p.events().next().is_none() && lost != 0 {
@@ -257,14 +260,7 @@ pub fn read_one(ring: &RingBuffer<AnyClock>, reader: Reader, out: &mut Vec<Seen>
                         });
                     }
                     for (i, (ts, pl)) in events.into_iter().enumerate() {
-                        let (w, seq) = check(pl).unwrap();
-                        out.push(Seen {
-                            cpu: p.cpu,
-                            ts,
-                            w,
-                            seq,
-                            lost_before: if i == 0 { d.lost } else { 0 },
-                        });
+                        out.push(Seen::read(p.cpu, ts, pl, if i == 0 { d.lost } else { 0 }));
                         n += 1;
                     }
                 }
