@@ -333,6 +333,7 @@ impl SharedState {
     /// Gives back a page of the step-over budget: its page was freed, or
     /// the step-over lost its slot CAS.
     pub(crate) fn give_step_over_budget(&self) {
+        // Relaxed: a count, as in `take_step_over_budget`.
         self.stepped_out
             .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }

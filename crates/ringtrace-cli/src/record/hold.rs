@@ -50,9 +50,10 @@ impl<K: Copy + Eq + Hash + Ord, T> Hold<K, T> {
     }
 
     fn take(&mut self, arrived: Vec<Timed<K, T>>, all: bool) -> Vec<Timed<K, T>> {
-        let mut newest_now = self.newest.clone();
+        // This round's newest per process vouch only from the next round.
+        let mut arrived_newest: HashMap<K, u64> = HashMap::new();
         for e in &arrived {
-            let n = newest_now.entry(e.process).or_insert(e.ticks);
+            let n = arrived_newest.entry(e.process).or_insert(e.ticks);
             *n = (*n).max(e.ticks);
         }
         let mut ready = std::mem::take(&mut self.held);
@@ -65,7 +66,10 @@ impl<K: Copy + Eq + Hash + Ord, T> Hold<K, T> {
             ready = now;
             self.held = later;
         }
-        self.newest = newest_now;
+        for (process, ticks) in arrived_newest {
+            let n = self.newest.entry(process).or_insert(ticks);
+            *n = (*n).max(ticks);
+        }
         ready.sort_by_key(|e| (e.process, e.ticks));
         ready
     }
