@@ -33,10 +33,14 @@ if ! command -v cargo-fuzz >/dev/null || ! rustup toolchain list | grep -q '^nig
 fi
 cd fuzz
 cargo +nightly fuzz build --sanitizer address
-for t in "${targets[@]}"; do
-  out="../target/fuzz-corpus/$t"
+# Each fuzzer is one process on one core: as many run at once as there are
+# CPUs, and each is reported when it ends.
+jobs=$(nproc 2>/dev/null || echo 1)
+fuzz_one() {
+  local t="$1"
+  local out="../target/fuzz-corpus/$t"
   mkdir -p "$out"
-  extra=()
+  local extra=()
   [ -f "dict/$t.dict" ] && extra+=("-dict=dict/$t.dict")
   # A script runs at most MAX_OPS / 2 operations, which its first 1.5 KB
   # hold; longer inputs only slow the fuzzer down. A ring file of two CPUs
@@ -46,17 +50,36 @@ for t in "${targets[@]}"; do
     recover) extra+=("-max_len=24576") ;;
     *) extra+=("-max_len=1536") ;;
   esac
-  echo "== fuzz $t for ${seconds}s (AddressSanitizer)"
-  log="../target/fuzz-corpus/$t.log"
-  status=0
   cargo +nightly fuzz run --sanitizer address "$t" "$out" "corpus/$t" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "${extra[@]}" \
-    >"$log" 2>&1 || status=$?
+    >"../target/fuzz-corpus/$t.log" 2>&1
+}
+report() {
+  local t="$1" status="$2"
+  local log="../target/fuzz-corpus/$t.log"
+  echo "== fuzz $t for ${seconds}s (AddressSanitizer)"
   grep -E "^(Done [0-9]+ runs|stat::number_of_executed_units|stat::peak_rss_mb)" "$log" || true
   if [ "$status" -ne 0 ]; then
     # The property that failed, the sanitizer's report, and where the input is.
     grep -E -A3 "panicked at|==[0-9]+==ERROR|SUMMARY|Test unit written|Reproduce with" "$log" | head -40 >&2
     echo "fuzz $t failed (exit $status); full log: target/fuzz-corpus/$t.log" >&2
-    exit 1
+    return 1
   fi
+}
+failed=0
+i=0
+while [ "$i" -lt ${#targets[@]} ]; do
+  batch=("${targets[@]:i:jobs}")
+  pids=()
+  for t in "${batch[@]}"; do
+    fuzz_one "$t" &
+    pids+=($!)
+  done
+  for k in "${!batch[@]}"; do
+    status=0
+    wait "${pids[$k]}" || status=$?
+    report "${batch[$k]}" "$status" || failed=1
+  done
+  i=$((i + jobs))
 done
+exit "$failed"
