@@ -150,6 +150,17 @@ fn traced_program() {
                 t.join().unwrap();
             }
         }
+        "starter" => {
+            // Starts a traced process of its own, then idles: a process of
+            // the session that is not the recorder's child.
+            let mut child = traced_command("idle")
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_secs(60));
+            let _ = child.wait();
+        }
+        "idle" => std::thread::sleep(Duration::from_secs(60)),
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
@@ -473,6 +484,86 @@ fn traced_pid(session: &Path) -> i32 {
         assert!(Instant::now() < deadline, "no ring appeared");
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// The pids of the rings in `session`'s rings/ directory, once there are
+/// `n` of them.
+fn ring_pids(session: &Path, n: usize) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids: Vec<i32> = std::fs::read_dir(session.join("rings"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.ends_with(".ring").then_some(())?;
+                name.split('-').next()?.parse().ok()
+            })
+            .collect();
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} rings appeared, not {n}",
+            pids.len()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
+fn running(pid: i32) -> bool {
+    // SAFETY: signal 0 sends nothing.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        return false;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, r)| r.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
+/// SIGTERM to the recorder is passed on to every process of the session,
+/// not only to its command: a process the command started ends too, and
+/// the session holds both.
+#[test]
+fn a_stop_signal_reaches_every_process_of_the_session() {
+    let dir = TempDir::new("record-stop");
+    let session = dir.path().join("trace");
+    // The recorder's stderr goes to a file: a pipe would stay open as long
+    // as any process of the session runs.
+    let log = dir.path().join("recorder.log");
+    let mut recorder = record_command(&session, &[], "starter")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pids = ring_pids(&session, 2);
+    // SAFETY: kill(2) on the recorder, our child.
+    unsafe { libc::kill(recorder.id() as i32, libc::SIGTERM) };
+    let status = recorder.wait().unwrap();
+    let said = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{said}");
+    assert!(said.contains("of 2 processes"), "{said}");
+    // The grandchild is reaped by whoever adopted it: give that a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pids.iter().any(|&p| running(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<i32> = pids.iter().copied().filter(|&p| running(p)).collect();
+    for &p in &left {
+        // SAFETY: kill(2) on a process this test started.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    assert!(
+        left.is_empty(),
+        "still running after the stop: {left:?}; {said}"
+    );
+    let json = ringtrace(&["dump".as_ref(), session.as_os_str(), "--json".as_ref()]);
+    assert!(json.status.success(), "{}", text(&json.stderr));
 }
 
 /// SIGKILL of the recorder at random moments while it rotates chunks

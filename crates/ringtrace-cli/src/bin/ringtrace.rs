@@ -155,7 +155,8 @@ enum Command {
     /// are counted per CPU and cause. `--attach RING...` drains ring files
     /// that exist instead of starting a command. `ringtrace dump DIR` and
     /// `ringtrace export DIR` read the session. SIGINT or SIGTERM is passed
-    /// on to the command; the recorder drains what it has and finishes the
+    /// on to the command and to every process still writing a ring of the
+    /// session (not to rings named with `--attach`); the recorder drains what it has and finishes the
     /// session (within 5 s), exit code 128 + the signal. Otherwise the
     /// exit code is the command's (128 + its signal if one killed it).
     Record(RecordArgs),

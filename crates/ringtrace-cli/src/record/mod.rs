@@ -12,7 +12,7 @@
 //! process died with it open is drained, then recovered. The session is
 //! finished when the command has exited and every ring is done, or when
 //! the recorder is asked to stop (SIGINT or SIGTERM, which it passes on
-//! to the command first).
+//! first to the command and to every running process of the session).
 
 #[cfg(feature = "otlp")]
 mod hold;
@@ -152,10 +152,11 @@ impl Recorded {
         } else {
             String::new()
         };
+        let n = self.processes.len();
         lines.push(format!(
-            "{} events of {} processes in {} ({disk} bytes{per_million})",
+            "{} events of {n} {} in {} ({disk} bytes{per_million})",
             events,
-            self.processes.len(),
+            if n == 1 { "process" } else { "processes" },
             self.dir.display()
         ));
         lines
@@ -207,6 +208,8 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     let mut ended_at: Option<Instant> = None;
     let mut stop_at: Option<Instant> = None;
     let mut forwarded = false;
+    // The pids the stop signal was passed on to.
+    let mut signalled: Vec<u32> = Vec::new();
     let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(GATHER_PAGES);
     loop {
         let found = finder.look();
@@ -240,6 +243,19 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
                 stop_at = Some(Instant::now());
                 if let Some(c) = command.as_mut() {
                     c.signal(signal);
+                    signalled.push(c.pid());
+                }
+            }
+            // The processes the command started, which trace into the
+            // session (a shell's children, a server's workers), are asked
+            // too, those whose rings are found while the recorder stops
+            // included: the session ends when they do. Rings named with
+            // --attach are not the recorder's to stop.
+            if command.is_some() {
+                for t in &tracked {
+                    if !signalled.contains(&t.pid()) && t.signal_writer(signal) {
+                        signalled.push(t.pid());
+                    }
                 }
             }
         }

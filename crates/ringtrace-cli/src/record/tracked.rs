@@ -96,6 +96,25 @@ impl Tracked {
         self.out.is_none()
     }
 
+    /// Sends `sig` to the process writing this ring, if its ring is not
+    /// done and the process still runs as the command that made the ring
+    /// (so a pid reused by another command is left alone). Returns whether
+    /// the signal was sent.
+    pub fn signal_writer(&self, sig: i32) -> bool {
+        if self.is_done() || !self.live.writer_running() {
+            return false;
+        }
+        let Ok(pid) = libc::pid_t::try_from(self.pid()) else {
+            return false;
+        };
+        if pid <= 0 || pid == std::process::id() as libc::pid_t {
+            return false;
+        }
+        // SAFETY: kill(2) reads no memory of ours; the pid is a process of
+        // the session, checked running as the ring's command just above.
+        unsafe { libc::kill(pid, sig) == 0 }
+    }
+
     /// One round: drains what is readable and, if the writer is gone,
     /// everything left, then notes the end (`exit`: how the process ended,
     /// when the recorder started it). Returns the pages (or pieces) drained.
