@@ -161,6 +161,18 @@ fn traced_program() {
             let _ = child.wait();
         }
         "idle" => std::thread::sleep(Duration::from_secs(60)),
+        "code" => {
+            tracer.write(b"last words").unwrap();
+            std::process::exit(3);
+        }
+        "code_parent" => {
+            // Its child, which the recorder did not start, exits with 3.
+            let status = traced_command("code")
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert_eq!(status.code(), Some(3));
+        }
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
@@ -628,6 +640,28 @@ fn a_recorder_killed_at_random_moments_leaves_a_readable_session() {
         }
         let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
         assert!(dump.status.success(), "run {run}: {}", text(&dump.stderr));
+    }
+}
+
+/// A process's exit code is in the session, whether the recorder saw it
+/// (its command) or only the ring's exit record kept it (a process the
+/// command started), and `dump` says it.
+#[test]
+fn a_sessions_processes_keep_their_exit_codes() {
+    let dir = TempDir::new("record-code");
+    for (role, recorder_code) in [("code", 3), ("code_parent", 0)] {
+        let session = dir.path().join(role);
+        let out = record_command(&session, &[], role).output().unwrap();
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(recorder_code), "{said}");
+        let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+        let shown = text(&dump.stdout);
+        assert!(dump.status.success(), "{}", text(&dump.stderr));
+        let writers: Vec<&str> = shown.lines().filter(|l| l.contains("writer: ")).collect();
+        assert!(
+            writers.iter().any(|l| l.contains("exited with code 3")),
+            "{role}: {writers:?}"
+        );
     }
 }
 

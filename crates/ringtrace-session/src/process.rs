@@ -65,8 +65,9 @@ impl std::fmt::Display for ProcessExit {
 
 /// The first eight bytes of a `process` file.
 const MAGIC: [u8; 8] = *b"RTPROC\0\0";
-/// The `process` file's version: 2 adds the exit time; 1 is still read.
-const VERSION: u32 = 2;
+/// The `process` file's version: 2 adds the exit time, 3 the exit code the
+/// ring's exit record kept; 1 and 2 are still read.
+const VERSION: u32 = 3;
 
 fn exit_code(exit: Option<ProcessExit>) -> (u8, i32) {
     match exit {
@@ -125,15 +126,19 @@ pub(crate) fn encode(
     p.u32(h.pid);
     p.str(&h.comm);
     p.u64(h.metadata_checksum);
-    // Version 2: the exit time, bit 0 of the flags for its ticks, bit 1
-    // for its wall-clock ns, all zero when the ring was not marked exited.
+    // Version 2: the exit time, bit 0 of the flags for the ring marked
+    // exited, bit 1 for its ticks, bit 2 for its wall-clock ns, all zero
+    // when the ring was not marked exited. Version 3: bit 3 for the exit
+    // code the exit record kept, in the byte after them.
     let at = exited_at.unwrap_or(ExitTime::new(None, None));
     let flags = u8::from(exited_at.is_some())
         | u8::from(at.ticks.is_some()) << 1
-        | u8::from(at.wall_ns.is_some()) << 2;
+        | u8::from(at.wall_ns.is_some()) << 2
+        | u8::from(at.code.is_some()) << 3;
     p.u8(flags);
     p.u64(at.ticks.unwrap_or(0));
     p.u64(at.wall_ns.unwrap_or(0));
+    p.u8(at.code.unwrap_or(0));
     p.checksum();
     p.0
 }
@@ -247,15 +252,21 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Described, Bad> {
     };
     let exited_at = if version >= 2 {
         let flags = t.u8("exit time flags")?;
-        if flags > 0b111 {
-            return Err(bad("exit time flags", format!("{flags:#x}, not 0 to 7")));
+        let most = if version >= 3 { 0b1111 } else { 0b111 };
+        if flags > most {
+            return Err(bad(
+                "exit time flags",
+                format!("{flags:#x}, not 0 to {most} in version {version}"),
+            ));
         }
         let (ticks, wall) = (t.u64("exit ticks")?, t.u64("exit wall-clock ns")?);
+        let code = if version >= 3 { t.u8("exit code")? } else { 0 };
         (flags & 1 != 0).then(|| {
             ExitTime::new(
                 (flags & 2 != 0).then_some(ticks),
                 (flags & 4 != 0).then_some(wall),
             )
+            .with_code((flags & 8 != 0).then_some(code))
         })
     } else {
         None
@@ -309,6 +320,8 @@ mod tests {
                 Some(ExitTime::new(Some(77), Some(1_800_000_000_000_000_000))),
                 Some(ExitTime::new(None, Some(5))),
                 Some(ExitTime::new(None, None)),
+                Some(ExitTime::new(Some(78), Some(6)).with_code(Some(101))),
+                Some(ExitTime::new(None, None).with_code(Some(0))),
             ] {
                 let bytes = encode(&info, exit, exited_at);
                 let back = decode(&bytes).unwrap();
@@ -323,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_file_reads_with_no_exit_time() {
+    fn files_of_versions_1_and_2_read_without_what_they_lack() {
         let ring = RingBuffer::new(
             RingConfig::default().cpus(1).per_cpu_bytes(8192),
             Counter::new(),
@@ -337,20 +350,36 @@ mod tests {
             header: ring.snapshot(Vec::new()).header,
             metadata: Vec::new(),
         };
-        let v2 = encode(&info, Some(ProcessExit::Exited(0)), None);
-        // Version 1: the same fields without the exit time (17 bytes),
-        // under its own version and checksum.
+        let v3 = encode(&info, Some(ProcessExit::Exited(0)), None);
+        // Version 1: the same fields without the exit time and code (18
+        // bytes), under its own version and checksum.
         let mut p = Put::default();
-        p.0.extend_from_slice(&v2[..v2.len() - 8 - 17]);
+        p.0.extend_from_slice(&v3[..v3.len() - 8 - 18]);
         p.0[8..12].copy_from_slice(&1u32.to_le_bytes());
         p.checksum();
         let back = decode(&p.0).unwrap();
         assert_eq!(back.info, info);
         assert_eq!(back.exit, Some(ProcessExit::Exited(0)));
         assert_eq!(back.exited_at, None);
-        let mut future = v2.clone();
-        future[8..12].copy_from_slice(&3u32.to_le_bytes());
+        // Version 2: the exit time without the code byte.
+        let at = ExitTime::new(Some(5), Some(6));
+        let v3 = encode(
+            &info,
+            Some(ProcessExit::Closed),
+            Some(at.with_code(Some(7))),
+        );
+        let mut p = Put::default();
+        p.0.extend_from_slice(&v3[..v3.len() - 8 - 1]);
+        p.0[8..12].copy_from_slice(&2u32.to_le_bytes());
+        // Bit 3 (the code) is not a version 2 flag.
+        let flags_at = p.0.len() - 17;
+        p.0[flags_at] &= 0b111;
+        p.checksum();
+        let back = decode(&p.0).unwrap();
+        assert_eq!(back.exited_at, Some(at));
+        let mut future = v3.clone();
+        future[8..12].copy_from_slice(&4u32.to_le_bytes());
         let err = decode(&future).unwrap_err();
-        assert!(err.why.contains("reads 1 to 2"), "{}", err.why);
+        assert!(err.why.contains("reads 1 to 3"), "{}", err.why);
     }
 }

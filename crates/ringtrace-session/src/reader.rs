@@ -283,12 +283,15 @@ impl Session {
             cpus.push(read.recovery);
         }
         let writer = match (described.exit, described.exited_at) {
-            // Its ring marked exited, or its exit code seen by the
-            // recorder: a normal exit, with its time when the ring had it.
-            (Some(ProcessExit::Exited(_) | ProcessExit::Closed), Some(at)) => {
-                WriterState::Exited(at)
+            // Its exit code seen by the recorder (which the recorder's
+            // own word carries), or its ring marked exited: a normal exit,
+            // with its time when the ring had it.
+            (Some(ProcessExit::Exited(c)), at) => {
+                let at = at.unwrap_or_else(|| ExitTime::new(None, None));
+                let code = u8::try_from(c).ok().or(at.code);
+                WriterState::Exited(at.with_code(code))
             }
-            (Some(ProcessExit::Exited(_)), None) => WriterState::Exited(ExitTime::new(None, None)),
+            (Some(ProcessExit::Closed), Some(at)) => WriterState::Exited(at),
             (Some(ProcessExit::Closed), None) => WriterState::Closed,
             (Some(ProcessExit::Signaled(_) | ProcessExit::DiedWithRing), _) => WriterState::Died,
             (Some(ProcessExit::Running) | None, _) => WriterState::Live,

@@ -77,11 +77,11 @@ fn round_trip(compression: Compression) {
         assert_eq!(process.pid, *pid);
         assert_eq!(process.comm, format!("proc{pid}"));
         assert_eq!(process.exit, Some(ProcessExit::Exited(3)));
-        // Its exit code was seen: a normal exit, its time unknown (the
-        // ring was not marked).
+        // Its exit code was seen: a normal exit with that code, its time
+        // unknown (the ring was not marked).
         assert_eq!(
             recovery.writer,
-            WriterState::Exited(ExitTime::new(None, None))
+            WriterState::Exited(ExitTime::new(None, None).with_code(Some(3)))
         );
         assert_eq!(
             recovery.metadata.as_deref().unwrap(),

@@ -142,10 +142,15 @@ impl Tracked {
                 // A child forked with the ring writes on after the writer.
                 if gone && !self.mapped_elsewhere() {
                     self.drain_to_end(watch)?;
-                    let how = match exit {
-                        Some(Ended::Code(code)) => ProcessExit::Exited(code),
-                        Some(Ended::Signal(sig)) => ProcessExit::Signaled(sig),
-                        None => ProcessExit::Closed,
+                    let how = match (exit, state) {
+                        (Some(Ended::Code(code)), _) => ProcessExit::Exited(code),
+                        (Some(Ended::Signal(sig)), _) => ProcessExit::Signaled(sig),
+                        // Not the recorder's child: the code its ring's
+                        // exit record kept, if it did.
+                        (None, WriterState::Exited(at)) => at
+                            .code
+                            .map_or(ProcessExit::Closed, |c| ProcessExit::Exited(c.into())),
+                        (None, _) => ProcessExit::Closed,
                     };
                     self.finish(how)?;
                 }
