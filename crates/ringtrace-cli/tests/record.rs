@@ -9,7 +9,7 @@ use ringtrace::{trace, tracepoint, Tracer};
 use ringtrace_session::Session;
 use ringtrace_testkit::TempDir;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -663,6 +663,76 @@ fn a_sessions_processes_keep_their_exit_codes() {
             "{role}: {writers:?}"
         );
     }
+}
+
+/// No export writes into the session it reads: not over its index, a
+/// chunk or a process's file, not a new file or directory among them.
+#[test]
+fn export_never_writes_into_the_session_it_reads() {
+    let dir = TempDir::new("record-export-into");
+    let session = dir.path().join("trace");
+    recorded(&session, &[], "steps");
+    let files: Vec<PathBuf> = walk(&session);
+    let chunk = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "chunk"))
+        .expect("a chunk")
+        .clone();
+    let process = files
+        .iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "process"))
+        .expect("a process file")
+        .clone();
+    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let index = session.join("session");
+    let dotted = session.join("..").join("trace").join("new.txt");
+    for (format, target) in [
+        ("text", index.clone()),
+        ("text", chunk.clone()),
+        ("chrome", process.clone()),
+        ("text", session.join("new.txt")),
+        ("text", dotted),
+        ("ctf", session.join("ctf")),
+        ("parquet", session.join("tables")),
+    ] {
+        let out = ringtrace(&[
+            "export".as_ref(),
+            session.as_os_str(),
+            "--format".as_ref(),
+            format.as_ref(),
+            "-o".as_ref(),
+            target.as_os_str(),
+        ]);
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {said}", target.display());
+        assert!(said.contains("inside the session directory"), "{said}");
+    }
+    let after: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(before == after, "a file of the session changed");
+    assert_eq!(walk(&session), files, "a file was added to the session");
+    let fine = dir.path().join("out.txt");
+    let out = ringtrace(&[
+        "export".as_ref(),
+        session.as_os_str(),
+        "-o".as_ref(),
+        fine.as_os_str(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+/// Every file under `dir`, sorted.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            all.extend(walk(&p));
+        } else {
+            all.push(p);
+        }
+    }
+    all.sort();
+    all
 }
 
 #[test]

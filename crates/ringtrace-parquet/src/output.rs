@@ -46,6 +46,10 @@ pub(crate) fn check(trace: &Trace<'_>, dir: &Path) -> Result<Existing, ParquetEr
             "it names no directory to create (it ends in `..` or is a root); name the export's directory",
         ));
     }
+    if let Some(session) = ringtrace_export::export::session_holding(trace, dir) {
+        let why = RingTarget::Session { dir: session };
+        return Err(refused(dir, why.to_string()));
+    }
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Absent),

@@ -28,6 +28,12 @@ pub enum RingTarget {
         /// Where the output path leads, links resolved.
         resolved: PathBuf,
     },
+    /// A path inside the session directory the trace was read from: its
+    /// index, a chunk, a process's file, or a new file among them.
+    Session {
+        /// The session directory, as the trace names it.
+        dir: PathBuf,
+    },
 }
 
 impl std::fmt::Display for RingTarget {
@@ -48,18 +54,28 @@ impl std::fmt::Display for RingTarget {
                 "it is a ring file ({}): an export does not replace one; remove it first or name another file",
                 resolved.display()
             ),
+            RingTarget::Session { dir } => write!(
+                f,
+                "it is inside the session directory {}, which the trace was read from: an export never writes into a session (it could replace its index or a chunk); name a path outside it",
+                dir.display()
+            ),
         }
     }
 }
 
-/// Refuses `out` when it leads to a ring file (see [`RingTarget`]). An
-/// output that does not exist yet is no ring file: nothing is checked
-/// beyond its name.
+/// Refuses `out` when it leads to a ring file, or into the session the
+/// trace was read from (see [`RingTarget`]). An output that does not
+/// exist yet is no ring file: only where it would be is checked.
 pub(crate) fn refuse_ring_target(recovery: &Recovery, out: &Path) -> Result<(), ExportError> {
     let refused = |why| ExportError::RingFile {
         path: out.to_owned(),
         why,
     };
+    if let Some(dir) = session_dir(recovery) {
+        if inside(out, &dir) {
+            return Err(refused(RingTarget::Session { dir }));
+        }
+    }
     // Followed through every link: what a write to `out` would replace, or
     // what a link at `out` points to.
     let Ok(target) = std::fs::metadata(out) else {
@@ -98,4 +114,75 @@ fn starts_with_magic(path: &Path) -> bool {
 /// `path` with its links resolved (it exists: its metadata was read).
 fn resolved(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// The session directory a recovery was read from: a session's process is
+/// read from its directory in the session (a ring file's path is a file).
+fn session_dir(recovery: &Recovery) -> Option<PathBuf> {
+    if recovery.path.as_os_str() == file::MEMORY_PATH || !recovery.path.is_dir() {
+        return None;
+    }
+    recovery.path.parent().map(Path::to_owned)
+}
+
+/// Whether `path`, once its links and `..` are resolved as far as it
+/// exists, lies inside the directory `dir` (or is it).
+fn inside(path: &Path, dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    // The deepest part of `path` that exists, resolved, then the rest.
+    let mut rest = Vec::new();
+    let mut at = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        match std::env::current_dir() {
+            Ok(cwd) => cwd.join(path),
+            Err(_) => return false,
+        }
+    };
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&at) {
+            let mut whole = real;
+            for part in rest.iter().rev() {
+                whole.push(part);
+            }
+            return whole.starts_with(&dir);
+        }
+        match (at.file_name().map(std::ffi::OsStr::to_owned), at.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                at = parent.to_owned();
+            }
+            // A `..` or a root that does not resolve: nothing to compare.
+            _ => return false,
+        }
+    }
+}
+
+/// The session directory of `trace` that `out` lies inside, if any: an
+/// export (of any format, a directory of tables included) never writes
+/// there, whether `out` exists or not.
+///
+/// ```
+/// use ringtrace_export::export::session_holding;
+/// use ringtrace_export::{Alignment, Trace};
+/// use ringtrace_ring::{file, RingBuffer, RingConfig};
+/// let dir = std::env::temp_dir().join(format!("rt-holding-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).file(dir.join("a.ring"));
+/// drop(RingBuffer::new(config, ringtrace_clock::Counter::new())?);
+/// let recoveries = [file::recover(dir.join("a.ring"))?];
+/// let trace = Trace::new(&recoveries, Alignment::SharedClock)?;
+/// // A ring file is no session: only exports over it are refused.
+/// assert_eq!(session_holding(&trace, &dir.join("out.json")), None);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn session_holding(trace: &crate::Trace<'_>, out: &Path) -> Option<PathBuf> {
+    trace
+        .processes()
+        .iter()
+        .filter_map(|p| session_dir(p.recovery))
+        .find(|dir| inside(out, dir))
 }

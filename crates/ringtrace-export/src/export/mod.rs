@@ -16,7 +16,7 @@ mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};
 use crate::trace::Trace;
-pub use guard::RingTarget;
+pub use guard::{session_holding, RingTarget};
 use ringtrace_ring::file::Recovery;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
