@@ -185,6 +185,7 @@ fn a_stopped_receiver_gives_undelivered_naming_the_url_in_bounded_time() -> Test
     );
     let SendError::Undelivered {
         url,
+        urls,
         attempts,
         batches,
         last_error,
@@ -196,6 +197,13 @@ fn a_stopped_receiver_gives_undelivered_naming_the_url_in_bounded_time() -> Test
     };
     assert!(url.starts_with(&receiver.url()), "{url}");
     assert!(error.to_string().contains(&receiver.url()), "{error}");
+    // Each signal's failure names its own path.
+    let said = error.to_string();
+    assert!(
+        said.contains("/v1/traces") && said.contains("/v1/logs"),
+        "{said}"
+    );
+    assert_eq!(urls.len(), 2, "{urls:?}");
     assert_eq!((*spans, *log_records, *batches, *attempts), (7, 4, 2, 6));
     assert!(last_error.is_retryable(), "{last_error}");
     let stats = sender.stats();

@@ -96,12 +96,17 @@ fn body_text(body: &str) -> &str {
 pub enum SendError {
     /// One or more batches failed for good during the call.
     #[error(
-        "{spans} spans and {log_records} log records not delivered to {url} ({batches} \
-         batch(es), {attempts} attempt(s)); last error: {last_error}"
+        "{spans} spans and {log_records} log records not delivered to {} ({batches} \
+         batch(es), {attempts} attempt(s)); last error: {last_error}",
+        .urls.join(" and ")
     )]
     Undelivered {
         /// The URL of the last batch that failed.
         url: String,
+        /// Every URL a batch failed for good at, once each, in the order
+        /// they failed (spans go to `/v1/traces`, log records to
+        /// `/v1/logs`).
+        urls: Vec<String>,
         /// HTTP attempts made for the failed batches, retries included.
         attempts: u32,
         /// How many batches failed.

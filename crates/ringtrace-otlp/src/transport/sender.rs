@@ -58,6 +58,8 @@ pub struct Sender {
 struct Failures {
     /// The last failed batch's URL and last error.
     last: Option<(String, AttemptError)>,
+    /// Every URL a batch failed at, once each.
+    urls: Vec<String>,
     attempts: u32,
     batches: u32,
 }
@@ -171,6 +173,7 @@ impl Sender {
             None => Ok(()),
             Some((url, last_error)) => Err(SendError::Undelivered {
                 url,
+                urls: failures.urls,
                 attempts: failures.attempts,
                 batches: failures.batches,
                 last_error,
@@ -211,6 +214,9 @@ impl Sender {
                     self.stats.last_error = Some(format!("{url}: {error}"));
                     failures.attempts = failures.attempts.saturating_add(attempts);
                     failures.batches += 1;
+                    if !failures.urls.contains(&url) {
+                        failures.urls.push(url.clone());
+                    }
                     failures.last = Some((url, error));
                     return;
                 }
