@@ -767,7 +767,7 @@ fn a_program_that_exits_at_once_makes_a_session_with_its_process() {
 #[test]
 fn bad_sessions_and_commands_are_refused_with_one_line() {
     let dir = TempDir::new("record-bad");
-    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+    let mut cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
         (
             vec![
                 "record".into(),
@@ -833,6 +833,35 @@ fn bad_sessions_and_commands_are_refused_with_one_line() {
             "only with --mode blocking",
         ),
     ];
+    // Out-of-range values are named by their flags, with what is valid.
+    for (flag, value, want) in [
+        (
+            "--rotate-size",
+            "0",
+            "--rotate-size 0: a chunk rotates at 1 to",
+        ),
+        ("--max-size", "1", "--max-size 1: keep at least 65536 bytes"),
+        ("--zstd", "30", "--zstd 30: a level from 1 to 22"),
+        ("--zstd", "99999999999", "give a whole number from 1 to 22"),
+        (
+            "--buffer-size",
+            "4096",
+            "--buffer-size 4096: a CPU buffer needs at least two pages",
+        ),
+    ] {
+        cases.push((
+            vec![
+                "record".into(),
+                "-o".into(),
+                dir.path().join("v").into(),
+                flag.into(),
+                value.into(),
+                "--".into(),
+                "true".into(),
+            ],
+            want,
+        ));
+    }
     for (args, want) in cases {
         let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
         let out = ringtrace(&args);
@@ -842,7 +871,7 @@ fn bad_sessions_and_commands_are_refused_with_one_line() {
     }
     // Nothing is left where nothing was recorded (a command that cannot
     // start included): the directory can be given again.
-    for name in ["x", "y", "z", "w"] {
+    for name in ["x", "y", "z", "w", "v"] {
         assert!(!dir.path().join(name).exists(), "{name} left behind");
     }
     // A directory holding another session is never written over.

@@ -239,7 +239,7 @@ struct RecordArgs {
     max_size: Option<u64>,
     /// Compress each finished chunk with zstd at this level (1 to 22, the
     /// levels above 19 using much more memory; 3 is zstd's default).
-    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3")]
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "3", value_parser = parse_zstd_level)]
     zstd: Option<i32>,
     /// Print each event as it is drained, as `ringtrace dump` prints it.
     #[arg(long)]
@@ -266,6 +266,16 @@ struct RecordArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<std::ffi::OsString>,
+}
+
+/// `--zstd`'s level: an integer, its range checked with the session's
+/// other options.
+fn parse_zstd_level(text: &str) -> Result<i32, String> {
+    text.trim().parse::<i32>().map_err(|_| {
+        format!(
+            "{text:?} is not a zstd level: give a whole number from 1 to 22 (3 is zstd's default)"
+        )
+    })
 }
 
 fn parse_size_arg(text: &str) -> Result<u64, String> {
@@ -1085,7 +1095,7 @@ fn recover_cmd(args: RecoverArgs) -> Result<ExitCode, Box<dyn std::error::Error>
 
 fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     use ringtrace_cli::record::{self, RecordOptions, RecordedMode};
-    use ringtrace_session::{Compression, SessionOptions};
+    use ringtrace_session::{Compression, OptionsError, SessionOptions};
     if args.attach.is_none() && args.command.is_empty() {
         return Err("no command to record: give one after `--` (`ringtrace record -o trace -- ./my-program`), or ring files with --attach".into());
     }
@@ -1117,10 +1127,25 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     if let Some(level) = args.zstd {
         session = session.compression(Compression::Zstd { level });
     }
-    session.check()?;
+    // Said with the flags' names (the library's name its fields).
+    session.check().map_err(|e| match e {
+        OptionsError::RotateSize { value, max } => {
+            format!("--rotate-size {value}: a chunk rotates at 1 to {max} bytes ({}G)", max >> 30)
+        }
+        OptionsError::MaxSize { value, min } => format!(
+            "--max-size {value}: keep at least {min} bytes ({}K), or leave --max-size out to keep everything",
+            min >> 10
+        ),
+        OptionsError::ZstdLevel { value, min, max } => {
+            format!("--zstd {value}: a level from {min} to {max} (3 is zstd's default)")
+        }
+        other => other.to_string(),
+    })?;
     let buffer_size = match args.buffer_size {
-        Some(b) if b < 8192 => {
-            return Err(format!("--buffer-size {b}: a CPU buffer needs at least two pages, 8K at the default page size of 4096 bytes").into())
+        // As a program's ring takes it: two pages at least, a part page
+        // rounded up to a whole one.
+        Some(b) if b <= 4096 => {
+            return Err(format!("--buffer-size {b}: a CPU buffer needs at least two pages, more than 4096 bytes at the default page size of 4096 bytes (rounded up to whole pages)").into())
         }
         Some(b) => {
             // What a ring of the default page size can make; a program
