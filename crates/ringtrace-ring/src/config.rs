@@ -406,6 +406,9 @@ impl RingConfig {
 
     /// Checks the configuration and works out the geometry.
     pub fn validate(&self) -> Result<Geometry, ConfigError> {
+        if self.file.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
+            return Err(ConfigError::EmptyFilePath);
+        }
         if self.file.is_none() {
             if self.append {
                 return Err(ConfigError::NeedsFile("append"));

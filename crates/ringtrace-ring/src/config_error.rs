@@ -66,6 +66,9 @@ pub enum ConfigError {
         /// What the system said.
         reason: String,
     },
+    /// The ring's file was given an empty path.
+    #[error("the ring file's path is empty: name a file (such as trace.ring), or leave the ring in memory")]
+    EmptyFilePath,
     /// The ring's file could not be created, opened or mapped.
     #[error(transparent)]
     File(#[from] crate::file::FileError),

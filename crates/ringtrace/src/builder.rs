@@ -451,7 +451,7 @@ impl TracerBuilder {
         if let Some(target) = &self.stream {
             if target.dir.as_os_str().is_empty() {
                 return Err(TracerError::Stream(
-                    "stream_options without stream_to: name the session directory".into(),
+                    "no session directory to stream to (stream_to was given an empty path, or stream_options came without stream_to): name a directory".into(),
                 ));
             }
             let mut config = self.config;

@@ -39,6 +39,16 @@ fn every_bad_builder_value_is_named_with_the_valid_ones() {
     std::fs::write(&path, b"not a trace").unwrap();
     let e = err(Tracer::builder().file(&path));
     assert!(e.contains("taken"), "names the file: {e}");
+    let e = err(Tracer::builder().file(""));
+    assert!(
+        e.contains("path is empty") && e.contains("name a file"),
+        "{e}"
+    );
+    let e = err(Tracer::builder().stream_to(""));
+    assert!(
+        e.contains("empty path") && e.contains("name a directory"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -830,7 +830,7 @@ fn pairs_cmd(args: PairsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let cpus = args.cpus.unwrap_or(available);
     if args.highest == 0 {
         return Err(
-            "--highest 0 is invalid: max_avg is the mean of the largest samples, 1 or more".into(),
+            "--highest 0 is invalid: the highest figure is the mean of the largest samples, of 1 or more".into(),
         );
     }
     if cpus == 0 || cpus > available {
