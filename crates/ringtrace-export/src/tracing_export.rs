@@ -71,5 +71,19 @@ pub(crate) fn as_text_event<'m>(
         .tracepoints
         .iter()
         .find(|d| d.id == TEXT_TRACEPOINT_ID)?;
-    Some((desc, t.tid, t.generic_values()))
+    Some((desc, t.tid, generic_values(t)))
+}
+
+/// The generic tracepoint's values for `t`, each string escaped as the
+/// dump shows it (`crate::text::escape`): a newline, an ESC or a
+/// bidirectional control in a field reaches `trace-cmd report` or
+/// babeltrace2 as `\n`, `\x1b`, `\u{202e}`, never as itself.
+pub(crate) fn generic_values(t: &TracingRecord<'_>) -> Vec<FieldValue> {
+    t.generic_values()
+        .into_iter()
+        .map(|v| match v {
+            FieldValue::Str(s) => FieldValue::Str(crate::text::escape(&s).into_owned()),
+            other => other,
+        })
+        .collect()
 }

@@ -140,3 +140,51 @@ fn names_targets_formats_and_spans_are_escaped_too() {
         "{lines:?}"
     );
 }
+
+/// `trace-cmd report` and babeltrace2 show the generic `tracing` event's
+/// strings (level, target, callsite name, text) as the dump escapes them:
+/// their output is as inert as the dump's.
+#[test]
+#[cfg(feature = "tracing")]
+fn the_trace_cmd_and_ctf_exports_show_tracing_strings_escaped() {
+    let dir = temp_dir("tools");
+    let tracer = tracer();
+    let subscriber = tracing_subscriber::registry().with(tracer.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!(target: "t\x1b]0;x\x07\u{202e}", "span\n\x1b[1m");
+        let _entered = span.enter();
+        tracing::warn!(target: "t\r", weird = "a\nb\x1b[31m\u{202e}", "msg\u{9b}2J");
+    });
+    let dat = dir.join("trace.dat");
+    tracer.export(ExportFormat::TraceCmd, &dat).unwrap();
+    let ctf = dir.join("ctf");
+    tracer.export(ExportFormat::Ctf, &ctf).unwrap();
+    let run = |tool: &str, args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(tool)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    if ringtrace_testkit::have_tool("trace-cmd") {
+        let out = run(
+            "trace-cmd",
+            &["report".as_ref(), "-i".as_ref(), dat.as_os_str()],
+        );
+        let text = inert_text(&out);
+        let event = text.lines().find(|l| l.contains("msg")).expect("the event");
+        assert!(event.contains("weird=a\\nb\\x1b[31m\\u{202e}"), "{event}");
+    }
+    if ringtrace_testkit::have_tool("babeltrace2") {
+        let out = run("babeltrace2", &[ctf.as_os_str()]);
+        let text = inert_text(&out);
+        // babeltrace2 shows a backslash in a string as two.
+        assert!(text.contains(r"weird=a\\nb\\x1b[31m\\u{202e}"), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

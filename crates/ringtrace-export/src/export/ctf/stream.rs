@@ -163,7 +163,7 @@ impl Encoder<'_> {
                 }
             }
             Decoded::Tracing(t) => {
-                for v in t.generic_values() {
+                for v in crate::tracing_export::generic_values(t) {
                     put(&mut out, FieldKind::Str, &v);
                 }
             }
