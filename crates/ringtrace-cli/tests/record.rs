@@ -981,6 +981,50 @@ fn attach_drains_an_existing_ring_file() {
     assert!(ring_path.exists(), "an attached ring was removed");
 }
 
+/// Rings whose clocks do not compare are drained, with a warning that the
+/// session reads only aligned by wall clock; `dump` then says the same.
+#[test]
+fn attaching_rings_whose_clocks_do_not_compare_says_so() {
+    use ringtrace_ring::{RingBuffer, RingConfig};
+    let dir = TempDir::new("record-attach-clocks");
+    let counter = dir.path().join("counter.ring");
+    let mono = dir.path().join("mono.ring");
+    for (path, clock) in [(&counter, "counter"), (&mono, "mono")] {
+        let clock = clock
+            .parse::<ringtrace_clock::ClockSpec>()
+            .unwrap()
+            .build()
+            .unwrap();
+        let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).file(path);
+        let ring = RingBuffer::new(config, clock).unwrap();
+        ring.cpu_writer(0).write(b"tick").unwrap();
+    }
+    let session = dir.path().join("trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .arg("record")
+        .arg("-o")
+        .arg(&session)
+        .arg("--attach")
+        .arg(&counter)
+        .arg(&mono)
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("of 2 processes"), "{said}");
+    assert!(
+        said.contains("does not compare") && said.contains("--align-wall-clock"),
+        "{said}"
+    );
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+    assert_eq!(dump.status.code(), Some(2));
+    assert!(
+        text(&dump.stderr).contains("--align-wall-clock"),
+        "{}",
+        text(&dump.stderr)
+    );
+}
+
 #[test]
 fn attaching_what_cannot_be_drained_is_refused_before_anything_is_written() {
     let dir = TempDir::new("record-attach-bad");

@@ -67,5 +67,5 @@ pub use metadata::{
     METADATA_VERSION,
 };
 pub use summary::{metadata_decoder, MetadataDecoder, UnusableMetadata};
-pub use trace::{Alignment, Process, Trace, TraceError, TraceEvent};
+pub use trace::{clocks_incomparable, Alignment, Process, Trace, TraceError, TraceEvent};
 pub use wall::{WallClock, WallSource};

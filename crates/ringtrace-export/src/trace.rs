@@ -202,8 +202,22 @@ fn wall_clock() -> FileClock {
 }
 
 /// Why the clocks `a` (of the first process) and `b` do not compare, if
-/// they do not.
-fn incomparable(a: &FileClock, b: &FileClock) -> Option<String> {
+/// they do not: what [`Trace::new`] refuses under
+/// [`Alignment::SharedClock`] (a recorder warns with it as it adds a
+/// process).
+///
+/// ```
+/// use ringtrace_export::clocks_incomparable;
+/// use ringtrace_ring::{RingBuffer, RingConfig};
+/// let header = |clock: &str| {
+///     let clock = clock.parse::<ringtrace_clock::ClockSpec>().unwrap().build().unwrap();
+///     let ring = RingBuffer::new(RingConfig::default().cpus(1).per_cpu_bytes(8192), clock).unwrap();
+///     ring.snapshot(Vec::new()).header.clock
+/// };
+/// assert_eq!(clocks_incomparable(&header("mono"), &header("mono")), None);
+/// assert!(clocks_incomparable(&header("mono"), &header("counter")).is_some());
+/// ```
+pub fn clocks_incomparable(a: &FileClock, b: &FileClock) -> Option<String> {
     for c in [a, b] {
         if c.mult.is_none() {
             return Some(format!(
@@ -263,7 +277,7 @@ impl<'r> Trace<'r> {
         if !wall && processes.len() > 1 {
             for p in &processes[1..] {
                 let clock = &p.recovery.header.clock;
-                if let Some(why) = incomparable(&first.header.clock, clock) {
+                if let Some(why) = clocks_incomparable(&first.header.clock, clock) {
                     return Err(TraceError::IncomparableClocks {
                         first: processes[0].words(),
                         other: p.words(),
@@ -448,8 +462,8 @@ mod tests {
     #[test]
     fn only_one_global_clock_of_time_with_one_conversion_compares_across_processes() {
         let mono = clock("mono", Some(1_000_000_000), Guarantee::Global);
-        assert_eq!(incomparable(&mono, &mono.clone()), None);
-        let why = |a: &FileClock, b: &FileClock| incomparable(a, b).unwrap();
+        assert_eq!(clocks_incomparable(&mono, &mono.clone()), None);
+        let why = |a: &FileClock, b: &FileClock| clocks_incomparable(a, b).unwrap();
         let counter = clock("counter", None, Guarantee::Global);
         assert!(why(&mono, &counter).contains("`counter` counts ticks that are not time"));
         assert!(why(&counter, &counter).contains("not time"));
@@ -465,6 +479,9 @@ mod tests {
         );
         // One counter calibrated by each process: a few ticks a second
         // apart, the same clock.
-        assert_eq!(incomparable(&tsc(2_100_000_343), &tsc(2_100_000_146)), None);
+        assert_eq!(
+            clocks_incomparable(&tsc(2_100_000_343), &tsc(2_100_000_146)),
+            None
+        );
     }
 }

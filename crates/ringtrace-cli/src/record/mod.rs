@@ -72,7 +72,8 @@ pub struct Recorded {
     /// How the command ended (none with `--attach`, or when the recorder
     /// stopped first).
     pub command: Option<Ended>,
-    /// Ring files the recorder could not drain, and why.
+    /// Ring files the recorder could not drain, and why, and rings whose
+    /// clocks do not compare with the first's: one line each.
     pub refused: Vec<String>,
     /// The stop signal that ended the recording early, if one did.
     pub stopped_by: Option<i32>,
@@ -216,6 +217,20 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         for (live, start) in found.opened {
             // A ring the user named (`--attach`) is theirs: never removed.
             let keep = options.keep_rings || options.attach.is_some();
+            // Processes whose clocks do not compare are recorded, but
+            // merge only aligned by their wall-clock anchors: said now.
+            if let Some(first) = tracked.first() {
+                let (a, b) = (&first.header().clock, &live.header().clock);
+                if let Some(why) = ringtrace_export::clocks_incomparable(a, b) {
+                    let line = format!(
+                        "{}: its clock does not compare with {}'s: {why}; `ringtrace dump` and `export` read this session with --align-wall-clock (give every program one clock with --clock)",
+                        live.path().display(),
+                        first.path().display()
+                    );
+                    eprintln!("ringtrace record: {line}");
+                    refused.push(line);
+                }
+            }
             tracked.push(Tracked::open(&session, live, start, keep)?);
         }
         for (path, why) in found.refused {

@@ -98,7 +98,9 @@ impl RingFinder {
                 Ok(live) => {
                     self.pending.remove(&path);
                     self.done.insert(path.clone());
-                    let start = start_of(&path).unwrap_or(0);
+                    // A ring named otherwise (--attach): when it was
+                    // opened, which tells two rings of one process apart.
+                    let start = start_of(&path).unwrap_or(live.header().wall_ns);
                     found.opened.push((live, start));
                 }
                 Err(Retry::Later(why)) if pending.since.elapsed() < SETUP_GRACE => {

@@ -86,6 +86,11 @@ impl Tracked {
         self.live.header().pid
     }
 
+    /// Its ring file's header.
+    pub fn header(&self) -> &file::FileHeader {
+        self.live.header()
+    }
+
     /// Its ring file.
     pub fn path(&self) -> &std::path::Path {
         self.live.path()
