@@ -281,7 +281,7 @@ fn otlp_options(args: &FleetArgs) -> Result<ringtrace_otlp::OtlpOptions, Box<dyn
     let mut transport = TransportOptions::default();
     if let Some(t) = args.timeout {
         if !(0.1..=600.0).contains(&t) {
-            return Err(format!("--timeout {t}: give seconds from 0.1 to 600").into());
+            return Err(format!("--timeout {t:?}: give seconds from 0.1 to 600").into());
         }
         transport = transport.timeout(std::time::Duration::from_secs_f64(t));
     }

@@ -1117,7 +1117,7 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     if let Some(secs) = args.rotate_time {
         if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0 * 365.0) {
             return Err(format!(
-                "--rotate-time {secs}: give seconds, more than 0 and at most a year"
+                "--rotate-time {secs:?}: give seconds, more than 0 and at most a year"
             )
             .into());
         }
