@@ -240,6 +240,18 @@ fn recorded(session: &Path, args: &[&str], role: &str) -> (Output, String) {
     (out, said)
 }
 
+/// `ringtrace record -o SESSION --attach RINGS...`, run to its end.
+fn attach(session: &Path, rings: &[&Path]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .arg("record")
+        .arg("-o")
+        .arg(session)
+        .arg("--attach")
+        .args(rings)
+        .output()
+        .unwrap()
+}
+
 fn ringtrace(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ringtrace"))
         .args(args)
@@ -959,14 +971,7 @@ fn attach_drains_an_existing_ring_file() {
         }
     }
     let session = dir.path().join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .arg("record")
-        .arg("-o")
-        .arg(&session)
-        .arg("--attach")
-        .arg(&ring_path)
-        .output()
-        .unwrap();
+    let out = attach(&session, &[&ring_path]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stderr);
     assert!(said.contains("500 events"), "{said}");
@@ -1000,15 +1005,7 @@ fn attaching_rings_whose_clocks_do_not_compare_says_so() {
         ring.cpu_writer(0).write(b"tick").unwrap();
     }
     let session = dir.path().join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-        .arg("record")
-        .arg("-o")
-        .arg(&session)
-        .arg("--attach")
-        .arg(&counter)
-        .arg(&mono)
-        .output()
-        .unwrap();
+    let out = attach(&session, &[&counter, &mono]);
     let said = text(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("of 2 processes"), "{said}");
@@ -1032,14 +1029,7 @@ fn attaching_what_cannot_be_drained_is_refused_before_anything_is_written() {
     std::fs::write(&junk, vec![1u8; 5000]).unwrap();
     for file in [dir.path().join("missing.ring"), junk] {
         let session = dir.path().join("trace");
-        let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
-            .arg("record")
-            .arg("-o")
-            .arg(&session)
-            .arg("--attach")
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = attach(&session, &[&file]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
