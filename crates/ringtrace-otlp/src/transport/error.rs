@@ -101,10 +101,8 @@ pub enum SendError {
         .urls.join(" and ")
     )]
     Undelivered {
-        /// The URL of the last batch that failed.
-        url: String,
         /// Every URL a batch failed for good at, once each, in the order
-        /// they failed (spans go to `/v1/traces`, log records to
+        /// they first failed (spans go to `/v1/traces`, log records to
         /// `/v1/logs`).
         urls: Vec<String>,
         /// HTTP attempts made for the failed batches, retries included.

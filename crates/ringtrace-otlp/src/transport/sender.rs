@@ -56,8 +56,8 @@ pub struct Sender {
 /// The batches that failed for good during one call.
 #[derive(Default)]
 struct Failures {
-    /// The last failed batch's URL and last error.
-    last: Option<(String, AttemptError)>,
+    /// The last failed batch's last error.
+    last: Option<AttemptError>,
     /// Every URL a batch failed at, once each.
     urls: Vec<String>,
     attempts: u32,
@@ -171,8 +171,7 @@ impl Sender {
         }
         match failures.last {
             None => Ok(()),
-            Some((url, last_error)) => Err(SendError::Undelivered {
-                url,
+            Some(last_error) => Err(SendError::Undelivered {
                 urls: failures.urls,
                 attempts: failures.attempts,
                 batches: failures.batches,
@@ -215,9 +214,9 @@ impl Sender {
                     failures.attempts = failures.attempts.saturating_add(attempts);
                     failures.batches += 1;
                     if !failures.urls.contains(&url) {
-                        failures.urls.push(url.clone());
+                        failures.urls.push(url);
                     }
-                    failures.last = Some((url, error));
+                    failures.last = Some(error);
                     return;
                 }
             }
