@@ -359,9 +359,11 @@ impl<'r> Dump<'r> {
             Some(cpu) => r.cpus.get(cpu).map(|c| c.file_stats).unwrap_or_default(),
             None => r.file_stats(),
         };
+        // Refused writes (`missed`) are on no event: a ring file counts
+        // them, but not when (a session's are in its loss notes below).
         out.push(format!(
-            "# before them: {} overwritten (overrun), {} read by a consumer, {} lost, {} discarded",
-            s.overrun, s.read, s.lost, s.discarded
+            "# before them: {} overwritten (overrun), {} read by a consumer, {} lost, {} discarded, {} refused (writes the ring turned away)",
+            s.overrun, s.read, s.lost, s.discarded, s.missed
         ));
         // Losses whose cause was recorded (a session's), per CPU: where
         // each was is marked before the event after it.

@@ -13,6 +13,7 @@ use ringtrace_export::text::hex;
 use ringtrace_export::{Decoded, Trace};
 use ringtrace_tracepoint::tracing_record::{Level, RecordKind, TracingRecord};
 use ringtrace_tracepoint::FieldValue;
+use std::collections::HashMap;
 
 /// What the walk counted of one process.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,10 +64,13 @@ pub(crate) fn walk(
         walked.counts[process].lost += counted;
     }
     let mut last_ns = start;
+    let mut cpu_last_ns: HashMap<(usize, usize), u64> = HashMap::new();
     trace.for_each_event(&mut |process, e, ts| {
         let p = &trace.processes()[process];
         let at = ns(ts);
         last_ns = last_ns.max(at);
+        let cpu_last = cpu_last_ns.entry((process, e.cpu)).or_insert(at);
+        *cpu_last = (*cpu_last).max(at);
         let counts = &mut walked.counts[process];
         counts.events += 1;
         counts.first_ns.get_or_insert(at);
@@ -107,10 +111,13 @@ pub(crate) fn walk(
         row.end()
     })?;
     sections.finish(tables.sections, origins, &wall, last_ns)?;
+    let last = (start, &cpu_last_ns);
+    for (process, counted) in losses.trailing(trace, tables.losses, origins, &wall, last)? {
+        walked.counts[process].lost += counted;
+    }
     tables.events.flush()?;
     tables.losses.flush()?;
     walked.lost = walked.counts.iter().map(|c| c.lost).sum();
-    walked.warnings.extend(losses.warnings(trace));
     if trace.is_streamed() && walked.lost > 0 {
         walked.warnings.push(
             "the trace is streamed a chunk at a time, which does not hand over why events were lost: every loss's cause is `lost` (read the session whole for its recorded causes)".to_owned(),

@@ -1,12 +1,18 @@
 //! The losses table, counted as the Perfetto and Chrome exports count
 //! losses: each event's `lost_before` (events of its CPU buffer lost just
-//! before it), and at the trace's start each CPU buffer with no event
-//! left to carry its losses (`overrun + lost` of its accounting words).
+//! before it), and the losses no event carries
+//! (`CpuRecovery::unplaced`): at the trace's start, each CPU buffer with
+//! no event left to carry its losses (`overrun + lost` of its accounting
+//! words); at the time of a CPU buffer's last event, the writes a ring
+//! file's buffer refused (`missed`, whose times the file does not record:
+//! cause [`REFUSED_CAUSE`]) and a session's losses after the last event
+//! (their recorded cause).
 //!
-//! The cause: where the recovery records why (a session read whole keeps
-//! each loss's cause in `CpuRecovery::loss_notes`), one row per cause;
+//! The cause: where the recovery records why (a session keeps each
+//! loss's cause in `CpuRecovery::loss_notes`), one row per cause;
 //! else `lost`, as a ring file and a session streamed a chunk at a time
-//! do not say.
+//! do not say (but for the losses after a CPU's last event, which a
+//! streamed session's reader adds to its notes).
 
 use crate::columns::TableWriter;
 use crate::error::ParquetError;
@@ -19,6 +25,10 @@ pub(crate) const UNKNOWN_CAUSE: &str = "lost";
 
 /// The cause of the losses of a CPU buffer with no event recovered.
 pub(crate) const NO_EVENT_CAUSE: &str = "overwritten or lost (no event recovered)";
+
+/// The cause of a ring file's refused writes (`missed`): placed at the
+/// time of their CPU buffer's last event, their own times not recorded.
+pub(crate) const REFUSED_CAUSE: &str = "refused (time unknown)";
 
 /// The recorded causes, by process, CPU and the index of the event they
 /// were lost before.
@@ -55,8 +65,8 @@ impl Losses {
     ) -> Result<Vec<(usize, u64)>, ParquetError> {
         let mut counted = Vec::new();
         for (i, p) in trace.processes().iter().enumerate() {
-            for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
-                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
+            for c in &p.recovery.cpus {
+                let count = c.unplaced().no_event;
                 if count > 0 {
                     write(
                         out,
@@ -106,32 +116,40 @@ impl Losses {
         !self.notes.is_empty()
     }
 
-    /// The recorded losses after a CPU buffer's last event, in words: no
-    /// event carries them, so the other exports do not count them and
-    /// neither does the losses table.
-    pub fn warnings(&self, trace: &Trace<'_>) -> Vec<String> {
-        let mut out = Vec::new();
+    /// Writes the losses no event carries but those of a CPU buffer with
+    /// no event ([`Losses::at_start`]): each CPU's refused writes
+    /// ([`REFUSED_CAUSE`]) and losses noted after its last event (a row
+    /// per note, by its cause), at the time of its last event, `last_ns`
+    /// (`start_ns` when it has none); each process's count.
+    pub fn trailing(
+        &self,
+        trace: &Trace<'_>,
+        out: &mut TableWriter,
+        origins: &Origins,
+        wall: &WallClock,
+        (start_ns, last_ns): (u64, &HashMap<(usize, usize), u64>),
+    ) -> Result<Vec<(usize, u64)>, ParquetError> {
+        let mut counted = Vec::new();
         for (i, p) in trace.processes().iter().enumerate() {
             for c in &p.recovery.cpus {
-                let after: u64 = self
-                    .notes
-                    .iter()
-                    .filter(|((pi, cpu, before), _)| {
-                        *pi == i && *cpu == c.cpu && *before >= c.events.len()
-                    })
-                    .flat_map(|(_, notes)| notes.iter().map(|n| n.0))
-                    .sum();
-                if after > 0 {
-                    out.push(format!(
-                        "process {} ({}) CPU {}: {after} events lost after its last event are not in the losses table (no event carries them)",
-                        p.pid(),
-                        p.comm(),
-                        c.cpu
-                    ));
+                let u = c.unplaced();
+                let at = last_ns.get(&(i, c.cpu)).copied().unwrap_or(start_ns);
+                let mut rows: Vec<(u64, &str)> = vec![(u.refused, REFUSED_CAUSE)];
+                rows.extend(
+                    c.loss_notes
+                        .iter()
+                        .filter(|n| n.before >= c.events.len())
+                        .map(|n| (n.count, n.why.as_str())),
+                );
+                for (count, why) in rows {
+                    if count > 0 {
+                        write(out, origins, wall, (i, c.cpu), at, count, why)?;
+                        counted.push((i, count));
+                    }
                 }
             }
         }
-        out
+        Ok(counted)
     }
 }
 

@@ -208,6 +208,35 @@ impl Iterator for CpuChunks {
     }
 }
 
+/// The loss notes of `dir`'s chunks for `owner` after its last event (no
+/// later event carries them), each with `before` set to `usize::MAX`
+/// (after every event): read from the last chunk back to the last that
+/// holds an event, so that a streamed reader need not read the rest.
+pub(crate) fn trailing_notes(dir: &Path, owner: Owner) -> Vec<LossNote> {
+    let mut chunks = CpuChunks::new(dir, owner);
+    let listing: Vec<(u32, bool)> = std::mem::take(&mut chunks.listing).collect();
+    let mut out = Vec::new();
+    for (number, open) in listing.into_iter().rev() {
+        let read = chunks.chunk(number, open);
+        let events = read.events.len();
+        let mut here: Vec<LossNote> = read
+            .loss_notes
+            .into_iter()
+            .filter(|n| n.before >= events)
+            .map(|mut n| {
+                n.before = usize::MAX;
+                n
+            })
+            .collect();
+        here.append(&mut out);
+        out = here;
+        if events > 0 {
+            break;
+        }
+    }
+    out
+}
+
 /// Reads every chunk of `dir` for `owner`.
 pub(crate) fn read(dir: &Path, owner: Owner) -> CpuRead {
     let mut out = CpuRead {

@@ -23,7 +23,9 @@ use std::sync::Mutex;
 /// [`Session::open`] holds every event of the session in memory (a
 /// process's `Recovery` holds its events); chunks are decoded one at a
 /// time. [`Session::open_streamed`] reads the index, descriptions and
-/// metadata only, and gives the events a chunk at a time through
+/// metadata only (and each CPU's last chunks, back to its last event, for
+/// the loss notes after it, which no event carries: they are in its
+/// recoveries' `loss_notes`), and gives the events a chunk at a time through
 /// [`EventSource`](ringtrace_ring::file::EventSource), for a reader whose
 /// memory must not grow with the session (the Perfetto export).
 ///
@@ -259,6 +261,10 @@ impl Session {
                         .events
                         .saturating_sub(c.counters.rotated_out.events);
                 }
+                // The losses after the CPU's last event, which no
+                // streamed event will carry: read now, from its last
+                // chunks back to the last holding an event.
+                recovery.loss_notes = cpu_read::trailing_notes(&cpu_dir(&dir, cpu), owner.clone());
                 owners.push((cpu_dir(&dir, cpu), owner));
                 cpus.push(recovery);
                 continue;

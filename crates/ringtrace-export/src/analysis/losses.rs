@@ -3,15 +3,18 @@
 //!
 //! A trace says so in two ways, as the other exporters count them:
 //! each event's `lost_before` (events of its CPU lost just before it, at
-//! its time), and for a CPU of which no event was recovered, the ring
-//! file's overrun and lost counters (at the trace's start: nothing
-//! places them later). A session's counters are zero: its losses are
-//! in its pages' `lost`, so on its events.
+//! its time), and the losses no event carries
+//! ([`CpuRecovery::unplaced`](ringtrace_ring::file::CpuRecovery::unplaced)):
+//! for a CPU of which no event was recovered, the ring file's overrun
+//! and lost counters (at the trace's start: nothing places them later);
+//! a ring file's refused writes (`missed`), whose times it does not
+//! record, at the time of their CPU's last event; and a session's losses
+//! after a CPU's last event, at that event's time.
 
 use crate::trace::Trace;
 use ringtrace_ring::Event;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 /// Why a [`Loss`] is where it is.
@@ -24,14 +27,25 @@ pub enum LossCause {
     /// The counters of a CPU of which no event was recovered, at the
     /// trace's start.
     NoEventRecovered,
+    /// Writes a ring file's CPU buffer refused (its `missed`: discard mode
+    /// full, busy, preparing, too large, timed out), as ftrace counts
+    /// dropped events. The file does not record when: placed at the time
+    /// of the CPU's last event (the trace's start if it has none).
+    Refused,
+    /// Losses a session noted after its CPU's last event, which no event
+    /// carries: at the time of that last event.
+    AfterLastEvent,
 }
 
 impl fmt::Display for LossCause {
-    /// `before_event` or `no_event_recovered`.
+    /// `before_event`, `no_event_recovered`, `refused_time_unknown` or
+    /// `after_last_event`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             LossCause::BeforeEvent => "before_event",
             LossCause::NoEventRecovered => "no_event_recovered",
+            LossCause::Refused => "refused_time_unknown",
+            LossCause::AfterLastEvent => "after_last_event",
         })
     }
 }
@@ -72,14 +86,16 @@ pub struct CpuSecondLoss {
 /// The losses of a trace as it is walked.
 #[derive(Debug, Default)]
 pub(super) struct LossScan {
-    seen: HashSet<(usize, usize)>,
+    /// The last event's time of each (process, CPU) seen.
+    last: HashMap<(usize, usize), u64>,
     losses: Vec<Loss>,
 }
 
 impl LossScan {
     /// Notes event `e` of process `process`, at `ns` on the timeline.
     pub fn event(&mut self, process: usize, e: &Event, ns: u64) {
-        self.seen.insert((process, e.cpu));
+        let last = self.last.entry((process, e.cpu)).or_insert(ns);
+        *last = (*last).max(ns);
         if e.lost_before > 0 {
             self.losses.push(Loss {
                 process,
@@ -92,24 +108,39 @@ impl LossScan {
     }
 
     /// Every loss, in time order, the CPUs with no event first, at
-    /// `start_ns` (the trace's start).
+    /// `start_ns` (the trace's start); the losses no event carries
+    /// ([`CpuRecovery::unplaced`](ringtrace_ring::file::CpuRecovery::unplaced))
+    /// at the time of their CPU's last event.
     pub fn finish(self, trace: &Trace<'_>, start_ns: u64) -> Vec<Loss> {
         let mut all = Vec::new();
+        let mut trailing = Vec::new();
         for (i, p) in trace.processes().iter().enumerate() {
             for c in &p.recovery.cpus {
-                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
-                if count > 0 && !self.seen.contains(&(i, c.cpu)) {
-                    all.push(Loss {
-                        process: i,
-                        cpu: c.cpu,
-                        time_ns: start_ns,
-                        count,
-                        cause: LossCause::NoEventRecovered,
-                    });
+                let u = c.unplaced();
+                let last = self.last.get(&(i, c.cpu)).copied();
+                let loss = |count, time_ns, cause| Loss {
+                    process: i,
+                    cpu: c.cpu,
+                    time_ns,
+                    count,
+                    cause,
+                };
+                if u.no_event > 0 && last.is_none() {
+                    all.push(loss(u.no_event, start_ns, LossCause::NoEventRecovered));
+                }
+                let at = last.unwrap_or(start_ns);
+                if u.refused > 0 {
+                    trailing.push(loss(u.refused, at, LossCause::Refused));
+                }
+                if u.after_last > 0 {
+                    trailing.push(loss(u.after_last, at, LossCause::AfterLastEvent));
                 }
             }
         }
         all.extend(self.losses);
+        all.extend(trailing);
+        // Stable: the CPUs with no event stay first.
+        all.sort_by_key(|l| l.time_ns);
         all
     }
 }

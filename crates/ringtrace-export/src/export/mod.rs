@@ -270,15 +270,15 @@ fn text(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, ExportError> {
     let dump = Dump::for_trace(trace.clone(), DumpOptions::default())?;
     let events = dump.events();
     // Losses marked on the events after them, and, as the Chrome export
-    // counts them, those of a CPU with no event left to carry them (the
+    // counts them, those no event carries (`CpuRecovery::unplaced`: a CPU
+    // with no event, refused writes, losses after a CPU's last event; the
     // `#` lines state them).
     let lost = events.iter().map(|e| e.lost_before).sum::<u64>()
         + trace
             .processes()
             .iter()
             .flat_map(|p| &p.recovery.cpus)
-            .filter(|c| c.events.is_empty())
-            .map(|c| c.file_stats.overrun.saturating_add(c.file_stats.lost))
+            .map(|c| c.unplaced().total())
             .sum::<u64>();
     let failed = |e: std::io::Error| ExportError::io(out, &e);
     output::write_file(out, |w| {

@@ -73,7 +73,7 @@ pub use layout::FileLayout;
 pub use open_here::open_in_this_process;
 pub use recover::{
     recover, recover_bytes, CpuRecovery, ExitTime, FillSample, LossNote, Recovery, RecoveryCounts,
-    RecoveryParts, WriterState,
+    RecoveryParts, Unplaced, WriterState,
 };
 pub use source::{EventBatch, EventSource};
 

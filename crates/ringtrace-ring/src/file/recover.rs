@@ -149,6 +149,89 @@ impl CpuRecovery {
     }
 }
 
+impl CpuRecovery {
+    /// The losses of this CPU buffer that no recovered event carries in
+    /// its `lost_before`, so that a reader that sums `lost_before` alone
+    /// misses them (see [`Unplaced`] for its parts and where a reader
+    /// places each):
+    ///
+    /// - with no event recovered, the file's `overrun + lost` (which a
+    ///   first event would have carried);
+    /// - the writes the ring refused, `file_stats.missed` (discard mode
+    ///   full, busy, preparing, too large, timed out): a ring file counts
+    ///   them but places them on no event, nor records when they were made
+    ///   (a session's are in its loss notes instead, its `file_stats`
+    ///   being zero);
+    /// - the loss notes after the last event (`before >= events.len()`),
+    ///   which no later event carries.
+    ///
+    /// So that "events read + losses carried + unplaced" is what was
+    /// written, as ftrace counts refused writes as dropped events.
+    ///
+    /// ```
+    /// use ringtrace_ring::file::{CpuRecovery, LossNote};
+    /// let mut cpu = CpuRecovery::new(0);
+    /// cpu.file_stats.overrun = 5;
+    /// cpu.file_stats.missed = 2;
+    /// let u = cpu.unplaced();
+    /// assert_eq!((u.no_event, u.refused, u.after_last), (5, 2, 0));
+    /// cpu.loss_notes.push(LossNote::new(0, 3, "refused"));
+    /// assert_eq!(cpu.unplaced().total(), 10);
+    /// ```
+    pub fn unplaced(&self) -> Unplaced {
+        let no_event = if self.events.is_empty() {
+            self.file_stats.overrun.saturating_add(self.file_stats.lost)
+        } else {
+            0
+        };
+        let after_last = self
+            .loss_notes
+            .iter()
+            .filter(|n| n.before >= self.events.len())
+            .fold(0u64, |sum, n| sum.saturating_add(n.count));
+        Unplaced {
+            no_event,
+            refused: self.file_stats.missed,
+            after_last,
+        }
+    }
+}
+
+/// The losses of a CPU buffer that no recovered event carries
+/// ([`CpuRecovery::unplaced`]), in parts, as a reader places them: the
+/// first at the trace's start, the others at the time of the CPU's last
+/// event (at the trace's start when it has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Unplaced {
+    /// With no event recovered: the file's `overrun + lost`, which its
+    /// first event would have carried. Placed at the trace's start.
+    pub no_event: u64,
+    /// Writes the ring refused (`file_stats.missed`: discard mode full,
+    /// busy, preparing, too large, timed out). A ring file counts them but
+    /// does not record when: placed at the CPU's last event, their times
+    /// unknown. Zero for a session (its refusals are loss notes).
+    pub refused: u64,
+    /// Losses noted after the last event (`LossNote::before >=
+    /// events.len()`, a session's): at or after the CPU's last event,
+    /// placed there.
+    pub after_last: u64,
+}
+
+impl Unplaced {
+    /// Every part.
+    pub fn total(&self) -> u64 {
+        self.no_event
+            .saturating_add(self.refused)
+            .saturating_add(self.after_last)
+    }
+
+    /// The parts placed at the CPU's last event: `refused + after_last`.
+    pub fn trailing(&self) -> u64 {
+        self.refused.saturating_add(self.after_last)
+    }
+}
+
 /// Whether the writer was still at work, and how it ended.
 ///
 /// ```
@@ -874,4 +957,52 @@ fn decode_page(
     // store), or after a corrupt record.
     let reached = total.max(u64::from(t.consumed));
     out.counts.skipped_unreadable += expected.saturating_sub(reached);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(ts: u64, lost_before: u64) -> Event {
+        Event {
+            cpu: 0,
+            ts,
+            payload: vec![1],
+            lost_before,
+        }
+    }
+
+    #[test]
+    fn unplaced_counts_what_no_event_carries() {
+        let mut c = CpuRecovery::new(0);
+        assert_eq!(c.unplaced(), Unplaced::default());
+        // No event: the counters a first event would carry, and refusals.
+        c.file_stats.overrun = 4;
+        c.file_stats.lost = 1;
+        c.file_stats.missed = 7;
+        let u = c.unplaced();
+        assert_eq!((u.no_event, u.refused, u.after_last), (5, 7, 0));
+        assert_eq!((u.total(), u.trailing()), (12, 7));
+        // With events, the first carries overrun + lost: only refusals.
+        c.events = vec![event(1, 5), event(2, 0)];
+        let u = c.unplaced();
+        assert_eq!((u.no_event, u.refused, u.after_last), (0, 7, 0));
+        // A session's notes: those before an event are carried, those
+        // after the last are not.
+        let mut s = CpuRecovery::new(1);
+        s.events = vec![event(1, 3), event(2, 0)];
+        s.loss_notes = vec![
+            LossNote::new(0, 3, "refused"),
+            LossNote::new(2, 6, "refused"),
+            LossNote::new(2, 1, "writer died"),
+        ];
+        let u = s.unplaced();
+        assert_eq!((u.no_event, u.refused, u.after_last), (0, 0, 7));
+        // Notes past the end (a streamed reader's, with no events held)
+        // count as after the last.
+        let mut streamed = CpuRecovery::new(2);
+        streamed.loss_notes = vec![LossNote::new(usize::MAX, 9, "overwritten")];
+        assert_eq!(streamed.unplaced().after_last, 9);
+        assert_eq!(streamed.unplaced().total(), 9);
+    }
 }

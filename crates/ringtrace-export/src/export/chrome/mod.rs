@@ -25,7 +25,12 @@
 //!   tracing module).
 //! - Where a CPU's events were overwritten or lost (`Event::lost_before`),
 //!   a process-scoped instant `lost` with `{cpu, count}` stands just
-//!   before the first event kept after them.
+//!   before the first event kept after them. Losses no event carries
+//!   (`CpuRecovery::unplaced`) are instants `lost` too: a CPU with no
+//!   event's at the start (`no_event_recovered: true`); refused writes
+//!   (`why: "refused_time_unknown"`, a ring file does not record when)
+//!   and losses after a CPU's last event (`why: "after_last_event"`) at
+//!   the time of that CPU's last event.
 //!
 //! docs/export.md has the full mapping.
 
@@ -166,6 +171,9 @@ fn process_info(p: &Process<'_>, other: &mut Map<String, Value>) {
     put("overrun", s.overrun.into());
     put("lost", s.lost.into());
     put("discarded", s.discarded.into());
+    put("refused", s.missed.into());
+    let unplaced: u64 = r.cpus.iter().map(|c| c.unplaced().total()).sum();
+    put("lost_on_no_event", unplaced.into());
     if r.writer == WriterState::Live {
         put(
             "live",
@@ -222,16 +230,30 @@ impl Chrome {
         let start = ts_of(base);
         let mut placing: Vec<Placing> = processes.iter().map(|_| Placing::default()).collect();
         let mut lost = 0u64;
-        // A CPU whose events were all lost has no event to carry the loss.
-        for (p, at) in processes.iter().zip(placing.iter_mut()) {
-            for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
-                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
-                if count > 0 {
-                    let mut args = lost_args(c.cpu, count);
+        // Losses no event carries: a CPU whose events were all lost, at
+        // the start; refused writes and losses after a CPU's last event,
+        // at that event's time (the start with no event).
+        let mut trailing = Vec::new();
+        for (i, (p, at)) in processes.iter().zip(placing.iter_mut()).enumerate() {
+            for c in &p.recovery.cpus {
+                let u = c.unplaced();
+                if u.no_event > 0 {
+                    let mut args = lost_args(c.cpu, u.no_event);
                     args.insert("no_event_recovered".into(), Value::Bool(true));
                     at.out.push(marker("lost", start, p.pid(), args));
-                    lost += count;
                 }
+                let ts = c.events.last().map_or(start, |e| ts_of(p.timeline(e.ts)));
+                for (count, why) in [
+                    (u.refused, "refused_time_unknown"),
+                    (u.after_last, "after_last_event"),
+                ] {
+                    if count > 0 {
+                        let mut args = lost_args(c.cpu, count);
+                        args.insert("why".into(), Value::from(why));
+                        trailing.push((i, ts, args));
+                    }
+                }
+                lost += u.total();
             }
         }
         let mut unmatched = 0u64;
@@ -263,6 +285,12 @@ impl Chrome {
             if !placed {
                 unmatched += 1;
             }
+        }
+        // After the events, so that each stands after its CPU's last one.
+        for (i, ts, args) in trailing {
+            placing[i]
+                .out
+                .push(marker("lost", ts, processes[i].pid(), args));
         }
         let (mut closed, mut split) = (0u64, 0u64);
         let mut out = Vec::with_capacity(merged.len() + 16);

@@ -111,7 +111,7 @@ pub(super) fn write(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Expo
             // One CPU's stream in memory at a time.
             for c in &p.recovery.cpus {
                 let name = format!("{}{}", names[i], c.cpu);
-                let bytes = encoder.stream(c.cpu, &c.events, start);
+                let bytes = encoder.stream(c.cpu, &c.events, start, c.unplaced().total());
                 std::fs::write(dir.join(&name), bytes).map_err(|e| failed(&name, e))?;
             }
         }
@@ -122,7 +122,8 @@ pub(super) fn write(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Expo
     let lost = all_cpus()
         .flat_map(|c| c.events.iter())
         .map(|e| e.lost_before)
-        .sum();
+        .sum::<u64>()
+        + all_cpus().map(|c| c.unplaced().total()).sum::<u64>();
     Ok(ExportSummary {
         path: out.to_owned(),
         events,

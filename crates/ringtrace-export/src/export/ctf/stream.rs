@@ -53,9 +53,16 @@ impl Encoder<'_> {
     /// `events_discarded` counts the loss: a reader reports the events
     /// discarded between the end of the packet before and that event.
     ///
+    /// `unplaced` events lost that no event carries
+    /// (`CpuRecovery::unplaced`: a CPU with no event's, refused writes,
+    /// losses after the last event) close the stream with an empty packet
+    /// at the last event's time (`start` with no event), whose
+    /// `events_discarded` counts them: a reader reports them discarded
+    /// after the last event (with no event, after an empty packet at 0).
+    ///
     /// A timestamp earlier than the one before it (which a sound file never
     /// has) is raised to it, as a stream is in time order.
-    pub fn stream(&self, cpu: usize, events: &[Event], start: u64) -> Vec<u8> {
+    pub fn stream(&self, cpu: usize, events: &[Event], start: u64, unplaced: u64) -> Vec<u8> {
         let mut packets: Vec<Packet> = Vec::new();
         let mut current: Option<Packet> = None;
         let mut discarded = 0u64;
@@ -103,6 +110,15 @@ impl Encoder<'_> {
                 begin: start,
                 end: start,
                 discarded: 0,
+                events: Vec::new(),
+            });
+        }
+        if unplaced > 0 {
+            let t = if events.is_empty() { start } else { last };
+            packets.push(Packet {
+                begin: t,
+                end: t,
+                discarded: discarded.saturating_add(unplaced),
                 events: Vec::new(),
             });
         }
@@ -269,7 +285,7 @@ mod tests {
         events.extend((1..40).map(|i| event(100 + i, 0)));
         events.push(event(500, 2));
         events.push(event(501, 0));
-        let got = packets(&encoder.stream(3, &events, 50));
+        let got = packets(&encoder.stream(3, &events, 50, 0));
         let summary: Vec<(u64, u64, u64, u32)> = got.iter().map(|p| (p.0, p.1, p.2, p.3)).collect();
         // An empty packet at the start, the first event after the loss
         // alone, 4 KiB packets, then the second loss alone.
@@ -299,7 +315,7 @@ mod tests {
             timeline: &|t| t,
         };
         assert_eq!(
-            packets(&encoder.stream(1, &[], 42)),
+            packets(&encoder.stream(1, &[], 42, 0)),
             [(42, 42, 0, 1, PACKET_OVERHEAD)]
         );
         let event = |ts| Event {
@@ -308,7 +324,22 @@ mod tests {
             payload: vec![1],
             lost_before: 0,
         };
-        let got = packets(&encoder.stream(0, &[event(10), event(5)], 0));
+        let got = packets(&encoder.stream(0, &[event(10), event(5)], 0, 0));
         assert_eq!((got[0].0, got[0].1), (10, 10));
+        // Losses no event carries: an empty packet closes the stream, at
+        // the last event's time, or after an empty one at the start.
+        let got = packets(&encoder.stream(0, &[event(10), event(20)], 0, 4));
+        let last = got[got.len() - 1];
+        assert_eq!(
+            (last.0, last.1, last.2, last.4),
+            (20, 20, 4, PACKET_OVERHEAD)
+        );
+        assert_eq!(
+            packets(&encoder.stream(1, &[], 42, 3)),
+            [
+                (42, 42, 0, 1, PACKET_OVERHEAD),
+                (42, 42, 3, 1, PACKET_OVERHEAD)
+            ]
+        );
     }
 }

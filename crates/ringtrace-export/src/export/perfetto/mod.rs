@@ -24,7 +24,10 @@
 //!   track per CPU (the lanes module);
 //! - counter tracepoints as `TYPE_COUNTER` samples, one counter track per
 //!   series; each loss as an instant `lost` on its process's track and a
-//!   sample of its CPU's `events lost` counter; each fill sample of a
+//!   sample of its CPU's `events lost` counter (the losses no event
+//!   carries, `CpuRecovery::unplaced`: a CPU with no event's at the start
+//!   with `no_event_recovered`, refused writes and losses after a CPU's
+//!   last event at that event's time with `why`); each fill sample of a
 //!   session (how full a CPU buffer was when drained) on its CPU's
 //!   `buffer fill` counter;
 //! - names, categories and annotation names interned, a packet sequence
@@ -87,6 +90,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
                     } => walk.fill(process, cpu, sample, ts),
                 })
             })
+            .and_then(|()| walk.trailing_losses())
             .and_then(|()| walk.finish());
         counts = walk.counts;
         per_cpu = std::mem::take(&mut walk.per_cpu);

@@ -71,6 +71,8 @@ pub(super) struct Walk<'t, 's, 'w> {
     last_thread: Option<((u32, u32), SeqKey, u64)>,
     /// Events read, by process and CPU.
     pub per_cpu: HashMap<(usize, usize), u64>,
+    /// The last event's time, ns, by process and CPU.
+    last_at: HashMap<(usize, usize), u64>,
 }
 
 /// `cpu`, then `fields` under their names (one named like an annotation
@@ -116,6 +118,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
             last_ns: 0,
             last_thread: None,
             per_cpu: HashMap::new(),
+            last_at: HashMap::new(),
         }
     }
 
@@ -131,10 +134,39 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
                 .uuid(self.sink, key, TrackKey::Process(key), None, None)?;
         }
         for (i, p) in trace.processes().iter().enumerate() {
-            for c in p.recovery.cpus.iter().filter(|c| c.events.is_empty()) {
-                let count = c.file_stats.overrun.saturating_add(c.file_stats.lost);
+            for c in &p.recovery.cpus {
+                let count = c.unplaced().no_event;
                 if count > 0 {
-                    self.loss(i as u32, c.cpu, count, start, true)?;
+                    self.loss(
+                        i as u32,
+                        c.cpu,
+                        count,
+                        start,
+                        Some(("no_event_recovered", FieldValue::Bool(true))),
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The losses no event carries but a CPU with no event's
+    /// (`CpuRecovery::unplaced`): refused writes, whose times a ring file
+    /// does not record, and losses after a CPU's last event, each at the
+    /// time of that CPU's last event (the trace's start if it has none).
+    pub fn trailing_losses(&mut self) -> io::Result<()> {
+        let trace = self.trace;
+        let start = self.sink.time().ns(trace.base());
+        let why = |w: &str| Some(("why", FieldValue::Str(w.to_owned())));
+        for (i, p) in trace.processes().iter().enumerate() {
+            for c in &p.recovery.cpus {
+                let u = c.unplaced();
+                let at = self.last_at.get(&(i, c.cpu)).copied().unwrap_or(start);
+                if u.refused > 0 {
+                    self.loss(i as u32, c.cpu, u.refused, at, why("refused_time_unknown"))?;
+                }
+                if u.after_last > 0 {
+                    self.loss(i as u32, c.cpu, u.after_last, at, why("after_last_event"))?;
                 }
             }
         }
@@ -151,8 +183,10 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         self.counts.events += 1;
         *self.per_cpu.entry((process, e.cpu)).or_default() += 1;
         self.last_ns = self.last_ns.max(ns);
+        let last = self.last_at.entry((process, e.cpu)).or_insert(ns);
+        *last = (*last).max(ns);
         if e.lost_before > 0 {
-            self.loss(pid, e.cpu, e.lost_before, ns, false)?;
+            self.loss(pid, e.cpu, e.lost_before, ns, None)?;
         }
         let cpu = FieldValue::Unsigned(e.cpu as u64);
         let d = p.decoder().decode(&e.payload);
@@ -436,7 +470,7 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         cpu: usize,
         count: u64,
         ns: u64,
-        none_left: bool,
+        extra: Option<(&str, FieldValue)>,
     ) -> io::Result<()> {
         self.counts.lost += count;
         let total = self.lost.entry((pid, cpu)).or_default();
@@ -446,14 +480,13 @@ impl<'t, 's, 'w> Walk<'t, 's, 'w> {
         let process = self
             .tracks
             .uuid(self.sink, pid, TrackKey::Process(pid), None, None)?;
-        let (cpu_v, count_v, none) = (
+        let (cpu_v, count_v) = (
             FieldValue::Unsigned(cpu as u64),
             FieldValue::Unsigned(count),
-            FieldValue::Bool(true),
         );
         let mut args = vec![Arg::of("cpu", &cpu_v), Arg::of("count", &count_v)];
-        if none_left {
-            args.push(Arg::of("no_event_recovered", &none));
+        if let Some((name, v)) = &extra {
+            args.push(Arg::of(name, v));
         }
         let e = TrackEvent {
             name: Some("lost"),
