@@ -52,8 +52,11 @@ pub(crate) struct CallsiteTable {
     slots: Box<[Slot]>,
     /// `64 - log2(slots.len())`: the hash's top bits index the table.
     shift: u32,
-    /// Callsites described; at most 3/4 of the slots, so probes stay short.
+    /// Callsites described; at most `limit`.
     used: Mutex<usize>,
+    /// The callsites asked for: under 3/4 of the slots, so probes stay
+    /// short and a free slot always ends a probe.
+    limit: usize,
     /// Set once `used` reaches the capacity: from then on a callsite not
     /// in the table is refused without taking the lock, so a full table
     /// puts no lock on the write path.
@@ -63,7 +66,8 @@ pub(crate) struct CallsiteTable {
 impl CallsiteTable {
     /// A table for `capacity` callsites (at least 1).
     pub(crate) fn new(capacity: usize) -> CallsiteTable {
-        let slots = (capacity.max(1) * 4 / 3 + 1).next_power_of_two();
+        let limit = capacity.max(1);
+        let slots = (limit.saturating_mul(4) / 3 + 1).next_power_of_two();
         CallsiteTable {
             slots: (0..slots)
                 .map(|_| Slot {
@@ -73,13 +77,14 @@ impl CallsiteTable {
                 .collect(),
             shift: 64 - slots.trailing_zeros(),
             used: Mutex::new(0),
+            limit,
             full: AtomicBool::new(false),
         }
     }
 
-    /// Callsites the table can hold.
+    /// Callsites the table holds: the number asked for, exactly.
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len() * 3 / 4
+        self.limit
     }
 
     #[inline]
@@ -216,7 +221,7 @@ impl CallsiteTable {
         let key = meta as *const Metadata<'static> as usize;
         let mask = self.slots.len() - 1;
         let mut at = self.home(key);
-        // A free slot exists: at most 3/4 of them are used. Relaxed: keys
+        // A free slot exists: fewer than 3/4 of them are used. Relaxed: keys
         // are stored only here, under the lock this thread holds.
         while self.slots[at].key.load(Ordering::Relaxed) != 0 {
             at = (at + 1) & mask;

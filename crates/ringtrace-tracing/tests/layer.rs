@@ -313,6 +313,46 @@ fn a_full_callsite_table_refuses_further_callsites_and_keeps_the_first() {
     assert_eq!(ring.metadata_records().len(), 1);
 }
 
+/// Twelve distinct callsites, each fired once.
+fn twelve_callsites() {
+    tracing::info!("c1");
+    tracing::info!("c2");
+    tracing::info!("c3");
+    tracing::info!("c4");
+    tracing::info!("c5");
+    tracing::info!("c6");
+    tracing::info!("c7");
+    tracing::info!("c8");
+    tracing::info!("c9");
+    tracing::info!("c10");
+    tracing::info!("c11");
+    tracing::info!("c12");
+}
+
+#[test]
+fn a_callsite_table_holds_exactly_the_callsites_asked_for() {
+    for capacity in [2usize, 3, 5, 7, 11, 12] {
+        let ring = common::ring();
+        let layer = RingLayer::builder(ring.clone())
+            .callsite_capacity(capacity)
+            .build()
+            .unwrap();
+        let subscriber = tracing_subscriber::registry().with(layer.clone());
+        tracing::subscriber::with_default(subscriber, twelve_callsites);
+        let stats = layer.stats();
+        assert_eq!(
+            stats.callsites_registered, capacity as u64,
+            "{capacity}: {stats:?}"
+        );
+        assert_eq!(stats.recorded, capacity as u64, "{capacity}: {stats:?}");
+        assert_eq!(
+            stats.unregistered,
+            12 - capacity as u64,
+            "{capacity}: {stats:?}"
+        );
+    }
+}
+
 #[test]
 fn records_either_side_of_the_stack_encoders_size_read_back_whole() {
     // Small records are encoded in one pass on the stack (256 bytes),
