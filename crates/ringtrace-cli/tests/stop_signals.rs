@@ -165,6 +165,31 @@ fn two_quick_sigints_print_the_hammers_partial_result() {
 }
 
 #[test]
+fn a_stopped_hammer_of_both_write_paths_prints_an_array() {
+    // Stopped during its first run: still the array `--write-path both`
+    // prints, holding the one run made.
+    let dir = temp_dir("hammer-both");
+    let s = stop_twice(
+        &[
+            "hammer",
+            "--seconds",
+            "600",
+            "--write-path",
+            "both",
+            "--json",
+        ],
+        &dir,
+        Second::Process,
+    );
+    assert_eq!(s.code, Some(130), "{}", s.stderr);
+    let json: serde_json::Value = serde_json::from_str(&s.stdout).expect("the JSON parses");
+    let runs = json.as_array().expect("an array");
+    assert_eq!(runs.len(), 1, "{json}");
+    assert_eq!(runs[0]["interrupted"], true, "{json}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn two_quick_sigints_print_the_pairs_partial_result() {
     let dir = temp_dir("pairs");
     // Each pair takes seconds here; the stop comes between two.

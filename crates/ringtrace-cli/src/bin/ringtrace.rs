@@ -711,10 +711,11 @@ fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         results.push(result);
     }
     if args.json {
-        let out = if let [one] = results.as_slice() {
-            serde_json::to_string_pretty(one)?
-        } else {
-            serde_json::to_string_pretty(&results)?
+        // One object for one write path, an array for both, however
+        // many runs a stop signal left.
+        let out = match results.as_slice() {
+            [one] if paths.len() == 1 => serde_json::to_string_pretty(one)?,
+            _ => serde_json::to_string_pretty(&results)?,
         };
         emit(&format!("{out}\n"))?;
         // The oversubscription is in the JSON (`oversubscribed`,
