@@ -400,7 +400,8 @@ impl super::CodeSize {
     pub fn text(&self) -> String {
         let mut out = format!(
             "\nCode per call site (from this binary's symbol table and single-stepped counts; {}; \
-             {} irq mask; every tracepoint off)\n\
+             {} irq mask, whatever --irq the timings ran under: the hard mask is a system \
+             call that would swamp the difference; every tracepoint off)\n\
              bytes: an inline(never) function holding one pair, minus an empty function's {} \
              byte(s); instructions: executed by one pair, calls followed, minus the empty \
              function's {}\n\n\
