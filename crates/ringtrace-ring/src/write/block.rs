@@ -117,7 +117,7 @@ pub(crate) fn wait_for_room<T>(
     let deadline = Instant::now() + wait;
     let mut tries = 0u32;
     loop {
-        back_off(tries);
+        back_off(tries, deadline);
         tries = tries.saturating_add(1);
         match attempt() {
             Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing)) => {
@@ -150,15 +150,63 @@ pub(crate) fn unwaited<T>(rare: &RareCounters, refused: ReserveError) -> Result<
 }
 
 /// Spins briefly, then yields, then sleeps up to a tenth of a
-/// millisecond: a reader draining the ring frees pages every few
-/// microseconds when it keeps up, and a waiting writer should not take
-/// its CPU from it.
-fn back_off(tries: u32) {
+/// millisecond (never past `deadline`): a reader draining the ring frees
+/// pages every few microseconds when it keeps up, and a waiting writer
+/// should not take its CPU from it.
+fn back_off(tries: u32, deadline: Instant) {
     if tries < 16 {
         std::hint::spin_loop();
     } else if tries < 64 {
         std::thread::yield_now();
     } else {
-        std::thread::sleep(Duration::from_micros(u64::from((tries - 63).min(100))));
+        let nap = Duration::from_micros(u64::from((tries - 63).min(100)));
+        let until = (Instant::now() + nap).min(deadline);
+        sleep_until(until);
     }
+}
+
+/// Sleeps until `until`. Against an absolute time: a relative sleep
+/// interrupted by a signal starts again with what is left plus the
+/// timer's slack (50 us by default), so under signals more frequent than
+/// that (a 20 kHz profiling timer) it would never end, and with it the
+/// wait's deadline.
+fn sleep_until(until: Instant) {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        let left = until.saturating_duration_since(Instant::now());
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) } != 0 {
+            return std::thread::sleep(left);
+        }
+        // `Instant` is CLOCK_MONOTONIC on Linux: the target on its clock.
+        let nanos = now.tv_nsec as u64 + u64::from(left.subsec_nanos());
+        let target = libc::timespec {
+            tv_sec: now.tv_sec
+                + left.as_secs() as libc::time_t
+                + (nanos / 1_000_000_000) as libc::time_t,
+            tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+        };
+        loop {
+            // SAFETY: the timespec is valid for the call; with
+            // TIMER_ABSTIME the remainder pointer is unused (null).
+            let rc = unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &target,
+                    std::ptr::null_mut(),
+                )
+            };
+            // Interrupted: the same target again, nearer each time.
+            if rc != libc::EINTR {
+                return;
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    std::thread::sleep(until.saturating_duration_since(Instant::now()));
 }
