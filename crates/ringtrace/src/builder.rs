@@ -93,6 +93,9 @@ pub struct TracerBuilder {
     /// Whether the mode was chosen (`mode`, `blocking`, `from_env`): a
     /// stream's ring is in discard mode unless it was.
     mode_chosen: bool,
+    /// Whether the clock is the session's (`from_env`): a clock this
+    /// machine lacks is then named by its variable.
+    clock_from_env: bool,
 }
 
 impl Default for TracerBuilder {
@@ -104,6 +107,7 @@ impl Default for TracerBuilder {
             #[cfg(feature = "stream")]
             stream: None,
             mode_chosen: false,
+            clock_from_env: false,
         }
     }
 }
@@ -149,6 +153,7 @@ impl TracerBuilder {
     /// ```
     pub fn clock(mut self, clock: impl Into<ClockChoice>) -> Self {
         self.clock = clock.into();
+        self.clock_from_env = false;
         self
     }
 
@@ -308,6 +313,7 @@ impl TracerBuilder {
                 }
                 if let Some(clock) = session.clock {
                     self.clock = ClockChoice::Name(clock);
+                    self.clock_from_env = true;
                 }
             }
             Err(problem) => self.env_error = Some(problem),
@@ -340,7 +346,8 @@ impl TracerBuilder {
             if let Err(e) = config.validate() {
                 return Err(EnvProblem {
                     var: SESSION_BUFFER_ENV,
-                    value: bytes.to_string(),
+                    // As given (`1K`), not as parsed.
+                    value: std::env::var(SESSION_BUFFER_ENV).unwrap_or_else(|_| bytes.to_string()),
                     valid: format!("a size the ring can make ({e})"),
                 });
             }
@@ -446,7 +453,24 @@ impl TracerBuilder {
         if let Some(problem) = self.env_error {
             return Err(problem.into());
         }
-        let clock = self.clock.build()?;
+        let from_env = match &self.clock {
+            ClockChoice::Name(name) if self.clock_from_env => Some(name.clone()),
+            _ => None,
+        };
+        let clock = match (self.clock.build(), from_env) {
+            (Ok(clock), _) => clock,
+            // A name that parses (checked by `from_env`) for a clock this
+            // machine does not have (`cntvct` on x86_64).
+            (Err(e), Some(name)) => {
+                return Err(crate::session_env::EnvProblem {
+                    var: crate::session_env::SESSION_CLOCK_ENV,
+                    value: name,
+                    valid: format!("a clock this machine has ({e})"),
+                }
+                .into())
+            }
+            (Err(e), None) => return Err(e.into()),
+        };
         #[cfg(feature = "stream")]
         if let Some(target) = &self.stream {
             if target.dir.as_os_str().is_empty() {

@@ -58,10 +58,26 @@ fn a_bad_session_variable_is_named_in_the_error() {
     );
     assert!(said.contains("ringtrace record"), "{said}");
 
-    for size in ["0", "1G"] {
+    for size in ["0", "1G", "1K"] {
         let said = build_with(&[(SESSION_ENV, session), (SESSION_BUFFER_ENV, size)]);
         assert!(said.contains(SESSION_BUFFER_ENV), "{size}: {said}");
+        // The value as it was given.
+        assert!(
+            said.contains(&format!("{SESSION_BUFFER_ENV}=\"{size}\"")),
+            "{size}: {said}"
+        );
     }
+    // A clock name that parses, for a clock this machine lacks.
+    let lacking = if cfg!(target_arch = "x86_64") {
+        "cntvct"
+    } else {
+        "tsc"
+    };
+    let said = build_with(&[(SESSION_ENV, session), (SESSION_CLOCK_ENV, lacking)]);
+    assert!(
+        said.starts_with("REFUSED") && said.contains(SESSION_CLOCK_ENV) && said.contains(lacking),
+        "{said}"
+    );
     let said = build_with(&[(SESSION_ENV, session), (SESSION_CLOCK_ENV, "nope")]);
     assert!(
         said.contains(SESSION_CLOCK_ENV) && said.contains("nope"),
