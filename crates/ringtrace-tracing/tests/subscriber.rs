@@ -269,12 +269,19 @@ fn a_bad_filter_in_the_environment_names_the_variable_and_the_directive() {
         text.contains("RINGTRACE_TEST_FILTER") && text.contains("`db=chatty`"),
         "{text}"
     );
-    std::env::set_var("RINGTRACE_TEST_FILTER", "");
-    assert!(RingSubscriber::builder(ring())
-        .filter("warn")
-        .filter_from_env("RINGTRACE_TEST_FILTER")
-        .build()
-        .is_ok());
+    // No directive (empty, or commas alone, which EnvFilter takes): as if
+    // unset.
+    for blank in ["", ",,,", " , "] {
+        std::env::set_var("RINGTRACE_TEST_FILTER", blank);
+        assert!(
+            RingSubscriber::builder(ring())
+                .filter("warn")
+                .filter_from_env("RINGTRACE_TEST_FILTER")
+                .build()
+                .is_ok(),
+            "{blank:?}"
+        );
+    }
 }
 
 mod same_as_env_filter {

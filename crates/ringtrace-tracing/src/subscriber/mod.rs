@@ -148,7 +148,8 @@ impl<C: Clock> RingSubscriberBuilder<C> {
 
     /// Records what the environment variable `var` (`RUST_LOG`, say)
     /// enables, as [`filter`](Self::filter) reads it; when `var` is not
-    /// set, or empty, the filter stays as it was (every level, unless
+    /// set, or holds no directive (empty, or commas alone), the filter
+    /// stays as it was (every level, unless
     /// [`filter`](Self::filter) was given first). A set `var` replaces
     /// an earlier `filter`, but not its error: a bad spec given in the
     /// program fails `build` whatever the environment says.
@@ -161,7 +162,9 @@ impl<C: Clock> RingSubscriberBuilder<C> {
             error,
         };
         match std::env::var(var) {
-            Ok(spec) if !spec.trim().is_empty() => {
+            // A variable with no directive (empty, or commas only) is as
+            // if unset, as EnvFilter reads it: the filter stays.
+            Ok(spec) if spec.split(',').any(|d| !d.trim().is_empty()) => {
                 self.filter = spec.parse().map_err(failed);
             }
             Err(std::env::VarError::NotUnicode(spec)) => {
