@@ -362,3 +362,53 @@ proptest! {
         }
     }
 }
+
+/// A span entered on one thread and exited on another (through the
+/// dispatcher, as an executor may) is drawn in Chrome's JSON as one slice
+/// on the entering thread, ended at the exit, not left open to the end.
+#[test]
+fn a_span_exited_on_another_thread_ends_there_in_the_chrome_export() {
+    let dir = ringtrace_testkit::TempDir::new("spans-cross-exit");
+    let tracer = tracer(&dir, 64 << 10, Mode::Overwrite);
+    with_layer(&tracer, |dispatch| {
+        let span = tracing::info_span!("handoff");
+        let id = span.id().unwrap();
+        dispatch.enter(&id);
+        let other = dispatch.clone();
+        let exited = id.clone();
+        std::thread::spawn(move || other.exit(&exited))
+            .join()
+            .unwrap();
+        drop(span);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        tracing::info!("later");
+    });
+    let out = dir.0.join("t.json");
+    let summary = tracer
+        .export(ringtrace::ExportFormat::Chrome, &out)
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let of = |ph: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["name"] == "handoff" && e["ph"] == ph)
+            .collect()
+    };
+    let (begins, ends) = (of("B"), of("E"));
+    assert_eq!((begins.len(), ends.len()), (1, 1), "{events:?}");
+    assert_eq!(begins[0]["tid"], ends[0]["tid"]);
+    assert!(ends[0]["args"].get("unclosed").is_none(), "{:?}", ends[0]);
+    assert!(
+        ends[0]["args"].get("exited_on_tid").is_some(),
+        "{:?}",
+        ends[0]
+    );
+    let later = events.iter().find(|e| e["name"] == "later").unwrap();
+    assert!(
+        ends[0]["ts"].as_f64() < later["ts"].as_f64(),
+        "{:?}",
+        ends[0]
+    );
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+}

@@ -7,8 +7,10 @@
 //! inside a preempt-off span, then preemption enabled first), they are
 //! ended at that instant and begun again right after it with their
 //! begin's args and `continued: true`, so each span still covers exactly
-//! its own time. An end with no open span to close is no `E`: the caller
-//! shows it as an instant and it is counted. Spans still open when the
+//! its own time. A `tracing` span exited or closed on another thread than
+//! the one that entered it ends on the entering thread. An end with no
+//! open span to close is no `E`: the caller shows it as an instant and it
+//! is counted. Spans still open when the
 //! trace ends are closed at its last timestamp with `unclosed: true`.
 
 use super::event::{ChromeEvent, Phase, Ts};
@@ -74,7 +76,7 @@ impl Spans {
         args: Map<String, Value>,
         out: &mut Vec<ChromeEvent>,
     ) -> bool {
-        let Some(stack) = self.open.get_mut(&tid) else {
+        let Some(stack) = self.open.get(&tid) else {
             return false;
         };
         let Some(at) = stack
@@ -83,15 +85,61 @@ impl Spans {
         else {
             return false;
         };
+        self.end_at(tid, at, ts, cpu, args, out);
+        true
+    }
+
+    /// Ends the open slice of `tracing` span `id` (its begin's `span`
+    /// arg) on whichever thread began it, at `ts`: for a span exited or
+    /// closed on another thread than the one that entered it (an `E` must
+    /// be on its `B`'s thread). Returns `false`, writing nothing, when no
+    /// slice of it is open.
+    pub(super) fn end_span(
+        &mut self,
+        id: u64,
+        ts: Ts,
+        cpu: usize,
+        args: Map<String, Value>,
+        out: &mut Vec<ChromeEvent>,
+    ) -> bool {
+        let found = self.open.iter().find_map(|(&tid, stack)| {
+            stack
+                .iter()
+                .rposition(|o| o.args.get("span").and_then(Value::as_u64) == Some(id))
+                .map(|at| (tid, at))
+        });
+        let Some((tid, at)) = found else {
+            return false;
+        };
+        self.end_at(tid, at, ts, cpu, args, out);
+        true
+    }
+
+    /// Ends the open span `at` of `tid`'s stack, splitting those begun
+    /// after it.
+    fn end_at(
+        &mut self,
+        tid: u32,
+        at: usize,
+        ts: Ts,
+        cpu: usize,
+        args: Map<String, Value>,
+        out: &mut Vec<ChromeEvent>,
+    ) {
+        let Some(stack) = self.open.get_mut(&tid) else {
+            return;
+        };
         let inner = stack.split_off(at + 1);
+        let Some(ended) = stack.pop() else {
+            return;
+        };
         for o in inner.iter().rev() {
             let mut split = Map::new();
             split.insert("cpu".into(), Value::from(cpu));
-            split.insert("split_by_end_of".into(), Value::from(edge.span.as_str()));
+            split.insert("split_by_end_of".into(), Value::from(ended.span.as_str()));
             out.push(event(&o.span, Phase::End, ts, tid, split));
         }
-        stack.pop();
-        out.push(event(&edge.span, Phase::End, ts, tid, args));
+        out.push(event(&ended.span, Phase::End, ts, tid, args));
         for o in inner {
             let mut again = o.args.clone();
             again.insert("continued".into(), Value::Bool(true));
@@ -99,7 +147,6 @@ impl Spans {
             self.split += 1;
             stack.push(o);
         }
-        true
     }
 
     /// Ends every span still open at `ts`, innermost first; returns how
@@ -174,6 +221,28 @@ mod tests {
         assert_eq!(out[4].args["continued"], true);
         assert_eq!(spans.split, 1);
         assert_eq!(spans.close_all(Ts::Ns(6), &mut out), 0);
+    }
+
+    #[test]
+    fn a_span_ended_by_its_id_ends_on_the_thread_that_began_it() {
+        let mut spans = Spans::default();
+        let mut out = Vec::new();
+        let edge = |n| span_edge(n).unwrap();
+        let with_id = |id: u64| {
+            let mut args = Map::new();
+            args.insert("span".into(), Value::from(id));
+            args
+        };
+        spans.begin(&edge("io_enter"), 7, Ts::Ns(1), with_id(5), &mut out);
+        spans.begin(&edge("io_enter"), 7, Ts::Ns(2), with_id(6), &mut out);
+        assert!(!spans.end_span(9, Ts::Ns(3), 0, Map::new(), &mut out));
+        // Span 5 ends (as if exited on thread 8): on thread 7, splitting 6.
+        assert!(spans.end_span(5, Ts::Ns(3), 0, Map::new(), &mut out));
+        assert!(out[2..].iter().all(|e| e.tid == 7));
+        assert_eq!(names(&out), ["B io", "B io", "E io", "E io", "B io"]);
+        assert!(!spans.end_span(5, Ts::Ns(4), 0, Map::new(), &mut out));
+        assert!(spans.end_span(6, Ts::Ns(4), 0, Map::new(), &mut out));
+        assert_eq!(spans.close_all(Ts::Ns(9), &mut out), 0);
     }
 
     #[test]

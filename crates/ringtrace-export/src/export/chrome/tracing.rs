@@ -116,6 +116,11 @@ pub(super) fn place(
             }
         }
         (RecordKind::SpanClose, Some(span)) => {
+            // A slice of it still open (its exit on another thread was
+            // lost): ended at the close.
+            let mut args = base_args(cpu, r);
+            args.insert("ended_by_close".into(), Value::Bool(true));
+            spans.end_span(span, ts, cpu, args, out);
             span_args.0.remove(&span);
         }
         (RecordKind::LocalSpan, _) => {
@@ -138,9 +143,16 @@ pub(super) fn place(
             }
             spans.begin(&edge(true), r.tid, ts, args, out);
         }
-        (RecordKind::SpanExit, _) => {
+        (RecordKind::SpanExit, span) => {
             let args = base_args(cpu, r);
-            if !spans.end(&edge(false), r.tid, ts, cpu, args.clone(), out) {
+            if spans.end(&edge(false), r.tid, ts, cpu, args.clone(), out) {
+                return true;
+            }
+            // Exited on another thread than the one that entered it: its
+            // slice ends there, on the entering thread.
+            let mut elsewhere = args.clone();
+            elsewhere.insert("exited_on_tid".into(), Value::from(r.tid));
+            if !span.is_some_and(|id| spans.end_span(id, ts, cpu, elsewhere, out)) {
                 let mut args = args;
                 args.insert("unmatched_end".into(), Value::from(name));
                 out.push(ChromeEvent {
