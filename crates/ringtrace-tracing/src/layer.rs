@@ -115,7 +115,10 @@ pub struct RingLayerBuilder<C: Clock = AnyClock> {
 
 impl<C: Clock> RingLayerBuilder<C> {
     /// The longest string or `Debug` rendering kept, in bytes (1 to
-    /// [`MAX_STRING_LIMIT`]; [`DEFAULT_STRING_LIMIT`] by default).
+    /// [`MAX_STRING_LIMIT`]; [`DEFAULT_STRING_LIMIT`] by default). A
+    /// record that would not fit in one of the ring's pages at this limit
+    /// has its strings cut shorter until it fits (counted in
+    /// `strings_cut`), rather than being dropped.
     pub fn string_limit(mut self, bytes: usize) -> Self {
         self.string_limit = bytes;
         self

@@ -180,11 +180,38 @@ impl<C: Clock> Recorder<C> {
     #[cold]
     #[inline(never)]
     fn write_measured<T: Tally>(&self, head: Head, fields: Option<Fields<'_>>, tally: &T) {
-        let mut measure = Measure::new(self.string_limit);
-        if let Some(fields) = fields {
-            fields(&mut measure);
+        let measure_at = |limit: usize| {
+            let mut measure = Measure::new(limit);
+            if let Some(fields) = fields {
+                fields(&mut measure);
+            }
+            let len = head.len() + fields.map_or(0, |_| 1 + measure.len);
+            (measure, len)
+        };
+        let (mut measure, mut len) = measure_at(self.string_limit);
+        // Larger than a page holds (a string limit above what a page
+        // takes): its strings are cut to the longest limit at which it
+        // fits, found by halving, before it is reserved. Only a record
+        // whose other fields alone overflow a page is refused (by the
+        // ring, which counts it) and dropped.
+        let max = ringtrace_ring::format::max_payload(self.ring.geometry().page_size);
+        if len > max {
+            let (mut fits, mut too_long) = (0, self.string_limit);
+            let mut best = None;
+            while fits < too_long {
+                let mid = fits + (too_long - fits) / 2;
+                let (m, l) = measure_at(mid);
+                if l <= max {
+                    best = Some((m, l));
+                    fits = mid + 1;
+                } else {
+                    too_long = mid;
+                }
+            }
+            if let Some(found) = best {
+                (measure, len) = found;
+            }
         }
-        let len = head.len() + fields.map_or(0, |_| 1 + measure.len);
         let Ok(mut r) = self.ring.reserve(len) else {
             self.counters.dropped();
             return;

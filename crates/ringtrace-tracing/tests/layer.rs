@@ -354,6 +354,35 @@ fn a_callsite_table_holds_exactly_the_callsites_asked_for() {
 }
 
 #[test]
+fn a_record_larger_than_a_page_is_cut_to_fit_not_dropped() {
+    // 4 KiB pages, a string limit of 16 KiB: strings of 10,000 bytes, one
+    // or two to a record, are cut until the record fits a page.
+    let ring = common::ring();
+    let layer = RingLayer::builder(ring.clone())
+        .string_limit(16 << 10)
+        .build()
+        .unwrap();
+    let long = "é".repeat(5_000);
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
+        tracing::info!(s = long.as_str(), "one");
+        tracing::info!(s = long.as_str(), t = long.as_str(), "two");
+        tracing::info!(s = "short", "three");
+    });
+    let stats = layer.stats();
+    assert_eq!((stats.recorded, stats.dropped), (3, 0), "{stats:?}");
+    assert!(stats.strings_cut >= 3, "{stats:?}");
+    assert_eq!(ring.stats().missed, 0);
+    let json = common::dump_json(&ring);
+    assert_eq!(json.len(), 3);
+    for record in &json[..2] {
+        let s = record["fields"]["s"].as_str().unwrap();
+        assert!(s.len() > 1_000 && s.len() < 4_096, "{} {record}", s.len());
+        assert!(s.starts_with("ééé"), "cut at a character boundary");
+    }
+    assert_eq!(json[2]["fields"]["s"], "short");
+}
+
+#[test]
 fn records_either_side_of_the_stack_encoders_size_read_back_whole() {
     // Small records are encoded in one pass on the stack (256 bytes),
     // larger ones sized first: the same bytes either way, across the

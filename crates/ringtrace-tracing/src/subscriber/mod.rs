@@ -112,7 +112,10 @@ pub struct RingSubscriberBuilder<C: Clock = AnyClock> {
 
 impl<C: Clock> RingSubscriberBuilder<C> {
     /// The longest string or `Debug` rendering kept, in bytes (1 to
-    /// [`MAX_STRING_LIMIT`](crate::MAX_STRING_LIMIT); 256 by default).
+    /// [`MAX_STRING_LIMIT`](crate::MAX_STRING_LIMIT); 256 by default); a
+    /// record too large for a page at this limit has its strings cut
+    /// shorter until it fits, as the layer's
+    /// ([`RingLayerBuilder::string_limit`](crate::RingLayerBuilder::string_limit)).
     pub fn string_limit(mut self, bytes: usize) -> Self {
         self.records = self.records.string_limit(bytes);
         self
