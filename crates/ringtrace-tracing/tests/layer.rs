@@ -195,19 +195,26 @@ fn a_stacked_env_filter_filters_by_target_and_level() {
 
 #[test]
 fn records_the_ring_refuses_are_counted_dropped() {
-    let ring = ring();
-    let layer = RingLayer::builder(ring.clone())
-        .string_limit(16 * 1024)
+    // A full ring in discard mode, with no reader: it refuses the record.
+    let clock = "mono"
+        .parse::<ringtrace_clock::ClockSpec>()
+        .unwrap()
         .build()
         .unwrap();
-    let huge = "y".repeat(16 * 1024);
+    let config = ringtrace_ring::RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(8192)
+        .mode(ringtrace_ring::Mode::Discard);
+    let ring = std::sync::Arc::new(ringtrace_ring::RingBuffer::new(config, clock).unwrap());
+    while ring.write(&[0; 4]).is_ok() {}
+    let hit = ring.stats().hit;
+    let layer = RingLayer::builder(ring.clone()).build().unwrap();
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), || {
-        // Two 16 KiB strings: more than a 4 KiB page holds.
-        tracing::info!(a = huge.as_str(), b = huge.as_str());
+        tracing::info!(n = 1, "refused");
     });
     let stats = layer.stats();
-    assert_eq!((stats.recorded, stats.dropped), (0, 1));
-    assert_eq!(ring.stats().hit, 0);
+    assert_eq!((stats.recorded, stats.dropped), (0, 1), "{stats:?}");
+    assert_eq!(ring.stats().hit, hit);
 }
 
 #[test]
