@@ -71,7 +71,8 @@ pub use render::fmt_ns;
 pub use stats::{OUTLIER_FACTOR, RESOLUTION_STEPS, TRIM_PERCENT};
 pub use timing::MAX_BATCH;
 pub use verdict::{
-    kernel_x86_64, Delta, Deltas, KernelRow, PairVerdict, Verdict, CLEARLY_ABOVE, WITHIN,
+    kernel_x86_64, Delta, Deltas, KernelRow, PairVerdict, Verdict, CLEARLY_ABOVE, MIN_SAMPLES,
+    WITHIN,
 };
 
 /// The pair being timed.

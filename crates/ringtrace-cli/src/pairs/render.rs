@@ -212,6 +212,12 @@ impl PairsResult {
         if v.pairs.values().any(|p| !p.resolved) {
             out.push_str("  (a median below resolution answers neither: `no`)\n");
         }
+        if v.pairs.values().any(|p| !p.enough_samples) {
+            out.push_str(&format!(
+                "  (a strategy with fewer than {} samples answers neither: `no`)\n",
+                super::MIN_SAMPLES
+            ));
+        }
         out
     }
 

@@ -120,6 +120,10 @@ pub const CLEARLY_ABOVE: f64 = 0.10;
 /// `early-key` is within this share of `baseline` (both ways).
 pub const WITHIN: f64 = 0.05;
 
+/// The fewest samples of each strategy a pair's answers rest on: a median
+/// of fewer says nothing of the spread, and answers neither claim.
+pub const MIN_SAMPLES: u64 = 100;
+
 /// One pair's verdict, with the medians behind it (ns per pair).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PairVerdict {
@@ -134,6 +138,9 @@ pub struct PairVerdict {
     /// Whether all three medians are resolved; if not, both answers are
     /// `false`.
     pub resolved: bool,
+    /// Whether each of the three has at least [`MIN_SAMPLES`] samples; if
+    /// not, both answers are `false`.
+    pub enough_samples: bool,
     /// `call-always` minus `early-key`.
     pub call_minus_early_ns: f64,
     /// `early-key` over `baseline`.
@@ -170,6 +177,8 @@ pub(super) fn verdict(table: &Table, method: Method) -> Verdict {
             continue;
         };
         let resolved = [b, c, e].iter().all(|m| m.median_resolved().is_some());
+        let enough_samples = [b, c, e].iter().all(|m| m.samples >= MIN_SAMPLES);
+        let answers = resolved && enough_samples;
         let resolution = b.resolution_ns.max(c.resolution_ns).max(e.resolution_ns);
         let diff = c.median - e.median;
         let ratio = if b.median > 0.0 {
@@ -185,12 +194,13 @@ pub(super) fn verdict(table: &Table, method: Method) -> Verdict {
                 early_key_ns: e.median,
                 resolution_ns: resolution,
                 resolved,
+                enough_samples,
                 call_minus_early_ns: diff,
                 early_over_baseline: ratio,
-                call_always_clearly_above_early_key: resolved
+                call_always_clearly_above_early_key: answers
                     && diff >= resolution
                     && diff >= CLEARLY_ABOVE * e.median,
-                early_key_within_5pct_of_baseline: resolved && (ratio - 1.0).abs() <= WITHIN,
+                early_key_within_5pct_of_baseline: answers && (ratio - 1.0).abs() <= WITHIN,
             },
         );
     }
@@ -246,6 +256,18 @@ mod tests {
         assert_eq!(d["irq_save"]["early-key"].kernel_average_ns, None);
         assert_eq!(d["irq"]["call-always"].average_ns, 3.0);
         assert_eq!(d["irq"]["call-always"].median_ns, Some(2.0));
+    }
+
+    #[test]
+    fn a_strategy_of_too_few_samples_answers_neither_claim() {
+        let mut t = table(1.0, 3.0, 1.02);
+        for row in t.values_mut() {
+            row.get_mut("early-key").unwrap().samples = MIN_SAMPLES - 1;
+        }
+        let v = verdict(&t, Method::Batched);
+        assert!(v.pairs.values().all(|p| !p.enough_samples && p.resolved));
+        assert!(!v.call_always_clearly_above_early_key);
+        assert!(!v.early_key_within_5pct_of_baseline);
     }
 
     #[test]
