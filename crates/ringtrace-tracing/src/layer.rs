@@ -21,7 +21,8 @@ use tracing_subscriber::Layer;
 /// cut (readers show `…[cut]` after them).
 pub const DEFAULT_STRING_LIMIT: usize = 256;
 /// The largest string limit a builder takes: a string's length is a u16
-/// in the wire format, and a record must fit in a ring page.
+/// in the wire format. A record must also fit in a ring page: one that
+/// would not at the limit has its strings cut shorter until it does.
 pub const MAX_STRING_LIMIT: usize = 16 * 1024;
 /// Callsites a layer describes by default.
 pub const DEFAULT_CALLSITE_CAPACITY: usize = 4096;
