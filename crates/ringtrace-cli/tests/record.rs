@@ -903,6 +903,42 @@ fn bad_sessions_and_commands_are_refused_with_one_line() {
 
 /// A ring too small for the rate: refusals are counted, and the dump
 /// marks them where they happened, with their cause.
+/// Chunks `--max-size` deletes are said by the recorder and by every
+/// reader of the session, with their events: drained, counted, no longer
+/// held.
+#[test]
+fn what_max_size_rotates_out_is_said_with_its_events() {
+    let dir = TempDir::new("record-rotated");
+    let session = dir.path().join("trace");
+    let args = ["--rotate-size", "16K", "--max-size", "64K"];
+    let (_, said) = recorded(&session, &args, "steps");
+    let number_after = |text: &str, marker: &str| -> u64 {
+        let at = text
+            .find(marker)
+            .unwrap_or_else(|| panic!("no {marker:?}: {text}"));
+        text[at + marker.len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let rotated = number_after(&said, "--max-size: ");
+    assert!(rotated > 0, "{said}");
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str(), "--json".as_ref()]);
+    let told = text(&dump.stderr);
+    assert!(dump.status.success(), "{told}");
+    assert!(
+        told.contains(&format!("{rotated} events in")) && told.contains("rotated out"),
+        "{told}"
+    );
+    let held = text(&dump.stdout)
+        .lines()
+        .filter(|l| l.contains("rec:step"))
+        .count() as u64;
+    assert_eq!(held + rotated, 2 * EVENTS, "{said}");
+}
+
 #[test]
 fn refusals_are_shown_where_they_happened_with_their_cause() {
     let dir = TempDir::new("record-lost");

@@ -1317,6 +1317,15 @@ fn read_inputs(
             for problem in session.problems() {
                 say(format_args!("ringtrace: {}: {problem}", f.display()));
             }
+            let rotated = session.rotated_out();
+            if rotated.chunks > 0 {
+                say(format_args!(
+                    "ringtrace: {}: {} events in {} chunks were rotated out (deleted by the recorder's --max-size, oldest first) and are not in this read",
+                    f.display(),
+                    rotated.events,
+                    rotated.chunks
+                ));
+            }
             let processes = session.recoveries();
             if processes.is_empty() {
                 return Err(format!("{}: the session holds no process", f.display()).into());

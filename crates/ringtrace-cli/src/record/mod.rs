@@ -160,8 +160,22 @@ impl Recorded {
             if n == 1 { "process" } else { "processes" },
             self.dir.display()
         ));
+        if let Some(line) = rotated_out_line(&self.summary.rotated_out) {
+            lines.push(line);
+        }
         lines
     }
+}
+
+/// What `--max-size` deleted, in words, if anything: the events drained
+/// but no longer in the session (not lost: kept out by the size limit).
+pub fn rotated_out_line(r: &ringtrace_session::RotatedOut) -> Option<String> {
+    (r.chunks > 0).then(|| {
+        format!(
+            "rotated out to keep the session under --max-size: {} events in {} chunks ({} pages, {} bytes on disk), the oldest; the counts above include them, the session no longer holds them",
+            r.events, r.chunks, r.pages, r.disk_bytes
+        )
+    })
 }
 
 /// Records the session `options` describe. Errors are one line naming
