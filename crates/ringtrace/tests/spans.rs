@@ -412,3 +412,31 @@ fn a_span_exited_on_another_thread_ends_there_in_the_chrome_export() {
     );
     assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
 }
+
+/// A span entered again on a thread already inside it counts that
+/// thread's time once: its busy time is never more than its life.
+#[test]
+fn a_span_entered_twice_on_one_thread_counts_its_time_once() {
+    let dir = ringtrace_testkit::TempDir::new("spans-reentered");
+    let tracer = tracer(&dir, 64 << 10, Mode::Overwrite);
+    with_layer(&tracer, |_| {
+        let span = tracing::info_span!("twice");
+        let outer = span.enter();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let inner = span.enter();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drop(inner);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        drop(outer);
+    });
+    let (trees, _, _) = assembled(&tracer);
+    let span = &trees[0].spans[0];
+    assert_eq!(span.name, "twice");
+    let life = span.end_ns - span.start_ns;
+    assert!(
+        span.busy_ns <= life,
+        "busy {} of a {life} ns life",
+        span.busy_ns
+    );
+    assert!(span.busy_ns >= 6_000_000, "busy {}", span.busy_ns);
+}

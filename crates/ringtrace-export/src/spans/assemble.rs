@@ -227,8 +227,15 @@ impl Assembler {
                 let stack = self.stacks.entry((process, r.tid)).or_default();
                 if let Some(i) = stack.iter().rposition(|e| e.uid == uid) {
                     let entered = stack.remove(i);
-                    let span = self.span_mut(process, live);
-                    span.busy_ns = span.busy_ns.saturating_add(at.saturating_sub(entered.at));
+                    // A thread inside a span twice (entered again before
+                    // it exited) is inside it once: its time counts from
+                    // its first enter to its last exit. The innermost
+                    // entry goes first, so the last one left is the
+                    // earliest.
+                    if !stack.iter().any(|e| e.uid == uid) {
+                        let span = self.span_mut(process, live);
+                        span.busy_ns = span.busy_ns.saturating_add(at.saturating_sub(entered.at));
+                    }
                 }
             }
             RecordKind::SpanFollows => {
@@ -488,7 +495,12 @@ impl Assembler {
         // Threads still inside a span: their time counts to the end.
         let stacks: Vec<((usize, u32), Vec<Entered>)> = self.stacks.drain().collect();
         for ((process, _), stack) in stacks {
+            // Once per span a thread is inside, from its earliest enter.
+            let mut seen = std::collections::HashSet::new();
             for entered in stack {
+                if !seen.insert(entered.uid) {
+                    continue;
+                }
                 let Some(live) = self.live.get(&(process, entered.id)).copied() else {
                     continue;
                 };
