@@ -165,6 +165,13 @@ fn traced_program() {
             tracer.write(b"last words").unwrap();
             std::process::exit(3);
         }
+        "dropper" => {
+            // Drops its ring, then goes on a while and exits normally.
+            tracer.write(b"done with it").unwrap();
+            drop(tracer);
+            std::thread::sleep(Duration::from_millis(50));
+            std::process::exit(0);
+        }
         "code_parent" => {
             // Its child, which the recorder did not start, exits with 3.
             let status = traced_command("code")
@@ -745,6 +752,19 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     all.sort();
     all
+}
+
+/// A program that drops its ring and then exits reads as having closed
+/// it, not as an exit the ring did not see.
+#[test]
+fn a_ring_dropped_before_its_program_exits_reads_closed() {
+    let dir = TempDir::new("record-dropper");
+    let session = dir.path().join("trace");
+    recorded(&session, &[], "dropper");
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+    let shown = text(&dump.stdout);
+    let writer = shown.lines().find(|l| l.contains("writer: ")).unwrap();
+    assert!(writer.contains("writer: closed"), "{writer}");
 }
 
 #[test]

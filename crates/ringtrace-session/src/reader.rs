@@ -289,14 +289,16 @@ impl Session {
             cpus.push(read.recovery);
         }
         let writer = match (described.exit, described.exited_at) {
-            // Its exit code seen by the recorder (which the recorder's
-            // own word carries), or its ring marked exited: a normal exit,
-            // with its time when the ring had it.
-            (Some(ProcessExit::Exited(c)), at) => {
-                let at = at.unwrap_or_else(|| ExitTime::new(None, None));
+            // Its ring marked exited (a normal exit with the ring alive),
+            // with its time when the ring had it, and the exit code the
+            // recorder saw or else the one the exit record kept.
+            (Some(ProcessExit::Exited(c)), Some(at)) => {
                 let code = u8::try_from(c).ok().or(at.code);
                 WriterState::Exited(at.with_code(code))
             }
+            // An exit code seen, the ring not marked exited: the program
+            // dropped its ring before it exited.
+            (Some(ProcessExit::Exited(_)), None) => WriterState::Closed,
             (Some(ProcessExit::Closed), Some(at)) => WriterState::Exited(at),
             (Some(ProcessExit::Closed), None) => WriterState::Closed,
             (Some(ProcessExit::Signaled(_) | ProcessExit::DiedWithRing), _) => WriterState::Died,

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use ringtrace_ring::file::{ExitTime, WriterState};
+use ringtrace_ring::file::WriterState;
 use ringtrace_session::{
     Compression, LossCause, ProcessExit, Session, SessionOptions, SessionWriter,
 };
@@ -77,12 +77,9 @@ fn round_trip(compression: Compression) {
         assert_eq!(process.pid, *pid);
         assert_eq!(process.comm, format!("proc{pid}"));
         assert_eq!(process.exit, Some(ProcessExit::Exited(3)));
-        // Its exit code was seen: a normal exit with that code, its time
-        // unknown (the ring was not marked).
-        assert_eq!(
-            recovery.writer,
-            WriterState::Exited(ExitTime::new(None, None).with_code(Some(3)))
-        );
+        // Its exit code was seen, its ring not marked exited: it closed
+        // its ring before it exited.
+        assert_eq!(recovery.writer, WriterState::Closed);
         assert_eq!(
             recovery.metadata.as_deref().unwrap(),
             format!("{{\"pid\":{pid}}}").as_bytes()
