@@ -6,43 +6,44 @@ use ringtrace_export::Trace;
 use std::error::Error;
 use std::path::Path;
 
-/// The options of `export` that only `parquet` and `otlp` take.
+/// The options of `export` that only `parquet` and `otlp` take, and of
+/// `record` sending OTLP as it drains (`record --endpoint`).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct FleetArgs {
-    /// With `--format otlp`: the collector's OTLP/HTTP endpoint, e.g.
+    /// OTLP (`export --format otlp`, `record`): the collector's OTLP/HTTP endpoint, e.g.
     /// `http://127.0.0.1:4318` (spans go to /v1/traces, log records to
     /// /v1/logs) or a URL ending in /v1/traces.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
-    /// With `--format otlp`: send only the span trees a rule keeps
+    /// OTLP (`export --format otlp`, `record`): send only the span trees a rule keeps
     /// (repeatable; a tree is kept when any rule keeps it; all are kept
     /// without one): `error` (a span failed), `slower:DURATION` (a span
     /// lasted longer, e.g. slower:250ms), `name:SPAN_NAME`, `fraction:F`
     /// (that share of the others, chosen by trace id).
     #[arg(long, value_name = "RULE")]
     pub keep: Vec<String>,
-    /// With `--format otlp`: the `service.name` of every process (its
+    /// OTLP (`export --format otlp`, `record`): the `service.name` of every process (its
     /// command name when not given).
     #[arg(long, value_name = "NAME")]
     pub service_name: Option<String>,
-    /// With `--format otlp` or `parquet`: the host name the trace is from
+    /// OTLP and Parquet (`export --format otlp|parquet`, `record`): the host name the trace is from
     /// (this machine's when not given): `host.name` of the OTLP resource,
     /// the `host` column of every Parquet table.
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
-    /// With `--format otlp`: do not send the events outside spans as log
+    /// OTLP (`export --format otlp`, `record`): do not send the events outside spans as log
     /// records.
     #[arg(long)]
     pub no_logs: bool,
-    /// With `--format otlp`: an HTTP header sent with every request, as
+    /// OTLP (`export --format otlp`, `record`): an HTTP header sent with every request, as
     /// NAME=VALUE (repeatable), e.g. an authorization token.
     #[arg(long, value_name = "NAME=VALUE")]
     pub header: Vec<String>,
-    /// With `--format otlp`: seconds a request may take (0.1 to 600;
+    /// OTLP (`export --format otlp`, `record`): seconds a request may take (0.1 to 600;
     /// 10 when not given).
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
-    /// With `--format otlp`: how many times a batch is tried again after a
+    /// OTLP (`export --format otlp`, `record`): how many times a batch is tried again after a
     /// 429, 502, 503, 504 or a connection error, with a backoff (0 to 100;
     /// 5 when not given).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -209,11 +210,11 @@ fn otlp(trace: &Trace<'_>, args: &FleetArgs) -> Done {
         let url = options.endpoint().traces_url().to_owned();
         match ringtrace_otlp::export_otlp(trace, options) {
             Ok(summary) => {
-                lines.extend(otlp_report(&summary, &url, args));
+                lines.extend(exported(otlp_report(&summary, &url, args)));
                 Ok(())
             }
             Err(ringtrace_otlp::OtlpError::Undelivered { source, summary }) => {
-                lines.extend(otlp_report(&summary, &url, args));
+                lines.extend(exported(otlp_report(&summary, &url, args)));
                 Err(undelivered(&source, &summary).into())
             }
             Err(e) => Err(e.into()),
@@ -255,14 +256,24 @@ pub fn record_otlp(
     otlp_options(args).map(Some)
 }
 
-/// The lines `ringtrace record` prints of its OTLP stream, and whether
-/// anything was not delivered.
+/// `lines` as `ringtrace export` prints them.
+#[cfg(feature = "otlp")]
+fn exported(lines: Vec<String>) -> impl Iterator<Item = String> {
+    lines.into_iter().map(|l| format!("ringtrace export: {l}"))
+}
+
+/// The lines `ringtrace record` prints of its OTLP stream (without its
+/// prefix), and whether anything was not delivered.
 #[cfg(feature = "otlp")]
 pub fn otlp_outcome(
     sent: &Result<ringtrace_otlp::OtlpSummary, ringtrace_otlp::OtlpError>,
-    url: &str,
     args: &FleetArgs,
 ) -> (Vec<String>, bool) {
+    let raw = args.endpoint.as_deref().unwrap_or_default();
+    let url = raw
+        .parse::<ringtrace_otlp::transport::Endpoint>()
+        .map_or_else(|_| raw.to_owned(), |e| e.traces_url().to_owned());
+    let url = url.as_str();
     match sent {
         Ok(summary) => (otlp_report(summary, url, args), false),
         Err(ringtrace_otlp::OtlpError::Undelivered { source, summary }) => {
@@ -315,19 +326,19 @@ fn otlp_options(args: &FleetArgs) -> Result<ringtrace_otlp::OtlpOptions, Box<dyn
     Ok(options)
 }
 
-/// The lines an OTLP export prints: what was kept and dropped (by rule),
-/// what was sent and delivered.
+/// The lines an OTLP export prints, without the command's prefix: what
+/// was kept and dropped (by rule), what was sent and delivered.
 #[cfg(feature = "otlp")]
 fn otlp_report(s: &ringtrace_otlp::OtlpSummary, url: &str, args: &FleetArgs) -> Vec<String> {
     let mut lines = Vec::new();
     let a = &s.assembled;
     lines.push(format!(
-        "ringtrace export: {} span trees ({} spans, {} unclosed), {} events ({} outside spans) read",
+        "{} span trees ({} spans, {} unclosed), {} events ({} outside spans) read",
         a.trees, a.spans, a.unclosed, a.events, a.loose_events
     ));
     let k = &s.kept;
     let mut kept = format!(
-        "ringtrace export: tail sampling kept {} trees ({} spans), dropped {} trees ({} spans)",
+        "tail sampling kept {} trees ({} spans), dropped {} trees ({} spans)",
         k.kept_trees, k.kept_spans, k.dropped_trees, k.dropped_spans
     );
     if !args.keep.is_empty() {
@@ -342,18 +353,22 @@ fn otlp_report(s: &ringtrace_otlp::OtlpSummary, url: &str, args: &FleetArgs) -> 
     lines.push(kept);
     let sent = &s.sent;
     lines.push(format!(
-        "ringtrace export: {} spans and {} log records delivered to {url} in {} requests ({} retries, {} bytes)",
-        sent.spans.delivered, sent.log_records.delivered, sent.requests, sent.retries, sent.bytes_sent
+        "{} spans and {} log records delivered to {url} in {} requests ({} retries, {} bytes)",
+        sent.spans.delivered,
+        sent.log_records.delivered,
+        sent.requests,
+        sent.retries,
+        sent.bytes_sent
     ));
     if sent.spans.rejected + sent.log_records.rejected > 0 {
         lines.push(format!(
-            "ringtrace export: warning: the collector rejected {} spans and {} log records it received",
+            "warning: the collector rejected {} spans and {} log records it received",
             sent.spans.rejected, sent.log_records.rejected
         ));
     }
     if a.orphan_records + a.orphan_spans > 0 {
         lines.push(format!(
-            "ringtrace export: warning: {} spans whose parent is not in the trace were sent as roots; {} records of spans whose creation is not in the trace were left out",
+            "warning: {} spans whose parent is not in the trace were sent as roots; {} records of spans whose creation is not in the trace were left out",
             a.orphan_spans, a.orphan_records
         ));
     }

@@ -165,6 +165,12 @@ fn record_sends_the_kept_trees_as_it_drains() {
     assert_eq!(roots(&receiver), HashSet::from([7]), "{said}");
     assert_eq!(receiver.spans().len(), 2);
     assert!(said.contains("tail sampling kept 1 trees"), "{said}");
+    // Said once as the recorder's, with the URL the spans went to.
+    assert!(
+        !said.contains("ringtrace record: ringtrace export"),
+        "{said}"
+    );
+    assert!(said.contains("/v1/traces"), "{said}");
     // The session holds everything, whatever was sent.
     let out = ringtrace(&["dump", "--json"], &[dir.0.join("s").as_os_str()]);
     let spans = text(&out.stdout).matches("tracing:span_new").count();

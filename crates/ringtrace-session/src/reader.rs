@@ -10,9 +10,7 @@ use crate::loss::Loss;
 use crate::options::SessionOptions;
 use crate::process::{self, ProcessExit};
 use crate::shared::{cpu_dir, INDEX, LOCK};
-use ringtrace_ring::file::{
-    ExitTime, FileClock, Recovery, RecoveryParts, UnreadableMetadata, WriterState,
-};
+use ringtrace_ring::file::{FileClock, Recovery, RecoveryParts, UnreadableMetadata, WriterState};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -1206,8 +1206,7 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     let mut otlp_failed = false;
     #[cfg(feature = "otlp")]
     if let Some(sent) = &recorded.otlp {
-        let url = args.fleet.endpoint.as_deref().unwrap_or_default();
-        let (lines, failed) = ringtrace_cli::fleet::otlp_outcome(sent, url, &args.fleet);
+        let (lines, failed) = ringtrace_cli::fleet::otlp_outcome(sent, &args.fleet);
         for line in lines {
             say(format_args!("ringtrace record: {line}"));
         }
