@@ -31,6 +31,9 @@ fn traced_program() {
     let Ok(role) = std::env::var(ROLE) else {
         return;
     };
+    if role == "dies-setting-up" {
+        die_setting_up();
+    }
     let tracer = Tracer::builder().from_env().build().unwrap();
     match role.as_str() {
         "quick" => {}
@@ -127,10 +130,13 @@ fn traced_program() {
         "forever" => {
             // Numbered raw events from two threads, each written again
             // until the ring takes it: the ones committed are gap-free.
+            // Once both have committed one, `<session>.started` is made.
             let tracer = std::sync::Arc::new(tracer);
+            let started = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
             let threads: Vec<_> = (0..2u32)
                 .map(|w| {
                     let tracer = std::sync::Arc::clone(&tracer);
+                    let started = std::sync::Arc::clone(&started);
                     std::thread::spawn(move || {
                         for seq in 0u64.. {
                             let mut payload = [0u8; 12];
@@ -139,6 +145,9 @@ fn traced_program() {
                             while tracer.write(&payload).is_err() {
                                 std::thread::sleep(Duration::from_micros(20));
                             }
+                            if seq == 0 {
+                                started.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            }
                             if seq % 256 == 0 {
                                 std::thread::sleep(Duration::from_micros(100));
                             }
@@ -146,6 +155,12 @@ fn traced_program() {
                     })
                 })
                 .collect();
+            while started.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let mut marker = std::env::var_os(ringtrace::SESSION_ENV).unwrap();
+            marker.push(".started");
+            std::fs::write(marker, b"").unwrap();
             for t in threads {
                 t.join().unwrap();
             }
@@ -222,6 +237,40 @@ fn traced_command(role: &str) -> Command {
     ])
     .env(ROLE, role);
     c
+}
+
+/// Leaves in the session the ring file a process killed while its tracer
+/// sets the ring up leaves (made, its header written, never opened), and
+/// aborts; and before, the empty one of a child killed before it had
+/// written its header.
+fn die_setting_up() -> ! {
+    use std::io::{Seek, Write};
+    let session = PathBuf::from(std::env::var_os(ringtrace::SESSION_ENV).unwrap());
+    let mut child = Command::new("true").spawn().unwrap();
+    while ringtrace::process_start(child.id()).is_none() {}
+    let child_ring = format!(
+        "{}-{}.ring",
+        child.id(),
+        ringtrace::process_start(child.id()).unwrap()
+    );
+    child.wait().unwrap();
+    std::fs::write(session.join("rings").join(child_ring), b"").unwrap();
+    let pid = std::process::id();
+    let name = format!("{pid}-{}.ring", ringtrace::process_start(pid).unwrap());
+    let made = std::env::temp_dir().join(format!("ringtrace-test-setting-up-{name}"));
+    let _ = std::fs::remove_file(&made);
+    drop(Tracer::builder().file(&made).build().unwrap());
+    let mut file = std::fs::OpenOptions::new().write(true).open(&made).unwrap();
+    file.seek(std::io::SeekFrom::Start(
+        ringtrace::ring::file::layout::STATUS_OFFSET as u64,
+    ))
+    .unwrap();
+    file.write_all(&ringtrace::ring::file::STATUS_SETTING_UP.to_ne_bytes())
+        .unwrap();
+    drop(file);
+    std::fs::copy(&made, session.join("rings").join(name)).unwrap();
+    let _ = std::fs::remove_file(&made);
+    std::process::abort();
 }
 
 /// `ringtrace record -o DIR ARGS -- <this binary in role>`.
@@ -420,6 +469,46 @@ fn a_child_forked_with_the_ring_is_drained_after_its_parent_exits() {
 }
 
 #[test]
+fn a_program_that_dies_setting_up_its_ring_is_in_the_session_with_nothing() {
+    let dir = TempDir::new("record-stillborn");
+    let session = dir.path().join("trace");
+    let out = record_command(&session, &[], "dies-setting-up")
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGABRT), "{said}");
+    assert!(
+        said.contains(&format!(
+            "killed by signal {} before it had set up its ring: it recorded nothing",
+            libc::SIGABRT
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("died before it had set up its ring: it recorded nothing"),
+        "the child's: {said}"
+    );
+    assert!(!said.contains("not drained"), "{said}");
+    assert!(!said.contains("no process recorded"), "{said}");
+    assert!(said.contains("0 events of 1 process"), "{said}");
+    assert!(
+        !session.join("rings").exists(),
+        "nothing left in rings/: {said}"
+    );
+    let read = Session::open(&session).unwrap();
+    let [process] = read.processes() else {
+        panic!("one process: {:?}", read.processes());
+    };
+    assert_eq!(
+        process.exit,
+        Some(ringtrace_session::ProcessExit::Signaled(libc::SIGABRT))
+    );
+    assert_eq!(process.written_totals.events, 0);
+    let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+}
+
+#[test]
 fn a_program_killed_at_random_moments_leaves_every_committed_event() {
     let dir = TempDir::new("record-kill");
     let seed = ringtrace_testkit::seed(
@@ -461,7 +550,28 @@ fn a_program_killed_at_random_moments_leaves_every_committed_event() {
             .unwrap();
         assert_eq!(status.code(), Some(128 + 9), "run {run}: {said}");
         let seqs = numbered(&session);
-        assert_eq!(seqs.len(), 2, "run {run} ({mode:?}): {said}");
+        if said.contains("before it had set up its ring: it recorded nothing") {
+            // Killed while its tracer set the ring up (a loaded machine
+            // can take that long): nothing was written, and the session
+            // says how it ended.
+            assert!(seqs.is_empty(), "run {run} ({mode:?}): {said}");
+            let read = Session::open(&session).unwrap();
+            assert_eq!(
+                read.processes()[0].exit,
+                Some(ringtrace_session::ProcessExit::Signaled(9)),
+                "run {run}: {said}"
+            );
+            continue;
+        }
+        // Both threads had committed an event (the program said so): both
+        // are in the session. Killed earlier, a thread may have none.
+        let mut started = session.clone().into_os_string();
+        started.push(".started");
+        if Path::new(&started).exists() {
+            assert_eq!(seqs.len(), 2, "run {run} ({mode:?}): {said}");
+        } else {
+            assert!(seqs.len() <= 2, "run {run} ({mode:?}): {said}");
+        }
         // Events the session says a dead writer took with it.
         let died: u64 = Session::open(&session)
             .unwrap()

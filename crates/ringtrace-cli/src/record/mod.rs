@@ -23,6 +23,7 @@ mod otlp;
 pub mod priority;
 pub mod rings;
 pub mod spawn;
+mod stillborn;
 mod tracked;
 mod watch;
 
@@ -72,8 +73,9 @@ pub struct Recorded {
     /// How the command ended (none with `--attach`, or when the recorder
     /// stopped first).
     pub command: Option<Ended>,
-    /// Ring files the recorder could not drain, and why, and rings whose
-    /// clocks do not compare with the first's: one line each.
+    /// Ring files the recorder could not drain, and why, rings whose
+    /// clocks do not compare with the first's, and processes that died
+    /// before they had set up their ring: one line each.
     pub refused: Vec<String>,
     /// The stop signal that ended the recording early, if one did.
     pub stopped_by: Option<i32>,
@@ -140,10 +142,12 @@ impl Recorded {
         for r in &self.refused {
             lines.push(r.clone());
         }
-        if self.processes.is_empty() {
+        if self.processes.is_empty() && self.refused.is_empty() {
             lines.push(
                 "no process recorded: a program records into the session when its tracer is built with `Tracer::builder().from_env()`".to_owned(),
             );
+        } else if self.processes.is_empty() {
+            lines.push("no process recorded (see above)".to_owned());
         }
         let per_million = if events > 0 {
             format!(
@@ -214,7 +218,13 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     };
     let _ = crate::stop::install();
     let mut tracked: Vec<Tracked> = Vec::new();
-    let mut refused = Vec::new();
+    let mut noted = stillborn::Noted {
+        keep_rings: options.keep_rings || options.attach.is_some(),
+        ..stillborn::Noted::default()
+    };
+    // Rings whose process died setting them up, waiting for it to be
+    // reaped.
+    let mut unborn: Vec<rings::Stillborn> = Vec::new();
     let mut watch = watch::Watch {
         printer: options.live.then(live::Printer::default),
         #[cfg(feature = "otlp")]
@@ -242,19 +252,33 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
                         first.path().display()
                     );
                     eprintln!("ringtrace record: {line}");
-                    refused.push(line);
+                    noted.lines.push(line);
                 }
             }
             tracked.push(Tracked::open(&session, live, start, keep)?);
+            noted.order.push(None);
         }
         for (path, why) in found.refused {
-            let line = format!("{}: not drained: {why}", path.display());
-            eprintln!("ringtrace record: {line}");
-            refused.push(line);
+            noted.refused(path, &why);
         }
         let command_ended = command.as_mut().and_then(Traced::ended);
         if command_ended.is_some() && ended_at.is_none() {
             ended_at = Some(Instant::now());
+        }
+        // A stillborn ring of the command itself waits for the command to
+        // be reaped (its other threads may still be exiting after its
+        // main one), to be noted with how it ended.
+        unborn.extend(found.stillborn);
+        for ring in std::mem::take(&mut unborn) {
+            let exit = match (&command, command_ended) {
+                (Some(c), None) if c.pid() == ring.pid => {
+                    unborn.push(ring);
+                    continue;
+                }
+                (Some(c), Some(ended)) if c.pid() == ring.pid => Some(ended),
+                _ => None,
+            };
+            noted.stillborn(&session, ring, exit)?;
         }
         let mut pages = 0;
         for t in tracked.iter_mut().filter(|t| !t.is_done()) {
@@ -288,7 +312,8 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
                 }
             }
         }
-        let all_done = tracked.iter().all(Tracked::is_done) && finder.settled();
+        let all_done =
+            tracked.iter().all(Tracked::is_done) && finder.settled() && unborn.is_empty();
         let finished = match (&command, ended_at) {
             // The command's processes may still be making their rings.
             (Some(_), Some(at)) => all_done && at.elapsed() >= LINGER,
@@ -307,6 +332,9 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     for t in tracked.iter_mut().filter(|t| !t.is_done()) {
         t.stop(&mut watch).map_err(|e| e.to_string())?;
     }
+    for ring in unborn {
+        noted.stillborn(&session, ring, None)?;
+    }
     #[cfg(feature = "otlp")]
     let otlp = watch.otlp.take().map(otlp::OtlpStream::finish);
     let summary = session.finish().map_err(|e| e.to_string())?;
@@ -322,8 +350,11 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
             .flatten()
         {
             let path = late.path();
-            if path.extension().is_some_and(|e| e == "ring") && !drained.contains(&path.as_path()) {
-                refused.push(format!(
+            if path.extension().is_some_and(|e| e == "ring")
+                && !drained.contains(&path.as_path())
+                && !noted.reported.contains(&path)
+            {
+                noted.lines.push(format!(
                     "{}: not drained: made after the command and its processes had ended (a process the command left running); `ringtrace record --attach` drains it",
                     path.display()
                 ));
@@ -333,9 +364,16 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     Ok(Recorded {
         dir: session.dir().to_owned(),
         summary,
-        processes: tracked.iter().map(Tracked::described).collect(),
+        processes: {
+            let mut tracked = tracked.iter();
+            noted
+                .order
+                .into_iter()
+                .filter_map(|p| p.or_else(|| tracked.next().map(Tracked::described)))
+                .collect()
+        },
         command: command.as_mut().and_then(Traced::ended),
-        refused,
+        refused: noted.lines,
         stopped_by: crate::stop::first_signal(),
         cpu_ns: own_cpu_ns(),
         #[cfg(feature = "otlp")]

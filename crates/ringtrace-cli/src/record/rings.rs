@@ -31,6 +31,24 @@ pub struct Found {
     pub opened: Vec<(LiveFile, u64)>,
     /// Ring files given up on, and why (one line each).
     pub refused: Vec<(PathBuf, String)>,
+    /// Rings whose process died before it had set them up.
+    pub stillborn: Vec<Stillborn>,
+}
+
+/// A ring file whose process died while it set the ring up (killed
+/// between making the file and opening the ring). A tracer hands out its
+/// ring only once set up, so nothing was ever written to it.
+#[derive(Debug)]
+pub struct Stillborn {
+    /// The ring file.
+    pub path: PathBuf,
+    /// The process, as the file's name (`PID-START.ring`) gives it.
+    pub pid: u32,
+    /// Its start time, from the name.
+    pub start: u64,
+    /// What the file holds, when its header was written: its geometry
+    /// and clock, for the session's list of processes.
+    pub recovery: Option<ringtrace_ring::file::Recovery>,
 }
 
 /// Finds ring files and opens them.
@@ -94,7 +112,17 @@ impl RingFinder {
                 since: Instant::now(),
                 last_error: None,
             });
-            match open(&path) {
+            let mut opened = open(&path);
+            if matches!(opened, Err(Retry::SettingUp(_))) && writer_gone(&path) {
+                // Looked at again now that its process is known gone: set
+                // up just before it died, it opens (and is recovered as
+                // any ring whose writer died).
+                opened = match open(&path) {
+                    Err(Retry::SettingUp(_)) => Err(Retry::Stillborn),
+                    other => other,
+                };
+            }
+            match opened {
                 Ok(live) => {
                     self.pending.remove(&path);
                     self.done.insert(path.clone());
@@ -103,10 +131,23 @@ impl RingFinder {
                     let start = start_of(&path).unwrap_or(live.header().wall_ns);
                     found.opened.push((live, start));
                 }
-                Err(Retry::Later(why)) if pending.since.elapsed() < SETUP_GRACE => {
+                Err(Retry::Stillborn) => {
+                    self.pending.remove(&path);
+                    self.done.insert(path.clone());
+                    // Named `PID-START.ring`, as `writer_gone` asked.
+                    found.stillborn.push(Stillborn {
+                        pid: pid_of(&path).unwrap_or(0),
+                        start: start_of(&path).unwrap_or(0),
+                        recovery: ringtrace_ring::file::recover(&path).ok(),
+                        path,
+                    });
+                }
+                Err(Retry::Later(why) | Retry::SettingUp(why))
+                    if pending.since.elapsed() < SETUP_GRACE =>
+                {
                     pending.last_error = Some(why);
                 }
-                Err(Retry::Later(why) | Retry::Never(why)) => {
+                Err(Retry::Later(why) | Retry::SettingUp(why) | Retry::Never(why)) => {
                     self.pending.remove(&path);
                     self.done.insert(path.clone());
                     found.refused.push((path, why));
@@ -119,8 +160,13 @@ impl RingFinder {
 
 /// Why a ring file did not open.
 enum Retry {
+    /// Being set up by its writer, as far as can be told: empty, zeros
+    /// where its header goes, or its status word not yet open.
+    SettingUp(String),
     /// Perhaps still being made: look again.
     Later(String),
+    /// Being set up, and its process is gone: it never will be.
+    Stillborn,
     /// It will not open.
     Never(String),
 }
@@ -133,26 +179,79 @@ fn open(path: &Path) -> Result<LiveFile, Retry> {
                 WriterState::SettingUp | WriterState::Unknown(0)
             ) =>
         {
-            Err(Retry::Later(format!(
+            Err(Retry::SettingUp(format!(
                 "{}: still being set up by its writer",
                 path.display()
             )))
         }
         Ok(live) => Ok(live),
-        // A file being made may be empty, short or without its header
-        // yet; another drainer or a bad version will not change.
-        Err(
-            e @ (FileError::Empty { .. }
-            | FileError::TruncatedHeader { .. }
-            | FileError::NotRingtrace { .. }),
-        ) => Err(Retry::Later(e.to_string())),
-        Err(FileError::Mismatch { what, .. })
-            if what.contains("bytes long") || what.contains("still setting it up") =>
-        {
+        Err(e @ FileError::Empty { .. }) => Err(Retry::SettingUp(e.to_string())),
+        // Sized but its header not yet written: zeros. Anything else
+        // there is another program's file (or one still being copied).
+        Err(e @ (FileError::TruncatedHeader { .. } | FileError::NotRingtrace { .. })) => {
+            if starts_with_zeros(path) {
+                Err(Retry::SettingUp(e.to_string()))
+            } else {
+                Err(Retry::Later(e.to_string()))
+            }
+        }
+        Err(FileError::Mismatch { what, .. }) if what.contains("still setting it up") => {
+            Err(Retry::SettingUp(format!("{}: {what}", path.display())))
+        }
+        // A file being copied in may be short for a while; another
+        // drainer or a bad version will not change.
+        Err(FileError::Mismatch { what, .. }) if what.contains("bytes long") => {
             Err(Retry::Later(format!("{}: {what}", path.display())))
         }
         Err(e) => Err(Retry::Never(e.to_string())),
     }
+}
+
+/// Whether `path`'s first page (or all of it, if shorter) is zeros, as a
+/// ring file is between being sized and its header being written.
+fn starts_with_zeros(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(4096);
+    file.take(4096).read_to_end(&mut head).is_ok() && head.iter().all(|&b| b == 0)
+}
+
+/// Whether the process that makes the session ring `path` (named
+/// `PID-START.ring`) is known to be gone: no process of that pid and
+/// start time runs (a zombie counts as gone). A file named otherwise says
+/// nothing of its writer: never gone.
+fn writer_gone(path: &Path) -> bool {
+    let (Some(pid), Some(start)) = (pid_of(path), start_of(path)) else {
+        return false;
+    };
+    !running(pid, start)
+}
+
+/// Whether process `pid`, started at `start` (`/proc/PID/stat` field 22;
+/// 0: any start), runs and is not a zombie.
+fn running(pid: u32, start: u64) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return true;
+    };
+    let mut fields = rest.split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return false;
+    }
+    // Field 22, the 20th after the state.
+    start == 0 || fields.nth(18).and_then(|f| f.parse::<u64>().ok()) == Some(start)
+}
+
+/// The pid a session ring's name (`PID-START.ring`) gives.
+pub fn pid_of(path: &Path) -> Option<u32> {
+    let stem = path.file_stem()?.to_str()?;
+    let (pid, start) = stem.split_once('-')?;
+    start.parse::<u64>().ok()?;
+    pid.parse().ok()
 }
 
 /// The start time a session ring's name (`PID-START.ring`) gives.
@@ -238,6 +337,29 @@ mod tests {
     fn a_session_ring_name_gives_its_start_time() {
         assert_eq!(start_of(Path::new("/s/rings/123-4567.ring")), Some(4567));
         assert_eq!(start_of(Path::new("/tmp/app.ring")), None);
+    }
+
+    #[test]
+    fn a_session_ring_name_gives_its_pid() {
+        assert_eq!(pid_of(Path::new("/s/rings/123-4567.ring")), Some(123));
+        assert_eq!(pid_of(Path::new("/tmp/app-x.ring")), None);
+        assert_eq!(pid_of(Path::new("/tmp/app.ring")), None);
+    }
+
+    #[test]
+    fn this_process_runs_and_a_reaped_child_does_not() {
+        let me = std::process::id();
+        let start = ringtrace::process_start(me).unwrap();
+        assert!(running(me, start));
+        assert!(running(me, 0));
+        assert!(
+            !running(me, start + 1),
+            "another start time is another process"
+        );
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!running(pid, 0));
     }
 
     #[test]
