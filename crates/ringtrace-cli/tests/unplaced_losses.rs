@@ -99,6 +99,14 @@ fn a_ring_files_refused_writes_are_counted_by_every_reader() {
         )),
         "{text}"
     );
+    let json = common::ringtrace(&["dump", file.to_str().unwrap(), "--json"]);
+    let json = String::from_utf8(json.stdout).unwrap();
+    assert!(
+        json.lines().any(|l| l.contains(r#""kind":"lost""#)
+            && l.contains(&format!(r#""lost":{refused},"#))
+            && l.contains(r#""cause":"refused_time_unknown""#)),
+        "{json}"
+    );
     assert_eq!(stats_lost(&file), refused);
     for (format, e, lost) in exports(&file, &dir) {
         assert_eq!((e, lost), (events, refused), "{format}");
@@ -182,6 +190,42 @@ fn a_sessions_losses_after_a_cpus_last_event_are_counted_by_every_reader() {
     assert!(
         text.contains("# lost on CPU 1: 3 overwritten (3 of them after its last event)"),
         "{text}"
+    );
+    // The JSON dump: an object per CPU and cause after the events.
+    let out = common::ringtrace(&["dump", trace.to_str().unwrap(), "--json"]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let carried: u64 = lines.iter().filter_map(|v| v["lost_before"].as_u64()).sum();
+    let trailing: Vec<(u64, u64, &str)> = lines
+        .iter()
+        .filter(|v| v["kind"] == "lost")
+        .map(|v| {
+            (
+                v["cpu"].as_u64().unwrap(),
+                v["lost"].as_u64().unwrap(),
+                v["cause"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        trailing,
+        [(0, 5, "after_last_event"), (1, 3, "after_last_event")]
+    );
+    assert_eq!(carried + 8, lost);
+    let last_ts = lines
+        .iter()
+        .filter(|v| v["kind"] != "lost" && v["cpu"] == 1)
+        .map(|v| v["ts"].as_u64().unwrap())
+        .max();
+    let at = lines.iter().find(|v| v["kind"] == "lost" && v["cpu"] == 1);
+    assert_eq!(
+        at.unwrap()["ts"].as_u64(),
+        last_ts,
+        "at the CPU's last event"
     );
     let read = ringtrace_session::Session::open(&trace).unwrap();
     let r = &read.recoveries()[0];

@@ -543,6 +543,72 @@ impl<'r> Dump<'r> {
         )
     }
 
+    /// The losses no event carries
+    /// ([`CpuRecovery::unplaced`](ringtrace_ring::file::CpuRecovery::unplaced)),
+    /// as JSON objects for `dump --json` to print after the events, one per
+    /// CPU and cause: `kind` `"lost"`, `cpu`, `lost` (how many events),
+    /// `cause` (`no_event_recovered`: a CPU of which no event was
+    /// recovered; `refused_time_unknown`: writes a ring file's CPU buffer
+    /// refused, whose times it does not record; `after_last_event`: a
+    /// session's losses after the CPU's last event), and `ts`, `ns` and
+    /// `wall_ns` of the CPU's last event, where the other readers place
+    /// them (null when it has none). In a trace of several processes, also
+    /// `pid` and `comm`.
+    ///
+    /// ```
+    /// use ringtrace_clock::Counter;
+    /// use ringtrace_export::{Alignment, Dump, DumpOptions, Trace};
+    /// use ringtrace_ring::{Mode, RingBuffer, RingConfig};
+    /// let config = RingConfig::default().cpus(1).per_cpu_bytes(8192).mode(Mode::Discard);
+    /// let ring = RingBuffer::new(config, Counter::new())?;
+    /// while ring.write(&[7; 64]).is_ok() {}
+    /// let _ = ring.write(&[7; 64]); // refused: the ring is full
+    /// let recovery = ring.snapshot(Vec::new());
+    /// let trace = Trace::new(std::slice::from_ref(&recovery), Alignment::SharedClock)?;
+    /// let dump = Dump::for_trace(trace, DumpOptions::default())?;
+    /// let losses = dump.unplaced_losses_json();
+    /// assert_eq!(losses[0]["cause"], "refused_time_unknown");
+    /// assert!(losses[0]["lost"].as_u64() >= Some(1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unplaced_losses_json(&self) -> Vec<Value> {
+        use crate::analysis::LossCause;
+        let mut out = Vec::new();
+        for p in self.trace.processes() {
+            for c in &p.recovery.cpus {
+                if self.options.cpu.is_some_and(|only| only != c.cpu) {
+                    continue;
+                }
+                let u = c.unplaced();
+                let last = c.events.iter().max_by_key(|e| e.ts);
+                for (count, cause) in [
+                    (u.no_event, LossCause::NoEventRecovered),
+                    (u.refused, LossCause::Refused),
+                    (u.after_last, LossCause::AfterLastEvent),
+                ] {
+                    if count == 0 {
+                        continue;
+                    }
+                    let mut loss = json!({
+                        "kind": "lost",
+                        "cpu": c.cpu,
+                        "lost": count,
+                        "cause": cause.to_string(),
+                        "ts": last.map(|e| e.ts),
+                        "ns": last.and_then(|e| self.ns(p, e)),
+                        "wall_ns": last.and_then(|e| p.recovery.header.wall_ns_at(e.ts)),
+                    });
+                    if let (Some(map), false) = (loss.as_object_mut(), self.trace.is_single()) {
+                        map.insert("pid".into(), Value::from(p.pid()));
+                        map.insert("comm".into(), Value::from(p.comm()));
+                    }
+                    out.push(loss);
+                }
+            }
+        }
+        out
+    }
+
     /// One event as a JSON object: `cpu`, `ts` (ticks), `ns` (since the
     /// base; null when ticks are not time), `wall_ns` (null when unknown),
     /// `event` (null when raw), `kind` (`tracepoint`, `untagged`,

@@ -1494,6 +1494,14 @@ fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             put(&dump.line(event))?;
         }
     }
+    if args.json {
+        // The losses no event carries, which the text says in its header.
+        for loss in dump.unplaced_losses_json() {
+            put(&ringtrace::export::text::escape_json(
+                &serde_json::to_string(&loss)?,
+            ))?;
+        }
+    }
     match out.flush() {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(141),
