@@ -3,6 +3,7 @@
 
 use crate::callsites::REFUSED;
 use crate::recorder::{Fields, Head, Recorder};
+use crate::span_namespace::{next_salt, ring_id};
 use crate::span_sites::SpanSites;
 use crate::stats::LayerStats;
 use ringtrace_clock::{AnyClock, Clock};
@@ -83,6 +84,10 @@ pub struct RingLayer<C: Clock = AnyClock> {
     /// holds; until then (or under a wrapper that does not pass the
     /// layer's joining on) every edge asks the registry.
     spans: Option<Arc<SpanSites>>,
+    /// What this installed layer's registry's span ids are XORed with in
+    /// the ring (see `span_namespace`): 0 for the first registry to
+    /// record into the ring.
+    salt: u64,
 }
 
 impl<C: Clock> Clone for RingLayer<C> {
@@ -90,8 +95,9 @@ impl<C: Clock> Clone for RingLayer<C> {
     fn clone(&self) -> Self {
         RingLayer {
             inner: Arc::clone(&self.inner),
-            // Its own table when it joins a subscriber.
+            // Its own table and ids when it joins a subscriber.
             spans: None,
+            salt: 0,
         }
     }
 }
@@ -160,6 +166,7 @@ impl<C: Clock> RingLayerBuilder<C> {
     fn checked(self) -> RingLayer<C> {
         RingLayer {
             spans: None,
+            salt: 0,
             inner: Arc::new(Recorder::new(
                 self.ring,
                 self.string_limit,
@@ -229,18 +236,21 @@ impl<C: Clock> RingLayer<C> {
 
     /// A span record with no fields: enter, exit, close.
     #[inline]
-    fn span_edge<S>(
-        inner: &Recorder<C>,
-        kind: RecordKind,
-        id: &Id,
-        ctx: &Context<'_, S>,
-        spans: Option<&SpanSites>,
-    ) where
+    fn span_edge<S>(&self, kind: RecordKind, id: &Id, ctx: &Context<'_, S>)
+    where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        if let Some(callsite) = Self::span_callsite(inner, id, ctx, spans) {
-            inner.write(Head::span(kind, callsite, id.into_u64()), None);
+        let inner = &*self.inner;
+        if let Some(callsite) = Self::span_callsite(inner, id, ctx, self.spans.as_deref()) {
+            let head = Head::span(kind, callsite, self.ring_id(id));
+            inner.write(head, None);
         }
+    }
+
+    /// The id span `id` of this layer's registry has in the ring.
+    #[inline(always)]
+    fn ring_id(&self, id: &Id) -> u64 {
+        ring_id(id.into_u64(), self.salt)
     }
 }
 
@@ -258,6 +268,8 @@ where
 
     fn on_layer(&mut self, _subscriber: &mut S) {
         self.spans = Some(Arc::new(SpanSites::new()));
+        // Another registry's spans on this ring are numbered from 1 too.
+        self.salt = next_salt(self.inner.ring.clone());
     }
 
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
@@ -275,8 +287,8 @@ where
         // The registry resolved the parent (explicit, or the current span).
         let parent = ctx
             .span(id)
-            .and_then(|s| s.parent().map(|p| p.id().into_u64()));
-        let head = Head::new_span(callsite, id.into_u64(), parent.unwrap_or(0));
+            .and_then(|s| s.parent().map(|p| self.ring_id(&p.id())));
+        let head = Head::new_span(callsite, self.ring_id(id), parent.unwrap_or(0));
         inner.write(head, Some(&|v| attrs.record(v)));
     }
 
@@ -284,7 +296,7 @@ where
         let inner = &*self.inner;
         if let Some(callsite) = Self::span_callsite(inner, id, &ctx, self.spans.as_deref()) {
             let fields: Fields<'_> = &|v| values.record(v);
-            let head = Head::span(RecordKind::SpanRecord, callsite, id.into_u64());
+            let head = Head::span(RecordKind::SpanRecord, callsite, self.ring_id(id));
             inner.write(head, Some(fields));
         }
     }
@@ -292,38 +304,20 @@ where
     fn on_follows_from(&self, span: &Id, follows: &Id, ctx: Context<'_, S>) {
         let inner = &*self.inner;
         if let Some(callsite) = Self::span_callsite(inner, span, &ctx, self.spans.as_deref()) {
-            let head = Head::follows(callsite, span.into_u64(), follows.into_u64());
+            let head = Head::follows(callsite, self.ring_id(span), self.ring_id(follows));
             inner.write(head, None);
         }
     }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        Self::span_edge(
-            &self.inner,
-            RecordKind::SpanEnter,
-            id,
-            &ctx,
-            self.spans.as_deref(),
-        );
+        self.span_edge(RecordKind::SpanEnter, id, &ctx);
     }
 
     fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
-        Self::span_edge(
-            &self.inner,
-            RecordKind::SpanExit,
-            id,
-            &ctx,
-            self.spans.as_deref(),
-        );
+        self.span_edge(RecordKind::SpanExit, id, &ctx);
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        Self::span_edge(
-            &self.inner,
-            RecordKind::SpanClose,
-            &id,
-            &ctx,
-            self.spans.as_deref(),
-        );
+        self.span_edge(RecordKind::SpanClose, &id, &ctx);
     }
 }

@@ -91,6 +91,7 @@ mod layer;
 mod local_span;
 mod one_pass;
 mod recorder;
+mod span_namespace;
 mod span_sites;
 mod stats;
 mod subscriber;

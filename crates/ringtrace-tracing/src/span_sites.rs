@@ -13,7 +13,8 @@
 //! which replaces the old callsite.
 //!
 //! The table belongs to one installed layer (see `RingLayer::on_layer`):
-//! span ids are only unique within one registry.
+//! span ids are only unique within one registry. It holds the registry's
+//! ids; what the ring gets is `span_namespace`'s.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 

@@ -565,3 +565,59 @@ fn a_refused_spans_records_never_take_an_earlier_spans_id_and_callsite() {
     // Each refused span's new and close.
     assert_eq!(stats.unregistered, 2 * REFUSED_SPANS, "{stats:?}");
 }
+
+#[test]
+fn two_registries_on_one_ring_write_their_spans_under_distinct_ids() {
+    // Each registry numbers its spans from 1: the second's are written
+    // under other ids, so a reader does not join two spans into one.
+    let ring = ring();
+    let first = tracing_subscriber::registry().with(RingLayer::new(ring.clone()));
+    let second = tracing_subscriber::registry().with(RingLayer::new(ring.clone()));
+    let first = tracing::Dispatch::new(first);
+    let second = tracing::Dispatch::new(second);
+    let (a, b) = (
+        tracing::dispatcher::with_default(&first, || tracing::info_span!("in_first")),
+        tracing::dispatcher::with_default(&second, || tracing::info_span!("in_second")),
+    );
+    // Both live at once, both the first span of their registry.
+    let child = tracing::dispatcher::with_default(&second, || {
+        let _in = b.enter();
+        tracing::info_span!("child_of_second")
+    });
+    // Dropped under their own dispatcher: a child's close releases its
+    // parent through the current one.
+    tracing::dispatcher::with_default(&first, || {
+        drop(a.enter());
+        drop(a);
+    });
+    tracing::dispatcher::with_default(&second, || drop((child, b)));
+    let json = common::dump_json(&ring);
+    let id_of = |name: &str| -> u64 {
+        let new = json
+            .iter()
+            .find(|v| v["event"] == "tracing:span_new" && v["callsite"] == name)
+            .unwrap_or_else(|| panic!("no new span {name}: {json:?}"));
+        new["span"].as_u64().unwrap()
+    };
+    let (a, b, child) = (
+        id_of("in_first"),
+        id_of("in_second"),
+        id_of("child_of_second"),
+    );
+    assert_ne!(a, b);
+    assert_ne!(child, a);
+    let parent = json
+        .iter()
+        .find(|v| v["event"] == "tracing:span_new" && v["span"] == child)
+        .unwrap()["parent"]
+        .as_u64();
+    assert_eq!(parent, Some(b), "the parent is written under its ring id");
+    // Each span's records all carry its own id: one new, one close each.
+    for id in [a, b, child] {
+        let closes = json
+            .iter()
+            .filter(|v| v["event"] == "tracing:span_close" && v["span"] == id)
+            .count();
+        assert_eq!(closes, 1, "span {id}: {json:?}");
+    }
+}
