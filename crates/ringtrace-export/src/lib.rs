@@ -61,7 +61,7 @@ mod wall;
 
 pub use decode::{Decoded, Decoder};
 pub use dump::{Dump, DumpError, DumpOptions};
-pub use merge::Item;
+pub use merge::{CausedEvent, Item};
 pub use metadata::{
     metadata_for_tracepoints, EventLayout, FieldDesc, MetadataError, TraceMetadata, TracepointDesc,
     METADATA_VERSION,

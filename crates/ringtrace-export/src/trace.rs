@@ -326,9 +326,9 @@ impl<'r> Trace<'r> {
         self.source.is_some()
     }
 
-    /// Its recoveries with every event its source gives read into them
-    /// (as they are, for a trace that is not streamed): for readers that
-    /// need the whole trace at once.
+    /// Its recoveries with every event its source gives read into them,
+    /// with the loss notes read with them (as they are, for a trace that
+    /// is not streamed): for readers that need the whole trace at once.
     pub fn materialized(&self) -> Vec<Recovery> {
         self.processes
             .iter()
@@ -337,10 +337,23 @@ impl<'r> Trace<'r> {
                 let mut r = p.recovery.clone();
                 if let Some(source) = self.source() {
                     for (cpu, c) in r.cpus.iter_mut().enumerate() {
+                        // The recovery's own notes are those after the
+                        // last event (a streamed session's); the batches'
+                        // are placed among the events they are read with.
+                        let mut notes = Vec::new();
                         for batch in source.batches(i, cpu) {
+                            let at = c.events.len();
+                            notes.extend(batch.loss_notes.into_iter().map(|mut n| {
+                                n.before += at;
+                                n
+                            }));
                             c.events.extend(batch.events);
                             c.fill.extend(batch.fill);
                         }
+                        // Those after the last event are the recovery's.
+                        notes.retain(|n| n.before < c.events.len());
+                        notes.append(&mut c.loss_notes);
+                        c.loss_notes = notes;
                         c.counts.recovered = c.events.len() as u64;
                     }
                 }

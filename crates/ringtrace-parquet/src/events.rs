@@ -6,7 +6,7 @@
 
 use crate::columns::{saturated, TableWriter};
 use crate::error::ParquetError;
-use crate::losses::{index_in, Losses};
+use crate::losses::Losses;
 use crate::sections::{preemptirq_edge, Sections};
 use crate::Origins;
 use ringtrace_export::text::hex;
@@ -53,7 +53,7 @@ pub(crate) fn walk(
     let wall = trace.wall_clock();
     let clock = trace.clock();
     let ns = |ts: u64| clock.ticks_to_ns(ts).unwrap_or(ts);
-    let losses = Losses::new(trace);
+    let losses = Losses;
     let mut sections = Sections::new(row_group_rows);
     let mut walked = Walked {
         counts: vec![ProcessCounts::default(); trace.processes().len()],
@@ -65,7 +65,8 @@ pub(crate) fn walk(
     }
     let mut last_ns = start;
     let mut cpu_last_ns: HashMap<(usize, usize), u64> = HashMap::new();
-    trace.for_each_event(&mut |process, e, ts| {
+    trace.for_each_event_with_causes(&mut |caused| {
+        let (process, e, ts) = (caused.process, caused.event, caused.ts);
         let p = &trace.processes()[process];
         let at = ns(ts);
         last_ns = last_ns.max(at);
@@ -77,13 +78,8 @@ pub(crate) fn walk(
         counts.last_ns = Some(at);
         if e.lost_before > 0 {
             counts.lost += e.lost_before;
-            let index = losses
-                .has_causes()
-                .then(|| p.recovery.cpus.iter().find(|c| c.cpu == e.cpu))
-                .flatten()
-                .and_then(|c| index_in(&c.events, e));
-            let at_cpu = (process, e.cpu, index);
-            losses.before(tables.losses, origins, &wall, at_cpu, e.lost_before, at)?;
+            let lost = (e.lost_before, caused.causes);
+            losses.before(tables.losses, origins, &wall, (process, e.cpu), lost, at)?;
         }
         let d = p.decoder().decode(&e.payload);
         if let Decoded::Tracepoint { desc, tid, .. } = &d {
@@ -118,11 +114,6 @@ pub(crate) fn walk(
     tables.events.flush()?;
     tables.losses.flush()?;
     walked.lost = walked.counts.iter().map(|c| c.lost).sum();
-    if trace.is_streamed() && walked.lost > 0 {
-        walked.warnings.push(
-            "the trace is streamed a chunk at a time, which does not hand over why events were lost: every loss's cause is `lost` (read the session whole for its recorded causes)".to_owned(),
-        );
-    }
     if sections.unmatched > 0 {
         walked.warnings.push(format!(
             "{} preemptirq section ends had no section of their thread open (begun before the trace, or lost): not in the sections table",

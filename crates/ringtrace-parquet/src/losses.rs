@@ -8,16 +8,16 @@
 //! cause [`REFUSED_CAUSE`]) and a session's losses after the last event
 //! (their recorded cause).
 //!
-//! The cause: where the recovery records why (a session keeps each
-//! loss's cause in `CpuRecovery::loss_notes`), one row per cause;
-//! else `lost`, as a ring file and a session streamed a chunk at a time
-//! do not say (but for the losses after a CPU's last event, which a
-//! streamed session's reader adds to its notes).
+//! The cause: where the trace records why (a session keeps each loss's
+//! cause, which `Trace::for_each_event_with_causes` hands over whether
+//! the session is read whole or a chunk at a time), one row per cause;
+//! else `lost`, as a ring file does not say.
 
 use crate::columns::TableWriter;
 use crate::error::ParquetError;
 use crate::Origins;
 use ringtrace_export::{Trace, WallClock};
+use ringtrace_ring::file::LossNote;
 use std::collections::HashMap;
 
 /// The cause of a loss whose cause is not recorded.
@@ -30,29 +30,10 @@ pub(crate) const NO_EVENT_CAUSE: &str = "overwritten or lost (no event recovered
 /// time of their CPU buffer's last event, their own times not recorded.
 pub(crate) const REFUSED_CAUSE: &str = "refused (time unknown)";
 
-/// The recorded causes, by process, CPU and the index of the event they
-/// were lost before.
-pub(crate) struct Losses {
-    notes: HashMap<(usize, usize, usize), Vec<(u64, String)>>,
-}
+/// The losses table's rows, by where they are placed.
+pub(crate) struct Losses;
 
 impl Losses {
-    /// The causes `trace`'s recoveries record.
-    pub fn new(trace: &Trace<'_>) -> Losses {
-        let mut notes: HashMap<_, Vec<_>> = HashMap::new();
-        for (i, p) in trace.processes().iter().enumerate() {
-            for c in &p.recovery.cpus {
-                for n in &c.loss_notes {
-                    notes
-                        .entry((i, c.cpu, n.before))
-                        .or_default()
-                        .push((n.count, n.why.clone()));
-                }
-            }
-        }
-        Losses { notes }
-    }
-
     /// Writes the losses of CPU buffers with no event, at `start_ns`:
     /// each process's count.
     pub fn at_start(
@@ -85,23 +66,22 @@ impl Losses {
     }
 
     /// Writes the `lost` events of CPU `cpu` of process `process` lost
-    /// just before its event `index` of that CPU (`None`: not known), at
-    /// `ns`: a row per recorded cause, the rest as [`UNKNOWN_CAUSE`].
+    /// just before one of its events, at `ns`: a row per cause `notes`
+    /// record, the rest as [`UNKNOWN_CAUSE`].
     pub fn before(
         &self,
         out: &mut TableWriter,
         origins: &Origins,
         wall: &WallClock,
-        (process, cpu, index): (usize, usize, Option<usize>),
-        lost: u64,
+        (process, cpu): (usize, usize),
+        (lost, notes): (u64, &[LossNote]),
         ns: u64,
     ) -> Result<(), ParquetError> {
         let mut left = lost;
-        let notes = index.and_then(|i| self.notes.get(&(process, cpu, i)));
-        for (count, why) in notes.into_iter().flatten() {
-            let count = (*count).min(left);
+        for note in notes {
+            let count = note.count.min(left);
             if count > 0 {
-                write(out, origins, wall, (process, cpu), ns, count, why)?;
+                write(out, origins, wall, (process, cpu), ns, count, &note.why)?;
                 left -= count;
             }
         }
@@ -109,11 +89,6 @@ impl Losses {
             write(out, origins, wall, (process, cpu), ns, left, UNKNOWN_CAUSE)?;
         }
         Ok(())
-    }
-
-    /// Whether any cause is recorded (else no event's index is needed).
-    pub fn has_causes(&self) -> bool {
-        !self.notes.is_empty()
     }
 
     /// Writes the losses no event carries but those of a CPU buffer with
@@ -151,15 +126,6 @@ impl Losses {
         }
         Ok(counted)
     }
-}
-
-/// The index of `e` in `events`, if it is one of them (by address).
-pub(crate) fn index_in<T>(events: &[T], e: &T) -> Option<usize> {
-    let range = events.as_ptr_range();
-    let at: *const T = e;
-    range
-        .contains(&at)
-        .then(|| (at as usize - range.start as usize) / std::mem::size_of::<T>().max(1))
 }
 
 /// One row.

@@ -15,7 +15,11 @@ impl EventSource for Session {
                 .processes()
                 .get(process)
                 .and_then(|p| p.recovery().cpus.get(cpu))
-                .map(|c| EventBatch::new(c.events.clone()).with_fill(c.fill.clone()));
+                .map(|c| {
+                    EventBatch::new(c.events.clone())
+                        .with_fill(c.fill.clone())
+                        .with_loss_notes(c.loss_notes.clone())
+                });
             return Box::new(events.into_iter());
         };
         let Some((dir, owner)) = streams.get(process).and_then(|p| p.get(cpu)) else {
@@ -35,7 +39,9 @@ impl EventSource for Session {
                     }
                 }
             }
-            EventBatch::new(chunk.events).with_fill(chunk.fill)
+            EventBatch::new(chunk.events)
+                .with_fill(chunk.fill)
+                .with_loss_notes(chunk.loss_notes)
         }))
     }
 }

@@ -4,7 +4,7 @@
 //! them once, in order (a streaming export), holds one batch per CPU
 //! buffer, whatever the trace's size.
 
-use super::FillSample;
+use super::{FillSample, LossNote};
 use crate::Event;
 
 /// One batch of a CPU buffer's events (in the order recorded), with the
@@ -17,20 +17,33 @@ pub struct EventBatch {
     /// How full the buffer was when drained, in time order
     /// ([`CpuRecovery::fill`](super::CpuRecovery::fill)).
     pub fill: Vec<FillSample>,
+    /// Why events were lost, where the source records it
+    /// ([`CpuRecovery::loss_notes`](super::CpuRecovery::loss_notes)), with
+    /// `before` counted within this batch's events: a note with `before`
+    /// equal to their count is for losses after the batch's last event,
+    /// carried by the next batch's first.
+    pub loss_notes: Vec<LossNote>,
 }
 
 impl EventBatch {
-    /// A batch of `events` and no fill samples.
+    /// A batch of `events`, no fill samples and no loss notes.
     pub fn new(events: Vec<Event>) -> EventBatch {
         EventBatch {
             events,
             fill: Vec::new(),
+            loss_notes: Vec::new(),
         }
     }
 
     /// The same batch with `fill`.
     pub fn with_fill(mut self, fill: Vec<FillSample>) -> EventBatch {
         self.fill = fill;
+        self
+    }
+
+    /// The same batch with `notes` (see [`EventBatch::loss_notes`]).
+    pub fn with_loss_notes(mut self, notes: Vec<LossNote>) -> EventBatch {
+        self.loss_notes = notes;
         self
     }
 }
