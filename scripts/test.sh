@@ -12,7 +12,8 @@
 #   bash scripts/test.sh --only loom,miri  # some parts alone
 #   bash scripts/test.sh --list          # the parts, in the order they run
 #
-# The parts, cheapest first: lint (fmt, clippy, the layer's dependencies),
+# The parts, cheapest first: lint (fmt, clippy, doc links, the layer's
+# dependencies),
 # test (cargo test natively, each write path, the examples), aarch64 (the
 # clock and ring under qemu-user), static-keys, loom, miri, fuzz.
 # --quick fuzzes 10 s a target instead of 60, bounds loom at one preemption
@@ -86,6 +87,9 @@ if part lint; then
 
   step "cargo clippy (aarch64)"
   cargo clippy -p ringtrace-clock --all-targets --locked --target aarch64-unknown-linux-gnu -- -D warnings
+
+  step "cargo doc of the libraries: every intra-doc link resolves (RUSTDOCFLAGS=-D warnings)"
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --lib --locked
 
   step "the tracing layer links no serde_json (its normal dependencies)"
   if cargo tree -p ringtrace-tracing -e normal --locked --prefix none | grep -q '^serde_json '; then

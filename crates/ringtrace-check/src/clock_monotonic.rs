@@ -8,7 +8,7 @@
 //! between its loads of the conversion data. The operations nest writes,
 //! leave a reservation open on one CPU buffer while writing on another (a
 //! CPU switch between reserve and commit), discard, flush and fixup. The
-//! [harness](crate::harness) checks each reservation's timestamp against
+//! [`harness`] checks each reservation's timestamp against
 //! the reading, `ts_fixups` against the readings that went back, and every
 //! reader (event, page, iterator, merged, peek) against those timestamps.
 //!

@@ -10,7 +10,7 @@
 //!   names counted in a userspace rtmutex's slow path and checked against
 //!   each other; and what the counting primitives cost (`raw_cpu_inc`,
 //!   `this_cpu_inc`, one shared atomic) and lose.
-//! - [`debug_preempt`], **003, "lib/Kconfig.debug: do not enable
+//! - [`debug_preempt`](mod@debug_preempt), **003, "lib/Kconfig.debug: do not enable
 //!   DEBUG_PREEMPT by default"** (Hyeonggon Yoo, 2023): the cost per call of
 //!   lib/smp_processor_id.c's check on its two early exits.
 //!

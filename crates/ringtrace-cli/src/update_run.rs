@@ -19,7 +19,7 @@
 //!   are counted apart, never as tears.
 //!
 //! The reference is per reading: the handler's own event reads the clock
-//! under a [`SavedReading`](ringtrace::clock::sched::SavedReading), so the
+//! under a [`SavedReading`], so the
 //! interrupted writer's reference is never the handler's reading.
 //!
 //! Why the second mode hides tears: the handler's event moves the buffer's

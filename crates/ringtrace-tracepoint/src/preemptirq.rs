@@ -12,7 +12,7 @@
 //! The tracepoints fire only on the outermost transition (irqs going from
 //! on to off and back; the preempt count leaving and returning to zero), as
 //! the kernel's do. Each records `ip`, where the call was made, and
-//! `parent`, one level up: with the macros ([`local_irq_disable!`] and the
+//! `parent`, one level up: with the macros ([`local_irq_disable!`](crate::local_irq_disable) and the
 //! rest) `ip` is the macro's line and `parent` is the `#[track_caller]`
 //! location of the enclosing function, which is its caller when that
 //! function is `#[track_caller]` (the kernel's `CALLER_ADDR1`) and the same

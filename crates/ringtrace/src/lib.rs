@@ -30,7 +30,7 @@
 //! - [`tracepoint!`] declares typed tracepoints, off until enabled by name
 //!   through [`tracepoint::registry`]; [`trace!`] fires one.
 //! - [`clock`]: the clock sources and the irq/preempt emulation;
-//!   [`ring`]: the ring itself; [`tracepoint`]: static keys, preemptirq,
+//!   [`ring`]: the ring itself; [`tracepoint`](mod@tracepoint): static keys, preemptirq,
 //!   latency tracers; [`export`]: traces (trace files included) read
 //!   back, and the exporters.
 //!

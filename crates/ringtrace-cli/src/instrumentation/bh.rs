@@ -20,7 +20,7 @@
 //! local_bh_enable) in `#ifdef CONFIG_TRACE_IRQFLAGS`; what the patch
 //! measured is the same out-of-line functions with and without
 //! `raw_local_irq_save/restore`. So the body here is written once
-//! ([`bh_disable_body`], [`bh_enable_body`]) and compiled twice by a const
+//! (`bh_disable_body`, `bh_enable_body`) and compiled twice by a const
 //! parameter: [`local_bh_disable`]/[`local_bh_enable`] without the save,
 //! [`local_bh_disable_irqsave`]/[`local_bh_enable_irqsave`] with it. Both
 //! keep every WARN check, so they differ by the save/restore alone.

@@ -81,7 +81,7 @@ const SPINS: u32 = 200;
 /// A userspace rtmutex with the patch's slow-path events.
 ///
 /// The lock word: bits 1.. the owner's id (0: free), bit 0
-/// [`HAS_WAITERS`]. The wait queue is under `wait_lock`, as the kernel's
+/// `HAS_WAITERS`. The wait queue is under `wait_lock`, as the kernel's
 /// waiter tree is under `lock->wait_lock`.
 #[derive(Debug)]
 pub struct RtMutex<'a> {

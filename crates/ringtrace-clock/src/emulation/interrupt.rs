@@ -100,7 +100,7 @@ pub fn in_irq() -> bool {
 /// [`ClockError::FaultSignal`], since a real fault deferred while irqs are
 /// masked would repeat forever; SIGKILL, SIGSTOP, the C library's own
 /// signals and numbers that are not signals with [`ClockError::BadSignal`]
-/// (see [`check_routable`](super::signals::check_routable)).
+/// (see [`check_routable`]).
 ///
 /// ```
 /// use ringtrace_clock::emulation::interrupt;

@@ -551,7 +551,8 @@ impl<C: Clock> RingBuffer<C> {
 
     /// A writer for the buffer of `cpu` (taken modulo the buffer count):
     /// the way to write to a chosen CPU's buffer, whole
-    /// ([`CpuWriter::write`]) or in pieces ([`CpuWriter::reserve`]), with
+    /// ([`CpuWriter::write`](crate::CpuWriter::write)) or in pieces
+    /// ([`CpuWriter::reserve`](crate::CpuWriter::reserve)), with
     /// the buffer looked up once. Make one per event or keep it, for a
     /// thread that writes to one CPU's buffer many times (one pinned to
     /// that CPU, say): it is two references.
