@@ -13,9 +13,9 @@
 #   bash scripts/test.sh --list          # the parts, in the order they run
 #
 # The parts, cheapest first: lint (fmt, clippy, doc links, the layer's
-# dependencies),
-# test (cargo test natively, each write path, the examples), aarch64 (the
-# clock and ring under qemu-user), static-keys, loom, miri, fuzz.
+# dependencies), test (cargo test natively, each write path, the
+# examples), aarch64 (the clock and ring under qemu-user), static-keys,
+# loom, miri, fuzz.
 # --quick fuzzes 10 s a target instead of 60, bounds loom at one preemption
 # instead of two, and runs under Miri only the unit tests and the shared
 # properties (the ring's integration tests are the slow part).
