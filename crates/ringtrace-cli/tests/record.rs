@@ -1363,3 +1363,49 @@ fn realtime_runs_the_recorder_under_fifo_and_the_command_as_usual() {
     assert!(stdout.contains("POLICY 0"), "the command: {stdout}");
     assert!(stdout.contains("PARENT 1"), "the recorder: {stdout}");
 }
+
+/// A file system that fills while recording: the recorder goes on,
+/// counting what it could not write, until the program ends, and the
+/// session reads back.
+#[test]
+fn a_full_file_system_is_said_and_the_recording_goes_on() {
+    let dir = TempDir::new("record-full");
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=12m,mode=0755", "tmpfs"])
+        .arg(&mount)
+        .output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        println!("skipped: a small file system to fill is needed, and mount failed: {mounted:?}");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        let session = mount.join("s");
+        let mut recorder = record_command(&session, &["--buffer-size", "16K"], "forever")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = traced_pid(&session);
+        // Long enough to write far more than the file system holds.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(
+            recorder.try_wait().unwrap().is_none(),
+            "the recorder gave up while its program ran"
+        );
+        // SAFETY: kill(2) on the traced program's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let out = recorder.wait_with_output().unwrap();
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(128 + 9), "{said}");
+        assert!(said.contains("the recording goes on"), "{said}");
+        assert!(said.contains("NOT WRITTEN"), "{said}");
+        let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
+        assert!(dump.status.success(), "{}", text(&dump.stderr));
+    });
+    let _ = Command::new("umount").arg(&mount).status();
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}

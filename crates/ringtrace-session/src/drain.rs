@@ -18,10 +18,29 @@ const PAGES_PER_TURN: usize = 256;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Drained {
-    /// Pages (or pieces of pages) written.
+    /// Pages (or pieces of pages) drained: written, or counted unwritten
+    /// when the file system was full.
     pub pages: u64,
     /// Events in them.
     pub events: u64,
+    /// Whether an append failed for want of space (ENOSPC, EDQUOT): what
+    /// it held is counted unwritten ([`ProcessWriter::summary`]), and the
+    /// round went on, as the writer does (see docs/format.md, "A full
+    /// disk").
+    pub no_space: bool,
+}
+
+/// `result`, unless it failed for want of space: that is noted in
+/// `no_space` (the writer counts what was not written) and the drain
+/// goes on.
+fn unless_no_space(result: Result<(), WriteError>, no_space: &mut bool) -> Result<(), WriteError> {
+    match result {
+        Err(WriteError::NoSpace { .. }) => {
+            *no_space = true;
+            Ok(())
+        }
+        other => other,
+    }
 }
 
 /// Per CPU: what the ring's counters said at the last round, and the
@@ -116,9 +135,10 @@ impl Drainer {
         out: &mut ProcessWriter,
         mut on_page: impl FnMut(&PageBuf, &[Vec<u8>]),
     ) -> Result<Drained, WriteError> {
-        // Records the last round left unwritten (appended with no event).
-        self.records(records.records(), out)?;
         let mut drained = Drained::default();
+        // Records the last round left unwritten (appended with no event).
+        let written = self.records(records.records(), out);
+        unless_no_space(written, &mut drained.no_space)?;
         for (cpu, b) in buffers.iter().enumerate() {
             if cpu >= self.marks.len() {
                 break;
@@ -135,6 +155,7 @@ impl Drainer {
             );
             batch.clear();
             let capacity = u32::try_from(out.info().header.pages_per_cpu).unwrap_or(u32::MAX);
+            let mut records_full = false;
             let mut turn = || -> Result<(), WriteError> {
                 let (mut pages, mut newest) = (0u32, None);
                 for _ in 0..PAGES_PER_TURN {
@@ -142,8 +163,11 @@ impl Drainer {
                         break;
                     };
                     // Read after the page: every record its events need.
+                    // One the disk has no room for is tried again next
+                    // round; the page, read from the ring, is written (or
+                    // counted unwritten) all the same.
                     let known = records.records();
-                    self.records(known, out)?;
+                    unless_no_space(self.records(known, out), &mut records_full)?;
                     on_page(&page, known);
                     if found.events > 0 {
                         newest = Some(found.last_ts);
@@ -165,11 +189,13 @@ impl Drainer {
             let written = turn();
             self.batch = batch;
             self.page = page;
-            written?;
+            drained.no_space |= records_full;
+            unless_no_space(written, &mut drained.no_space)?;
             if let Some(ts) = out.last_ts(cpu) {
                 self.marks[cpu].last_ts = ts;
             }
-            self.refusals(cpu, &b.losses(), out)?;
+            let written = self.refusals(cpu, &b.losses(), out);
+            unless_no_space(written, &mut drained.no_space)?;
         }
         Ok(drained)
     }

@@ -121,6 +121,14 @@ impl Stream {
                     let mut records = RingRecords::new(&ring);
                     let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(32);
                     let failed = |e: ringtrace_session::WriteError| e.to_string();
+                    // A full disk is counted by the session writer (what
+                    // it could not write, in the summary and the index),
+                    // which tries again at each append: the stream goes on.
+                    let unless_full = |r: Result<_, ringtrace_session::WriteError>| match r {
+                        Err(ringtrace_session::WriteError::NoSpace { .. }) => Ok(()),
+                        Err(e) => Err(failed(e)),
+                        Ok(_) => Ok(()),
+                    };
                     loop {
                         // Read before the round: once it is set, the round
                         // after it sees every event committed before.
@@ -128,7 +136,7 @@ impl Stream {
                         let drained = drainer
                             .round(ring.cpu_buffers(), &mut records, &mut out, |_, _| {})
                             .map_err(failed)?;
-                        out.tick().map_err(failed)?;
+                        unless_full(out.tick())?;
                         if stopping && drained.pages == 0 {
                             break;
                         }
@@ -140,7 +148,7 @@ impl Stream {
                     if let Some(at) = at {
                         out.exited_at(at);
                     }
-                    out.finish(ProcessExit::Closed).map_err(failed)?;
+                    unless_full(out.finish(ProcessExit::Closed).map(drop))?;
                     session.finish().map_err(failed)
                 })
                 .map_err(|e| format!("cannot start the stream's thread: {e}"))?

@@ -6,7 +6,7 @@ use super::spawn::Ended;
 use super::watch::Watch;
 use ringtrace_ring::file::{self, LiveFile, WriterState};
 use ringtrace_session::{
-    Drainer, FileRecords, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter,
+    Drainer, FileRecords, ProcessExit, ProcessInfo, ProcessWriter, SessionWriter, WriteError,
 };
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,8 @@ pub struct Tracked {
     records: FileRecords,
     /// When another process was last seen mapping the ring, or not.
     elsewhere: Option<(Instant, bool)>,
+    /// Whether a full file system has been said for this process.
+    full_said: bool,
 }
 
 impl Tracked {
@@ -67,6 +69,7 @@ impl Tracked {
             state_at: None,
             records: FileRecords::new(),
             elsewhere: None,
+            full_said: false,
         })
     }
 
@@ -168,9 +171,8 @@ impl Tracked {
                 let recovery = file::recover(self.live.path()).map_err(|e| e.to_string())?;
                 let page_size = self.live.header().page_size;
                 if let Some(out) = self.out.as_mut() {
-                    self.drainer
-                        .recovered(&recovery, page_size, out)
-                        .map_err(|e| e.to_string())?;
+                    let recovered = self.drainer.recovered(&recovery, page_size, out);
+                    self.unless_full(recovered)?;
                 }
                 let how = match exit {
                     Some(Ended::Signal(sig)) => ProcessExit::Signaled(sig),
@@ -221,8 +223,44 @@ impl Tracked {
         if let Some(e) = self.records.take_error() {
             return Err(e.to_string());
         }
-        out.tick().map_err(|e| e.to_string())?;
+        let ticked = out.tick();
+        if drained.no_space {
+            self.say_full(None);
+        }
+        self.unless_full(ticked)?;
         Ok(drained.pages)
+    }
+
+    /// `result`, unless the file system was full: the session writer
+    /// counts what it could not write and tries again at each append, so
+    /// the recording goes on (said once).
+    fn unless_full<T>(&mut self, result: Result<T, WriteError>) -> Result<(), Failure> {
+        match result {
+            Ok(_) => Ok(()),
+            Err(e @ WriteError::NoSpace { .. }) => {
+                self.say_full(Some(&e));
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Says, once, that the file system is full and the recording goes on.
+    fn say_full(&mut self, e: Option<&WriteError>) {
+        if !std::mem::replace(&mut self.full_said, true) {
+            let what = e.map_or_else(
+                || {
+                    format!(
+                        "no space left to write process {}'s session files",
+                        self.pid()
+                    )
+                },
+                ToString::to_string,
+            );
+            eprintln!(
+                "ringtrace record: {what}; the recording goes on, counting what is not written (see the summary's NOT WRITTEN)"
+            );
+        }
     }
 
     fn drain_to_end(&mut self, watch: &mut Watch) -> Result<(), Failure> {
@@ -233,9 +271,11 @@ impl Tracked {
     fn finish(&mut self, how: ProcessExit) -> Result<(), Failure> {
         if let Some(mut out) = self.out.take() {
             self.exit = Some(how);
-            out.finish(how).map_err(|e| e.to_string())?;
-            if how != ProcessExit::Running && !self.keep_ring {
-                // Everything it held is in the session now.
+            let finished = out.finish(how);
+            self.unless_full(finished)?;
+            if how != ProcessExit::Running && !self.keep_ring && !self.full_said {
+                // Everything it held is in the session now. (Not so when
+                // the disk was full: the ring is left for `recover`.)
                 let _ = std::fs::remove_file(self.live.path());
             }
         }
