@@ -776,6 +776,16 @@ fn a_recorder_killed_at_random_moments_leaves_a_readable_session() {
         }
         let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
         assert!(dump.status.success(), "run {run}: {}", text(&dump.stderr));
+        // Its processes are said not ended, not read as live rings.
+        let header = text(&dump.stdout);
+        for p in s.processes() {
+            assert!(
+                p.exit.is_some() || header.contains("not ended: process"),
+                "run {run}: {header}"
+            );
+        }
+        assert!(!header.contains("live snapshot"), "run {run}: {header}");
+        assert!(!header.contains("is a directory"), "run {run}: {header}");
     }
 }
 

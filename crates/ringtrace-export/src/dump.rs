@@ -120,7 +120,9 @@ fn ended_after_read(recovery: &Recovery) -> Option<Result<u64, String>> {
     // A file can be read again to count what ended after the read; a
     // memory ring's snapshot was taken under its readers' locks and has
     // no file to read again.
-    let has_file = recovery.path.as_os_str() != ringtrace_ring::file::MEMORY_PATH;
+    // (A session's process is read from a directory: no file either.)
+    let has_file =
+        recovery.path.as_os_str() != ringtrace_ring::file::MEMORY_PATH && recovery.path.is_file();
     (recovery.writer == WriterState::Live && has_file).then(|| {
         ringtrace_ring::file::recover(&recovery.path)
             .map(|later| {

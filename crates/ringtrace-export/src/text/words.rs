@@ -38,6 +38,11 @@ pub fn writer_words(r: &Recovery) -> String {
         WriterState::Died => format!(
             "died: the ring was open and {who} is gone (it crashed or was killed)"
         ),
+        // A session's process (read from its directory): the session
+        // says only that its recorder had not seen it end.
+        WriterState::Live if r.path.is_dir() => format!(
+            "not ended: {who} was still running when the session was last written (its recorder is still recording, or stopped first: events written after that are not in the session)"
+        ),
         WriterState::Live => format!(
             "live snapshot: {who} is still writing; what follows was read while it wrote"
         ),
