@@ -1419,3 +1419,46 @@ fn a_full_file_system_is_said_and_the_recording_goes_on() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// One ring given twice, as a hard link or a copy, to `record --attach`,
+/// `dump` or `stats`: refused with both names, nothing written.
+#[test]
+fn one_ring_given_twice_by_link_or_copy_is_refused_naming_both() {
+    use ringtrace_ring::{RingBuffer, RingConfig};
+    let dir = TempDir::new("record-twice");
+    let ring_path = dir.path().join("app.ring");
+    {
+        let config = RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(16 * 1024)
+            .file(&ring_path);
+        let ring = RingBuffer::new(config, ringtrace_clock::Counter::new()).unwrap();
+        ring.write(b"once").unwrap();
+    }
+    let copy = dir.path().join("copy.ring");
+    let link = dir.path().join("link.ring");
+    std::fs::copy(&ring_path, &copy).unwrap();
+    std::fs::hard_link(&ring_path, &link).unwrap();
+    for other in [&copy, &link] {
+        let session = dir.path().join("trace");
+        let out = attach(&session, &[&ring_path, other]);
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{said}");
+        assert!(said.contains("the same ring as"), "{said}");
+        assert!(
+            said.contains("app.ring")
+                && said.contains(other.file_name().unwrap().to_str().unwrap()),
+            "{said}"
+        );
+        assert!(!session.exists(), "nothing is made: {said}");
+        for command in ["dump", "stats"] {
+            let out = ringtrace(&[command.as_ref(), ring_path.as_os_str(), other.as_os_str()]);
+            let said = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{command}: {said}");
+            assert!(
+                said.contains("given twice") || said.contains("holds the same ring as"),
+                "{command}: {said}"
+            );
+        }
+    }
+}

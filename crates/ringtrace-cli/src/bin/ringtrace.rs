@@ -1282,11 +1282,17 @@ fn read_inputs(
         recoveries: Vec::new(),
         sessions: Vec::new(),
     };
-    let mut seen: Vec<(std::path::PathBuf, &std::path::PathBuf)> = Vec::new();
+    // The same file or session twice (by another name, a symlink or a
+    // hard link) would show every event twice: files are told apart by
+    // device and inode.
+    let mut seen: Vec<((u64, u64), &std::path::PathBuf)> = Vec::new();
+    // Which input each recovery came from, to name a ring given twice.
+    let mut from: Vec<&std::path::PathBuf> = Vec::new();
     for f in files {
-        // The same file or session twice would show every event twice.
-        if let Ok(canonical) = std::fs::canonicalize(f) {
-            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canonical) {
+        if let Ok(meta) = std::fs::metadata(f) {
+            use std::os::unix::fs::MetadataExt;
+            let id = (meta.dev(), meta.ino());
+            if let Some((_, first)) = seen.iter().find(|(c, _)| *c == id) {
                 return Err(format!(
                     "{} is given twice (also as {}): give each ring file or session once",
                     f.display(),
@@ -1294,7 +1300,7 @@ fn read_inputs(
                 )
                 .into());
             }
-            seen.push((canonical, f));
+            seen.push((id, f));
         }
         if f.is_dir() {
             let opened = if streamed {
@@ -1340,8 +1346,38 @@ fn read_inputs(
             }
             all.recoveries.push(recovery);
         }
+        let new = from.len();
+        from.resize(all.recoveries.len(), f);
+        if let Some(twice) = same_ring_twice(&all.recoveries, &from, new) {
+            return Err(twice.into());
+        }
     }
     Ok(all)
+}
+
+/// Why a recovery from `new` on is one before it again (a copy of a ring
+/// file, or a session's ring kept and given too), if one is: a ring is
+/// one process's, opened at one moment (its pid and its wall-clock
+/// anchor, both clock readings).
+fn same_ring_twice(
+    recoveries: &[ringtrace::ring::file::Recovery],
+    from: &[&std::path::PathBuf],
+    new: usize,
+) -> Option<String> {
+    let key = |r: &ringtrace::ring::file::Recovery| {
+        (r.header.pid, r.header.wall_ns, r.header.anchor_ticks)
+    };
+    (new..recoveries.len()).find_map(|j| {
+        let again = &recoveries[j];
+        let i = recoveries[..j].iter().position(|r| key(r) == key(again))?;
+        Some(format!(
+            "{} holds the same ring as {} (process {}, opened at {} ns since the epoch): a copy of it; give each ring once",
+            from.get(j)?.display(),
+            from.get(i)?.display(),
+            again.header.pid,
+            again.header.wall_ns
+        ))
+    })
 }
 
 /// What is wrong with a recovered ring file, a line each: what a reader

@@ -187,9 +187,27 @@ pub fn rotated_out_line(r: &ringtrace_session::RotatedOut) -> Option<String> {
 pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     // Files to attach are checked before the session is made: a file
     // that cannot be drained is an error, with nothing written.
+    let mut attached: Vec<(&std::path::Path, (u64, u64), (u32, u64, u64))> = Vec::new();
     for file in options.attach.iter().flatten() {
-        ringtrace_ring::file::LiveFile::open(file)
+        let live = ringtrace_ring::file::LiveFile::open(file)
             .map_err(|e| format!("--attach {}: {e}", file.display()))?;
+        // One ring twice (a link, or a copy: one process's ring opened at
+        // one moment) would be one process added twice.
+        let id = {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(file).map_or((0, 0), |m| (m.dev(), m.ino()))
+        };
+        let h = live.header();
+        let ring = (h.pid, h.wall_ns, h.anchor_ticks);
+        if let Some((first, _, _)) = attached.iter().find(|(_, i, r)| *i == id || *r == ring) {
+            return Err(format!(
+                "--attach {}: the same ring as {} (process {}): give each ring once",
+                file.display(),
+                first.display(),
+                h.pid
+            ));
+        }
+        attached.push((file, id, ring));
     }
     // Before the session is made: a priority refused is an error with
     // nothing written. Reset on fork, so the command runs as usual.
