@@ -182,12 +182,22 @@ pub fn rotated_out_line(r: &ringtrace_session::RotatedOut) -> Option<String> {
     })
 }
 
+/// A ring file given to `--attach`, as far as telling it from another.
+struct Attached<'a> {
+    path: &'a std::path::Path,
+    /// Its device and inode.
+    inode: (u64, u64),
+    /// Its process and the moment it was opened: pid, the wall-clock
+    /// anchor's ns and ticks.
+    ring: (u32, u64, u64),
+}
+
 /// Records the session `options` describe. Errors are one line naming
 /// what is wrong.
 pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     // Files to attach are checked before the session is made: a file
     // that cannot be drained is an error, with nothing written.
-    let mut attached: Vec<(&std::path::Path, (u64, u64), (u32, u64, u64))> = Vec::new();
+    let mut attached: Vec<Attached<'_>> = Vec::new();
     for file in options.attach.iter().flatten() {
         let live = ringtrace_ring::file::LiveFile::open(file)
             .map_err(|e| format!("--attach {}: {e}", file.display()))?;
@@ -199,15 +209,19 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
         };
         let h = live.header();
         let ring = (h.pid, h.wall_ns, h.anchor_ticks);
-        if let Some((first, _, _)) = attached.iter().find(|(_, i, r)| *i == id || *r == ring) {
+        if let Some(first) = attached.iter().find(|a| a.inode == id || a.ring == ring) {
             return Err(format!(
                 "--attach {}: the same ring as {} (process {}): give each ring once",
                 file.display(),
-                first.display(),
+                first.path.display(),
                 h.pid
             ));
         }
-        attached.push((file, id, ring));
+        attached.push(Attached {
+            path: file,
+            inode: id,
+            ring,
+        });
     }
     // Before the session is made: a priority refused is an error with
     // nothing written. Reset on fork, so the command runs as usual.
