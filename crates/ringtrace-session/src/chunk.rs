@@ -4,6 +4,7 @@
 
 use crate::codec::{bad, crc32, Bad, Put, Take};
 use crate::loss::LossCause;
+use crate::options::MAX_ROTATE_SIZE;
 
 /// The first eight bytes of every chunk.
 pub(crate) const MAGIC: [u8; 8] = *b"RTCHUNK\0";
@@ -36,6 +37,26 @@ const CLOCK_NAME: usize = 63;
 /// The largest body a reader decompresses: past the writer's largest
 /// rotation size with room for the entry that crossed it.
 pub(crate) const MAX_BODY: u64 = 2 << 30;
+/// The largest body a writer leaves in a chunk: it rotates once the body
+/// reaches [`MAX_ROTATE_SIZE`] at most, so the body is below it before its
+/// last entry, the longest a page of `MAX_PAGE_SIZE` bytes with its prefix.
+const MAX_WRITTEN_BODY: u64 =
+    MAX_ROTATE_SIZE - 1 + (ENTRY_PREFIX + ringtrace_ring::config::MAX_PAGE_SIZE) as u64;
+/// The shortest entry: a prefix and the shortest payload (a loss or fill
+/// entry's; a page is longer).
+const MIN_ENTRY: u64 = (ENTRY_PREFIX + LOSS_LEN) as u64;
+/// The most bytes a chunk file holds, finished or open (about 1.4 GiB):
+/// its header; its body, at most [`MAX_WRITTEN_BODY`], stored as it is or
+/// as a zstd frame of at most zstd's `ZSTD_COMPRESSBOUND` of it; and its
+/// index, a count, 16 bytes per entry and a checksum. A reader refuses a
+/// larger file unread. (A `.open` whose finishes kept failing can grow
+/// past its rotation size: past this only with a `rotate_size` near
+/// [`MAX_ROTATE_SIZE`].)
+pub(crate) const MAX_FILE: u64 = HEADER_LEN as u64
+    + MAX_WRITTEN_BODY
+    + (MAX_WRITTEN_BODY >> 8)
+    + 16
+    + 16 * (MAX_WRITTEN_BODY / MIN_ENTRY);
 
 /// A chunk's fixed header.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -3,6 +3,7 @@
 //! A chunk that cannot be read is a problem of this CPU; the others are
 //! read.
 
+use crate::bounded;
 use crate::chunk::{self, Entry, HEADER_LEN};
 use crate::loss::{Loss, LossCause};
 use crate::page;
@@ -107,7 +108,7 @@ impl CpuChunks {
         };
         let name = crate::open_chunk::file_name(number, if open { "open" } else { "chunk" });
         let path = self.dir.join(&name);
-        let bytes = match fs::read(&path) {
+        let bytes = match bounded::read(&path, chunk::MAX_FILE, "a chunk") {
             Ok(b) => b,
             Err(e) => {
                 out.problems.push(format!("{name} cannot be read: {e}"));

@@ -12,6 +12,13 @@ use std::time::Duration;
 pub(crate) const MAGIC: [u8; 8] = *b"RTSESSN\0";
 /// The index version this build writes and reads.
 pub const INDEX_VERSION: u32 = 1;
+/// The most bytes a reader takes of an index (256 MiB; a larger one is
+/// refused unread): under 64 bytes of options, 66 bytes a process (its
+/// directory's name is at most 31) and 160 a CPU of a process (up to
+/// 4096), so room for well over a million process CPUs, far more than a
+/// session is recorded with (its writer rewrites the index whole as each
+/// chunk finishes).
+pub(crate) const MAX_FILE: u64 = 256 << 20;
 
 /// Finished chunks deleted to keep a session under its `max_size`, and
 /// what they held.

@@ -51,6 +51,7 @@
 //! ```
 
 mod batch;
+mod bounded;
 mod chunk;
 mod codec;
 mod cpu_read;

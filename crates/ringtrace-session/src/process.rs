@@ -65,6 +65,11 @@ impl std::fmt::Display for ProcessExit {
 
 /// The first eight bytes of a `process` file.
 const MAGIC: [u8; 8] = *b"RTPROC\0\0";
+/// The most bytes a `process` file holds: three strings (the command, the
+/// clock's name, the ring's command) of at most `u16::MAX` bytes after
+/// their 2-byte lengths, and under 512 bytes of fixed fields. A reader
+/// refuses a larger file unread.
+pub(crate) const MAX_FILE: u64 = 3 * (2 + u16::MAX as u64) + 512;
 /// The `process` file's version: 2 adds the exit time, 3 the exit code the
 /// ring's exit record kept; 1 and 2 are still read.
 const VERSION: u32 = 3;

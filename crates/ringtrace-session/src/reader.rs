@@ -1,6 +1,7 @@
 //! The session reader: the index, every process directory, every chunk,
 //! as `Recovery`s for the dump and the exporters.
 
+use crate::bounded::{self, Unread};
 use crate::codec::fnv1a64;
 use crate::cpu_read::{self, Owner};
 use crate::error::OpenError;
@@ -15,6 +16,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// The most bytes a reader takes of a process's `metadata` or `annex`
+/// (256 MiB; a larger one is refused unread): four times the largest
+/// metadata annex a ring has, which the annex mirrors record by record.
+const MAX_METADATA: u64 = 4 * ringtrace_ring::config::MAX_METADATA_CAPACITY as u64;
 
 /// A session directory, read back.
 ///
@@ -95,11 +101,14 @@ impl Session {
     /// crash), each CPU's chunks in order, finished and open. A writer
     /// that was killed leaves a readable session: open chunks are read up
     /// to their last whole entry. A chunk that cannot be read is a problem
-    /// of its CPU, and the rest is read.
+    /// of its CPU, and the rest is read. Each file is read only if it is a
+    /// regular file (or a symbolic link to one) no larger than its format
+    /// allows: anything else in its place (a FIFO, a device, a file too
+    /// large) is a problem naming it, never waited on nor read.
     ///
     /// Errors: not a session (no index), an index of another version, an
-    /// index that is corrupt, the directory unreadable: each naming the
-    /// path.
+    /// index that is corrupt or not a regular file of an index's size, the
+    /// directory unreadable: each naming the path.
     pub fn open(dir: impl AsRef<Path>) -> Result<Session, OpenError> {
         Session::read(dir.as_ref(), false)
     }
@@ -133,9 +142,9 @@ impl Session {
     fn read(dir: &Path, streamed: bool) -> Result<Session, OpenError> {
         let dir = dir.to_owned();
         let index_path = dir.join(INDEX);
-        let bytes = match fs::read(&index_path) {
+        let bytes = match bounded::read(&index_path, index::MAX_FILE, "a session index") {
             Ok(b) => b,
-            Err(e)
+            Err(Unread::Io(e))
                 if matches!(e.kind(), io::ErrorKind::NotFound)
                     || e.raw_os_error() == Some(libc::ENOTDIR) =>
             {
@@ -145,7 +154,7 @@ impl Session {
                 return Err(OpenError::Io {
                     path: index_path,
                     op: "read",
-                    source: e,
+                    source: e.into_io(),
                 })
             }
         };
@@ -204,9 +213,13 @@ impl Session {
 
     fn read_process(&mut self, name: &str, indexed: Option<&IndexProcess>) {
         let dir = self.dir.join(name);
-        let described = fs::read(dir.join("process"))
-            .map_err(|e| e.to_string())
-            .and_then(|b| process::decode(&b).map_err(|b| format!("{}: {}", b.field, b.why)));
+        let described = bounded::read(
+            &dir.join("process"),
+            process::MAX_FILE,
+            "a process description",
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|b| process::decode(&b).map_err(|b| format!("{}: {}", b.field, b.why)));
         let described = match described {
             Ok(d) => d,
             Err(why) => {
@@ -224,15 +237,23 @@ impl Session {
                 info.dir_name()
             ));
         }
-        let metadata = match fs::read(dir.join("metadata")) {
+        let metadata = match bounded::read(&dir.join("metadata"), MAX_METADATA, "metadata") {
             Ok(m) if fnv1a64(&m) == info.header.metadata_checksum => Ok(m),
             Ok(_) => Err(UnreadableMetadata::Checksum),
-            Err(_) if fnv1a64(&[]) == info.header.metadata_checksum => Ok(Vec::new()),
-            Err(_) => Err(UnreadableMetadata::Checksum),
+            Err(Unread::Io(_)) if fnv1a64(&[]) == info.header.metadata_checksum => Ok(Vec::new()),
+            Err(Unread::Io(_)) => Err(UnreadableMetadata::Checksum),
+            // Something else in its place: said, and unusable.
+            Err(e) => {
+                problems.push(format!("{name}/metadata cannot be read: {e}"));
+                Err(match e {
+                    Unread::TooLarge { len, .. } => UnreadableMetadata::TooLong { len },
+                    _ => UnreadableMetadata::Checksum,
+                })
+            }
         };
-        let records = match fs::read(dir.join("annex")) {
+        let records = match bounded::read(&dir.join("annex"), MAX_METADATA, "an annex") {
             Ok(bytes) => annex_records(&bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(Unread::Io(e)) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => {
                 problems.push(format!("{name}/annex cannot be read: {e}"));
                 Vec::new()
@@ -424,10 +445,11 @@ fn annex_records(bytes: &[u8]) -> Vec<Vec<u8>> {
     out
 }
 
-/// Whether another holds `path`'s lock (a writer is recording).
+/// Whether another holds `path`'s lock (a writer is recording); not if
+/// it is not a regular file.
 fn lock_held(path: &Path) -> bool {
-    match fs::File::open(path) {
-        Ok(f) => matches!(fsutil::try_lock(&f), Ok(false)),
+    match bounded::open(path) {
+        Ok((f, _)) => matches!(fsutil::try_lock(&f), Ok(false)),
         Err(_) => false,
     }
 }
