@@ -1462,3 +1462,31 @@ fn one_ring_given_twice_by_link_or_copy_is_refused_naming_both() {
         }
     }
 }
+
+/// What only a started command can take is refused with --attach, rather
+/// than silently doing nothing.
+#[test]
+fn options_for_the_command_are_refused_with_attach() {
+    let dir = TempDir::new("record-attach-flags");
+    let session = dir.path().join("s");
+    for flag in [
+        &["--clock", "mono"][..],
+        &["--buffer-size", "1M"],
+        &["--mode", "overwrite"],
+        &["--blocking-timeout", "5"],
+    ] {
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["record".as_ref(), "-o".as_ref(), session.as_os_str()];
+        for a in flag.iter().chain(&["--attach", "/etc/hostname"]) {
+            args.push(a.as_ref());
+        }
+        let out = ringtrace(&args);
+        let said = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {said}");
+        assert!(
+            said.contains("cannot be used with '--attach"),
+            "{flag:?}: {said}"
+        );
+        assert!(!session.exists(), "{flag:?}");
+    }
+}

@@ -211,20 +211,22 @@ struct RecordArgs {
     /// `discard` (refuse new events, counted per CPU and cause),
     /// `blocking` (wait up to --blocking-timeout, then count a loss) or
     /// `overwrite` (a flight recorder: the oldest undrained events go).
-    #[arg(long, default_value = "discard", value_parser = ["discard", "blocking", "overwrite"])]
+    #[arg(long, default_value = "discard", value_parser = ["discard", "blocking", "overwrite"],
+          conflicts_with = "attach")]
     mode: String,
     /// With `--mode blocking`: the longest a writer waits for room, in
     /// milliseconds (1 to 60000; 1000 when not given).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=60_000),
+          conflicts_with = "attach")]
     blocking_timeout: Option<u64>,
     /// Bytes per CPU buffer of each program's ring (K, M, G suffixes);
     /// the program's own when not given.
-    #[arg(long, value_parser = parse_size_arg)]
+    #[arg(long, value_parser = parse_size_arg, conflicts_with = "attach")]
     buffer_size: Option<u64>,
     /// The clock every program stamps with (`mono`, `tsc`, `boot`, ...);
     /// the programs' own when not given. Processes must share a clock that
     /// compares across processes for their events to be merged.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "attach")]
     clock: Option<String>,
     /// Finish a chunk when it holds this many bytes (K, M, G suffixes).
     #[arg(long, value_parser = parse_size_arg)]
@@ -463,13 +465,13 @@ struct HammerArgs {
     #[arg(long, default_value_t = 19, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     producer_nice: i32,
-    /// The consumer's nice level (-20 to 19; no effect with
-    /// --disable-reader).
+    /// The consumer's nice level (-20 to 19; not with --disable-reader).
     #[arg(
         long,
         default_value_t = 19,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(i32).range(-20..=19)
+        value_parser = clap::value_parser!(i32).range(-20..=19),
+        conflicts_with = "disable_reader"
     )]
     consumer_nice: i32,
     /// The producers' SCHED_FIFO priority: 0 (off), 1 or 2.
