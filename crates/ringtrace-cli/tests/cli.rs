@@ -656,6 +656,26 @@ fn report_refuses_an_unwritable_directory_before_running() {
     assert!(err.contains("--out /proc is not writable"), "{err}");
 }
 
+#[test]
+fn report_refuses_a_report_file_it_could_not_replace_before_running() {
+    let dir = std::env::temp_dir().join(format!("ringtrace-report-dirs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("report.json")).unwrap();
+    let started = std::time::Instant::now();
+    let out = ringtrace(&["report", "--quick", "--out", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("report.json is there and is not a regular file"),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "refused before the run"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The exit code and stderr of `ringtrace args` with `env` set.
 fn ringtrace_with(env: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringtrace"))

@@ -991,6 +991,27 @@ fn report_cmd(args: ReportArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
     std::fs::write(&probe, b"")
         .and_then(|()| std::fs::remove_file(&probe))
         .map_err(|e| format!("--out {} is not writable: {e}", args.out.display()))?;
+    // And the files themselves: one that is a directory, or a file that
+    // cannot be replaced, would fail only after the run.
+    for name in ["report.json", "report.svg"] {
+        let path = args.out.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if !m.is_file() => {
+                return Err(format!(
+                    "--out {}: {name} is there and is not a regular file (remove it, or give another --out)",
+                    args.out.display()
+                )
+                .into())
+            }
+            Ok(_) => {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| format!("--out {}: {name} cannot be replaced: {e}", args.out.display()))?;
+            }
+            Err(_) => {}
+        }
+    }
     let config = ringtrace_cli::report::ReportConfig {
         quick: args.quick,
         keep_trace: args
