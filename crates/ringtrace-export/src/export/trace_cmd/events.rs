@@ -3,10 +3,11 @@
 //! encoded as the kernel's entry: the common fields, the fixed fields at
 //! their offsets, then the strings (`__data_loc char[]`) after them.
 
+use super::names;
 use super::symbols::Symbols;
-use crate::metadata::{EventLayout, FieldDesc, TraceMetadata};
+use crate::metadata::{EventLayout, FieldDesc, TraceMetadata, TracepointDesc};
 use ringtrace_tracepoint::{FieldKind, FieldValue};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The system of the untagged layout, and of tracepoints named without a
 /// system (in files written before tracepoints had systems).
@@ -37,6 +38,16 @@ const COMMON_FIELDS: &str = "\tfield:unsigned short common_type;\toffset:0;\tsiz
     \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
     \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
     \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
+/// The names of the common fields, which an event's own fields cannot
+/// have (libtraceevent finds a field by name, the common ones first).
+const COMMON_NAMES: [&str; 4] = [
+    "common_type",
+    "common_flags",
+    "common_preempt_count",
+    "common_pid",
+];
+/// The most name changes said one by one; the rest are counted.
+const MAX_CHANGES_SHOWN: usize = 20;
 
 /// How one field is stored in the entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,15 +76,17 @@ struct Slot {
 pub struct EventFormat {
     /// `common_type`.
     pub id: u16,
-    /// Its system: the tracepoint's (`events/<system>/<name>/format`).
+    /// Its system: the tracepoint's (`events/<system>/<name>/format`), a
+    /// C identifier.
     pub system: String,
-    /// Its name within the system.
-    /// Its name.
+    /// Its name within the system, a C identifier.
     pub name: String,
     slots: Vec<Slot>,
     /// Bytes before the strings.
     fixed_len: usize,
     print: String,
+    /// How many characters of its format's text the print fmt has as `?`.
+    replaced: usize,
 }
 
 /// Every event format of a trace, by process and ringtrace's ids.
@@ -87,10 +100,54 @@ pub struct Formats {
     untagged: Vec<Option<usize>>,
     /// The format of undecodable events, once one was met.
     raw: Option<usize>,
+    /// The index in `all` of each (system, name).
+    by_name: HashMap<(String, String), usize>,
+    /// What was changed of the metadata's names (and formats' text) for
+    /// trace-cmd to read them, said.
+    changed: Vec<String>,
 }
 
 /// The name of the event undecodable payloads are shown as, in [`SYSTEM`].
 pub const RAW_EVENT: &str = "raw";
+
+/// What [`Formats::place`] needs of the process being added.
+struct Adding {
+    /// How many formats the earlier processes made.
+    earlier: usize,
+    /// Its pid.
+    pid: u32,
+    /// The (system, event) names of its tracepoints that are C identifiers
+    /// already.
+    reserved: HashSet<(String, String)>,
+}
+
+/// A tracepoint's system and event in the file, before they are made C
+/// identifiers, and whether it gets the kernel's preemptirq layout: its
+/// system ([`SYSTEM`] when it has none), [`PREEMPTIRQ`] for the
+/// preemptirq events.
+fn file_name(tp: &TracepointDesc) -> (&str, &str, bool) {
+    let event = tp.event();
+    let preemptirq = PREEMPTIRQ_EVENTS.contains(&event)
+        && matches!(tp.system(), None | Some(PREEMPTIRQ))
+        && tp.fields.len() == 2
+        && tp.fields.iter().all(|f| f.kind == FieldKind::Location);
+    let system = if preemptirq {
+        PREEMPTIRQ
+    } else {
+        tp.system().unwrap_or(SYSTEM)
+    };
+    (system, event, preemptirq)
+}
+
+/// An event as ringtrace names it, for what the exporter says.
+#[derive(Debug, Clone, Copy)]
+struct Shown<'a> {
+    /// The name in the metadata.
+    name: &'a str,
+    /// Whether it has a system (`system:event`), so that the file's name
+    /// is said with its system too.
+    qualified: bool,
+}
 
 /// What an event format was made from: two processes' events share a
 /// format when theirs are the same.
@@ -122,22 +179,37 @@ impl Formats {
     /// [`MAX_FORMATS`] in all, which the caller checks.
     pub fn add(&mut self, meta: &TraceMetadata, pid: u32) {
         let process = self.untagged.len();
-        let earlier = self.all.len();
+        // The tracepoints' names that need no change keep them: a name
+        // changed to one of them steps aside.
+        let reserved = meta
+            .tracepoints
+            .iter()
+            .map(file_name)
+            .filter(|(system, event, _)| {
+                names::is_identifier(system) && names::is_identifier(event)
+            })
+            .map(|(system, event, _)| (system.to_owned(), event.to_owned()))
+            .collect();
+        let adding = Adding {
+            earlier: self.all.len(),
+            pid,
+            reserved,
+        };
+        let earlier = adding.earlier;
         for tp in &meta.tracepoints {
-            let system = tp.system().unwrap_or(SYSTEM);
-            let event = tp.event();
-            let preemptirq = PREEMPTIRQ_EVENTS.contains(&event)
-                && matches!(tp.system(), None | Some(PREEMPTIRQ))
-                && tp.fields.len() == 2
-                && tp.fields.iter().all(|f| f.kind == FieldKind::Location);
+            let (system, event, preemptirq) = file_name(tp);
             let origin = Origin {
-                system: if preemptirq { PREEMPTIRQ } else { system }.to_owned(),
+                system: system.to_owned(),
                 event: event.to_owned(),
                 fields: tp.fields.clone(),
                 format: tp.format.clone(),
                 untagged: false,
             };
-            let at = self.place(origin, earlier, pid, |id, name| {
+            let shown = Shown {
+                name: &tp.name,
+                qualified: tp.system().is_some(),
+            };
+            let at = self.place(origin, &adding, shown, |id, system, name| {
                 if preemptirq {
                     EventFormat::preemptirq(id, name)
                 } else {
@@ -154,7 +226,7 @@ impl Formats {
                     .iter()
                     .any(|e| e.system == SYSTEM && e.name == name)
             };
-            let name = if taken(&u.name) {
+            let name = if taken(&names::identifier(&u.name)) {
                 format!("{}_untagged", u.name)
             } else {
                 u.name.clone()
@@ -166,38 +238,115 @@ impl Formats {
                 format: u.format.clone(),
                 untagged: true,
             };
-            self.place(origin, earlier, pid, |id, name| {
-                EventFormat::new(id, SYSTEM, name, &u.fields, &u.format)
+            let shown = Shown {
+                name: &u.name,
+                qualified: false,
+            };
+            self.place(origin, &adding, shown, |id, system, name| {
+                EventFormat::new(id, system, name, &u.fields, &u.format)
             })
         });
         self.untagged.push(untagged);
     }
 
     /// The index of the format made from `origin`: an earlier process's
-    /// (before `earlier`) when it has the same, else a new one made by
-    /// `make` (given its id and name).
+    /// (before `adding.earlier`) when it has the same, else a new one made
+    /// by `make` (given its id, system and name). Its system and name are
+    /// `origin`'s made C identifiers; a name an earlier process's event of
+    /// another layout has gets `_<pid>`, and one taken still `_2`, `_3`...
+    /// (a changed name also when a tracepoint of the process has it
+    /// unchanged). Names changed other than by `_<pid>` are said, with
+    /// `shown`.
     fn place(
         &mut self,
         origin: Origin,
-        earlier: usize,
-        pid: u32,
-        make: impl FnOnce(u16, &str) -> EventFormat,
+        adding: &Adding,
+        shown: Shown<'_>,
+        make: impl FnOnce(u16, &str, &str) -> EventFormat,
     ) -> usize {
+        let (earlier, pid) = (adding.earlier, adding.pid);
         if let Some(at) = self.origins[..earlier].iter().position(|o| *o == origin) {
             return at;
         }
-        let clash = self.all[..earlier]
-            .iter()
-            .any(|e| e.system == origin.system && e.name == origin.event);
-        let name = if clash {
-            format!("{}_{pid}", origin.event)
+        let system = names::identifier(&origin.system);
+        let event = names::identifier(&origin.event);
+        let changed = system != origin.system || event != origin.event;
+        let clash = self
+            .by_name
+            .get(&(system.clone(), event.clone()))
+            .is_some_and(|&at| at < earlier);
+        let (event, unchanged) = if clash {
+            (format!("{event}_{pid}"), format!("{}_{pid}", origin.event))
         } else {
-            origin.event.clone()
+            (event, origin.event.clone())
         };
+        let name = names::unique(&event, |n| {
+            let key = (system.clone(), n.to_owned());
+            self.by_name.contains_key(&key) || (changed && adding.reserved.contains(&key))
+        });
         let id = FIRST_ID.saturating_add(self.all.len() as u16);
-        self.all.push(make(id, &name));
+        let format = make(id, &system, &name);
+        if system != origin.system || name != unchanged {
+            let named = if shown.qualified {
+                format!("{system}:{name}")
+            } else {
+                name.clone()
+            };
+            self.changed.push(format!(
+                "event {:?} is named {named} in the trace-cmd file",
+                shown.name
+            ));
+        }
+        if format.replaced > 0 {
+            self.changed.push(format!(
+                "the format of event {:?} has {} characters trace-cmd cannot print (only printable ASCII, tab, newline and carriage return): each is ? in the trace-cmd file",
+                shown.name, format.replaced
+            ));
+        }
+        // The kernel's preemptirq layout has its own fields' names.
+        let fields = if format.uses_symbols() {
+            &[][..]
+        } else {
+            &origin.fields[..]
+        };
+        for (slot, field) in format.slots.iter().zip(fields) {
+            if slot.name != field.name {
+                self.changed.push(format!(
+                    "field {:?} of event {:?} is named {} in the trace-cmd file",
+                    field.name, shown.name, slot.name
+                ));
+            }
+        }
+        self.push(format, origin)
+    }
+
+    /// Adds `format`, made from `origin`; its index.
+    fn push(&mut self, format: EventFormat, origin: Origin) -> usize {
+        let at = self.all.len();
+        self.by_name
+            .insert((format.system.clone(), format.name.clone()), at);
+        self.all.push(format);
         self.origins.push(origin);
-        self.all.len() - 1
+        at
+    }
+
+    /// What the exporter says of the names (and formats' text) it changed:
+    /// each change, the first [`MAX_CHANGES_SHOWN`] of them, then how many
+    /// more.
+    pub fn change_warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .changed
+            .iter()
+            .take(MAX_CHANGES_SHOWN)
+            .cloned()
+            .collect();
+        let more = self.changed.len().saturating_sub(MAX_CHANGES_SHOWN);
+        if more > 0 {
+            out.push(format!(
+                "{more} more names of events and fields, or characters of their formats, were changed for the trace-cmd file, which holds names only as distinct C identifiers (letters, digits and `_`, not first a digit) and formats only in printable ASCII"
+            ));
+        }
+        out
     }
 
     /// The format of the tracepoint whose ringtrace id is `id` in the
@@ -220,12 +369,11 @@ impl Formats {
             return None;
         }
         let taken = |name: &str| {
-            self.all
-                .iter()
-                .any(|e| e.system == SYSTEM && e.name == name)
+            self.by_name
+                .contains_key(&(SYSTEM.to_owned(), name.to_owned()))
         };
         let name = if taken(RAW_EVENT) {
-            format!("{RAW_EVENT}_bytes")
+            names::unique(&format!("{RAW_EVENT}_bytes"), taken)
         } else {
             RAW_EVENT.to_owned()
         };
@@ -234,16 +382,15 @@ impl Formats {
             kind: FieldKind::Str,
         }];
         let id = FIRST_ID.saturating_add(self.all.len() as u16);
-        self.all
-            .push(EventFormat::new(id, SYSTEM, &name, &fields, "bytes={}"));
-        self.origins.push(Origin {
+        let format = EventFormat::new(id, SYSTEM, &name, &fields, "bytes={}");
+        let origin = Origin {
             system: SYSTEM.to_owned(),
             event: name,
             fields: fields.to_vec(),
             format: "bytes={}".to_owned(),
             untagged: false,
-        });
-        self.raw = Some(self.all.len() - 1);
+        };
+        self.raw = Some(self.push(format, origin));
         self.raw
     }
 
@@ -289,11 +436,33 @@ fn c_type(kind: FieldKind) -> &'static str {
 }
 
 impl EventFormat {
+    /// The format of an event `name` of `system` (both C identifiers)
+    /// with `fields`, each named its name made a C identifier distinct
+    /// from the others' and the common fields'.
     fn new(id: u16, system: &str, name: &str, fields: &[FieldDesc], format: &str) -> EventFormat {
+        // Names that need no change first, each kept by its first field;
+        // then the others, made identifiers distinct from those.
+        let mut taken: HashSet<String> = COMMON_NAMES.iter().map(|n| (*n).to_owned()).collect();
+        let mut field_names: Vec<Option<String>> = fields
+            .iter()
+            .map(|f| {
+                let keep = names::is_identifier(&f.name) && taken.insert(f.name.clone());
+                keep.then(|| f.name.clone())
+            })
+            .collect();
+        for (f, field_name) in fields.iter().zip(&mut field_names) {
+            if field_name.is_none() {
+                let made = names::unique(&names::identifier(&f.name), |n| taken.contains(n));
+                taken.insert(made.clone());
+                *field_name = Some(made);
+            }
+        }
+        let field_names = field_names.into_iter().flatten();
         let mut offset = COMMON_LEN;
         let slots: Vec<Slot> = fields
             .iter()
-            .map(|f| {
+            .zip(field_names)
+            .map(|(f, field_name)| {
                 let storage = storage(f.kind);
                 let size = match storage {
                     Storage::Fixed { size, .. } => size,
@@ -302,7 +471,7 @@ impl EventFormat {
                 // Natural alignment, as the kernel's C struct has it.
                 offset = offset.next_multiple_of(size);
                 let slot = Slot {
-                    name: f.name.clone(),
+                    name: field_name,
                     kind: f.kind,
                     storage,
                     offset,
@@ -311,7 +480,7 @@ impl EventFormat {
                 slot
             })
             .collect();
-        let print = print_fmt(format, &slots);
+        let (print, replaced) = print_fmt(format, &slots);
         EventFormat {
             id,
             system: system.to_owned(),
@@ -319,6 +488,7 @@ impl EventFormat {
             slots,
             fixed_len: offset,
             print,
+            replaced,
         }
     }
 
@@ -342,6 +512,7 @@ impl EventFormat {
                 (void *)((unsigned long)(_stext) + REC->caller_offs), \
                 (void *)((unsigned long)(_stext) + REC->parent_offs)"
                 .to_owned(),
+            replaced: 0,
         }
     }
 
@@ -431,8 +602,11 @@ impl EventFormat {
 /// ringtrace's format (`{}`, `{:x}`, `{:#x}` for each field in order) as
 /// the kernel's `print fmt`: a printf string and its arguments. Like
 /// ringtrace's rendering, extra placeholders stay as they are and extra
-/// fields are appended after a space.
-fn print_fmt(format: &str, slots: &[Slot]) -> String {
+/// fields are appended after a space. Characters of the text other than
+/// printable ASCII, tab, newline and carriage return are `?`; the second
+/// value says how many.
+fn print_fmt(format: &str, slots: &[Slot]) -> (String, usize) {
+    let mut replaced = 0;
     let mut text = String::new();
     let mut args = Vec::new();
     let mut next = slots.iter();
@@ -451,7 +625,15 @@ fn print_fmt(format: &str, slots: &[Slot]) -> String {
             }
         }
         let c = rest.chars().next().unwrap_or_default();
-        push_literal(&mut text, c);
+        if c.is_ascii() && (!c.is_ascii_control() || matches!(c, '\n' | '\t' | '\r')) {
+            push_literal(&mut text, c);
+        } else {
+            // libtraceevent reads only printable ASCII in a string (and the
+            // escapes `\n`, `\t`, `\r`): a format with another character
+            // fails to parse. Its `%c` prints a field, not a constant.
+            text.push('?');
+            replaced += 1;
+        }
         rest = &rest[c.len_utf8()..];
     }
     for slot in next {
@@ -465,7 +647,7 @@ fn print_fmt(format: &str, slots: &[Slot]) -> String {
         out.push_str(", ");
         out.push_str(&a);
     }
-    out
+    (out, replaced)
 }
 
 /// A character of a format's text, escaped for a C string and printf.
@@ -476,6 +658,7 @@ fn push_literal(out: &mut String, c: char) {
         '\\' => out.push_str("\\\\"),
         '\n' => out.push_str("\\n"),
         '\t' => out.push_str("\\t"),
+        '\r' => out.push_str("\\r"),
         c => out.push(c),
     }
 }
@@ -572,5 +755,43 @@ mod tests {
         assert_eq!(shown(0, 2), (101, "app", "request"));
         assert_eq!(shown(1, 8), (102, "app", "request_4242"));
         assert_eq!(formats.all.len(), 3);
+    }
+
+    #[test]
+    fn names_become_distinct_identifiers_a_valid_one_keeping_its_own_and_each_change_is_said() {
+        let tp = |name: &str, id, field: &str| TracepointDesc {
+            name: name.into(),
+            id,
+            fields: vec![FieldDesc::new(field, FieldKind::U32)],
+            format: "{}".into(),
+        };
+        let mut formats = Formats::new(&TraceMetadata::new(vec![
+            tp("app:ham mer", 1, "a b"),
+            tp("app:ham_mer", 2, "n"),
+            tp("app:ham_mer", 3, "n"), // the same name, another id
+            desc("preemptirq:irq_disable", 4),
+        ]));
+        formats.add(
+            &TraceMetadata::new(vec![tp("app:ham mer", 7, "other")]),
+            4242,
+        );
+        let shown = |process, id| {
+            let f = formats.tracepoint(process, id).unwrap();
+            (f.system.as_str(), f.name.as_str())
+        };
+        assert_eq!(shown(0, 1), ("app", "ham_mer_2"));
+        assert_eq!(shown(0, 2), ("app", "ham_mer"));
+        assert_eq!(shown(0, 3), ("app", "ham_mer_3"));
+        assert_eq!(shown(0, 4), ("preemptirq", "irq_disable"));
+        assert_eq!(shown(1, 7), ("app", "ham_mer_4242"));
+        assert_eq!(
+            formats.change_warnings(),
+            [
+                "event \"app:ham mer\" is named app:ham_mer_2 in the trace-cmd file",
+                "field \"a b\" of event \"app:ham mer\" is named a_b in the trace-cmd file",
+                "event \"app:ham_mer\" is named app:ham_mer_3 in the trace-cmd file",
+                "event \"app:ham mer\" is named app:ham_mer_4242 in the trace-cmd file",
+            ]
+        );
     }
 }

@@ -18,9 +18,12 @@
 //!                 at a multiple of the page size
 //! ```
 //!
-//! docs/export.md maps ringtrace's fields to the file's.
+//! docs/export.md maps ringtrace's fields to the file's. Names from the
+//! trace's metadata are made C identifiers, distinct, as the format files
+//! need them (`names`); the summary's warnings say which were changed.
 
 mod events;
+mod names;
 mod pages;
 mod symbols;
 
@@ -262,7 +265,8 @@ fn encode(trace: &Trace<'_>, decodings: &[Decoding], mut formats: Formats) -> Co
             }
         })
         .collect();
-    let mut warnings = Vec::new();
+    // The names changed first: they say what the file's formats are.
+    let mut warnings = formats.change_warnings();
     if raw > 0 {
         warnings.push(format!(
             "{raw} events no metadata of the file decodes (a program's own bytes, or damage) are shown as `{}:{}` with their bytes in hex",
