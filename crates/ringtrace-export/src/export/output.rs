@@ -1,21 +1,55 @@
 //! Writing an export so that a failure leaves no half-written output: the
 //! file (or directory) is built under a temporary name beside the target
 //! and renamed over it only when complete.
+//!
+//! What an output path leads to decides how it is written:
+//!
+//! - `-`, `/dev/stdout` (and `/dev/stderr`): the descriptor this process
+//!   holds (fd 1 or 2), written directly, at its offset and in its append
+//!   mode, as the shell set it up (`> x.txt`, `>> x.txt`, a pipe).
+//! - A symbolic link: never replaced. It is followed (through a chain of
+//!   links, a dangling one included) and what it leads to is written as
+//!   below, the temporary file beside that target.
+//! - A path under `/dev` or `/proc`, a character or block device, a FIFO,
+//!   a socket: opened and written in place, as `cat > target` would; no
+//!   temporary file, no rename (it would replace the node with a file, or
+//!   fail: `/proc/self/fd/N` is no directory to put a file in).
+//! - Anything else, a regular file or a new one: a temporary file beside
+//!   it, renamed over it once complete.
+//!
+//! A temporary name is hidden, in the target's directory (so the rename is
+//! atomic), marked with the pid and a counter, and short whatever the
+//! target's name: at most [`NAME_PREFIX`] bytes of that name are kept.
 
 use super::ExportError;
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The temporary name beside `target`: same directory, so the rename is
-/// atomic; hidden, and marked with the pid.
-fn temporary(target: &Path) -> Result<PathBuf, ExportError> {
-    let name = target
-        .file_name()
-        .ok_or_else(|| ExportError::refused(target, "the output path names no file"))?;
-    let mut tmp = std::ffi::OsString::from(".");
-    tmp.push(name);
-    tmp.push(format!(".ringtrace-{}.tmp", std::process::id()));
-    Ok(target.with_file_name(tmp))
+/// The bytes of the output's name a temporary name keeps: enough to tell
+/// whose it is, few enough that the whole name stays far below NAME_MAX
+/// (255 bytes on Linux file systems) for any output name.
+pub const NAME_PREFIX: usize = 64;
+/// Symbolic links followed at the end of an output path before giving
+/// up: the kernel's own limit (MAXSYMLINKS).
+const MAX_LINKS: usize = 40;
+/// Temporary names tried before giving up, each found taken (left by a
+/// process of the same pid that died).
+const MAX_ATTEMPTS: u32 = 100;
+
+/// Where [`write_file`] writes.
+#[derive(Debug)]
+enum Destination {
+    /// A duplicate of this process's fd 1 or 2: `-`, `/dev/stdout`,
+    /// `/dev/stderr`.
+    Descriptor(OwnedFd),
+    /// A device, FIFO or socket, or a path under `/dev` or `/proc`.
+    InPlace(PathBuf),
+    /// A regular file or a new one: replaced by a rename.
+    Replace(PathBuf),
 }
 
 fn failed(path: &Path, e: std::io::Error) -> ExportError {
@@ -26,29 +60,177 @@ fn failed(path: &Path, e: std::io::Error) -> ExportError {
 /// temporary file renamed over `target` once `fill` and the flush succeed.
 /// On any error the temporary file is removed and `target` is untouched.
 ///
-/// A `target` that exists and is not a regular file (a pipe, a terminal,
-/// `/dev/stdout`, a device) is written in place, as `cat > target` would:
-/// renaming over it would replace the device with a file. Its write and
-/// flush errors (a closed pipe, a full device) are the export's.
+/// `-` and `/dev/stdout` are this process's standard output, written
+/// directly. A `target` that is a symbolic link is written through: what
+/// it leads to is replaced, never the link. A device, a FIFO, a socket, or
+/// any path under `/dev` or `/proc` is written in place, as
+/// `cat > target` would: renaming over it would replace the node with a
+/// file. Their write and flush errors (a closed pipe, a full device) are
+/// the export's. Every error names `target` as given.
 pub fn write_file(
     target: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    if let Ok(meta) = std::fs::metadata(target) {
-        if !meta.is_file() && !meta.is_dir() {
-            return write_in_place(target, fill);
+    match destination(target)? {
+        Destination::Descriptor(fd) => {
+            // Whatever this process printed before comes first.
+            std::io::stdout().flush().map_err(|e| failed(target, e))?;
+            write_unsynced(target, std::fs::File::from(fd), fill)
+        }
+        Destination::InPlace(path) => write_in_place(target, &path, fill),
+        Destination::Replace(path) => write_replacing(target, &path, fill),
+    }
+}
+
+/// How [`write_file`] writes `target` (see the module's documentation).
+fn destination(target: &Path) -> Result<Destination, ExportError> {
+    if let Some(fd) = standard_stream(target) {
+        return fd
+            .map(Destination::Descriptor)
+            .map_err(|e| failed(target, e));
+    }
+    let path = follow_links(target)?;
+    if is_system(&path) || is_special(&path) {
+        Ok(Destination::InPlace(path))
+    } else {
+        Ok(Destination::Replace(path))
+    }
+}
+
+/// A duplicate of fd 1 for `-` and `/dev/stdout` (fd 2 for
+/// `/dev/stderr`): the same open file, so its offset and append mode are
+/// the shell's, whatever it is (a file, a pipe, a socket, which opening
+/// `/dev/stdout` anew would refuse). `None` for any other path.
+fn standard_stream(target: &Path) -> Option<std::io::Result<OwnedFd>> {
+    let bytes = target.as_os_str().as_bytes();
+    match bytes {
+        b"-" | b"/dev/stdout" | b"/dev/fd/1" | b"/proc/self/fd/1" => {
+            Some(std::io::stdout().as_fd().try_clone_to_owned())
+        }
+        b"/dev/stderr" | b"/dev/fd/2" | b"/proc/self/fd/2" => {
+            Some(std::io::stderr().as_fd().try_clone_to_owned())
+        }
+        _ => None,
+    }
+}
+
+/// `path` with the symbolic links at its last component followed, each
+/// link's relative target taken from the link's directory, as the kernel
+/// would when opening it; a dangling link leads to the file it names. It
+/// stops at a path under `/dev` or `/proc`, whose links (such as
+/// `/proc/self/fd/1`, which may read `pipe:[…]`) name no file to write
+/// beside. Only the last component: links among the directories need no
+/// following, the temporary file is in the same directory either way.
+pub(crate) fn follow_links(path: &Path) -> Result<PathBuf, ExportError> {
+    let mut at = path.to_owned();
+    for _ in 0..MAX_LINKS {
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link || is_system(&at) {
+            return Ok(at);
+        }
+        let link = std::fs::read_link(&at).map_err(|e| failed(path, e))?;
+        // `join` keeps an absolute `link` as it is.
+        at = at.parent().unwrap_or(Path::new("")).join(link);
+    }
+    Err(ExportError::refused(
+        path,
+        format!(
+            "it is a chain of more than {MAX_LINKS} symbolic links (a loop?); name the file itself"
+        ),
+    ))
+}
+
+/// Whether `path` (made absolute, not resolved) is under `/dev` or
+/// `/proc`: nodes and views of the system, never replaced by a rename.
+fn is_system(path: &Path) -> bool {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    absolute.starts_with("/dev") || absolute.starts_with("/proc")
+}
+
+/// Whether `path` exists and is neither a regular file nor a directory: a
+/// device, a FIFO, a socket.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// A hidden name beside `path`, marked with the pid and a fresh counter:
+/// same directory, so the rename is atomic. Only the first
+/// [`NAME_PREFIX`] bytes of `path`'s name are kept (cut at a character's
+/// start), so the name fits any file system's limit. Errors name `target`.
+fn temporary(target: &Path, path: &Path) -> Result<PathBuf, ExportError> {
+    /// Every temporary name this process made; Relaxed: only uniqueness
+    /// matters, which the atomic increment gives on its own.
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .ok_or_else(|| ExportError::refused(target, "the output path names no file"))?;
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut tmp = OsString::from(".");
+    tmp.push(OsStr::from_bytes(prefix(name.as_bytes(), NAME_PREFIX)));
+    tmp.push(format!(".ringtrace-{}-{n}.tmp", std::process::id()));
+    Ok(path.with_file_name(tmp))
+}
+
+/// At most `max` bytes from the start of `name`, not cutting a UTF-8
+/// character (a name that is not UTF-8 is cut where it is).
+fn prefix(name: &[u8], max: usize) -> &[u8] {
+    if name.len() <= max {
+        return name;
+    }
+    let is_continuation = |b: u8| b & 0xC0 == 0x80;
+    let mut end = max;
+    while end > 0 && is_continuation(name[end]) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// Creates, with `create`, a new temporary file or directory beside
+/// `path` and returns its name with what `create` made. `create` must
+/// fail with `AlreadyExists` on a name that is taken (`create_new`,
+/// `create_dir`): a stale temporary file is never reused, nor a link
+/// planted at its name written through; the next name is tried instead.
+fn create_temporary<T>(
+    target: &Path,
+    path: &Path,
+    create: impl Fn(&Path) -> std::io::Result<T>,
+) -> Result<(PathBuf, T), ExportError> {
+    for _ in 0..MAX_ATTEMPTS {
+        let tmp = temporary(target, path)?;
+        match create(&tmp) {
+            Ok(made) => return Ok((tmp, made)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(failed(target, e)),
         }
     }
-    let tmp = temporary(target)?;
+    Err(ExportError::refused(
+        target,
+        format!("{MAX_ATTEMPTS} temporary names beside it were all taken"),
+    ))
+}
+
+/// Writes `path` (what `target` leads to) by a temporary file renamed
+/// over it; on any error the temporary file is removed.
+fn write_replacing(
+    target: &Path,
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let new_file = |tmp: &Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(tmp)
+    };
+    let (tmp, file) = create_temporary(target, path, new_file)?;
     let result = (|| {
-        let file = std::fs::File::create(&tmp).map_err(|e| failed(target, e))?;
         let mut out = std::io::BufWriter::new(file);
         fill(&mut out)?;
         let file = out
             .into_inner()
             .map_err(|e| failed(target, e.into_error()))?;
         file.sync_all().map_err(|e| failed(target, e))?;
-        std::fs::rename(&tmp, target).map_err(|e| failed(target, e))
+        std::fs::rename(&tmp, path).map_err(|e| failed(target, e))
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -56,16 +238,30 @@ pub fn write_file(
     result
 }
 
-/// Writes a special file (pipe, device) directly: nothing to rename, and
-/// nothing to sync (pipes refuse fsync).
+/// Writes a special file (pipe, device) or a path under `/dev` or `/proc`
+/// directly, opened as `cat > path` opens it: created if absent,
+/// truncated if a regular file (a pipe or a device ignores that).
 fn write_in_place(
     target: &Path,
+    path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
     let file = std::fs::OpenOptions::new()
         .write(true)
-        .open(target)
+        .create(true)
+        .truncate(true)
+        .open(path)
         .map_err(|e| failed(target, e))?;
+    write_unsynced(target, file, fill)
+}
+
+/// Fills `file` through a buffer and flushes it: nothing to rename, and
+/// nothing to sync (pipes refuse fsync).
+fn write_unsynced(
+    target: &Path,
+    file: std::fs::File,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
     let mut out = std::io::BufWriter::new(file);
     fill(&mut out)?;
     out.flush().map_err(|e| failed(target, e))
@@ -73,33 +269,34 @@ fn write_in_place(
 
 /// Builds the directory `target` with `fill` (given the directory to fill),
 /// under a temporary name renamed to `target` once complete. `target` must
-/// not exist, or be an empty directory (replaced); on any error the
-/// temporary directory is removed.
+/// not exist, or be an empty directory (replaced); a symbolic link is
+/// followed, and what it leads to is built, never the link replaced. On
+/// any error the temporary directory is removed.
 pub fn write_dir(
     target: &Path,
     fill: impl FnOnce(&Path) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    if let Ok(mut entries) = std::fs::read_dir(target) {
+    let path = follow_links(target)?;
+    if let Ok(mut entries) = std::fs::read_dir(&path) {
         if entries.next().is_some() {
             return Err(ExportError::refused(
                 target,
                 "the directory exists and is not empty",
             ));
         }
-    } else if target.exists() {
+    } else if path.exists() {
         return Err(ExportError::refused(
             target,
             "it exists and is not a directory",
         ));
     }
-    let tmp = temporary(target)?;
+    let (tmp, ()) = create_temporary(target, &path, |tmp| std::fs::create_dir(tmp))?;
     let result = (|| {
-        std::fs::create_dir(&tmp).map_err(|e| failed(target, e))?;
         fill(&tmp)?;
-        if target.exists() {
-            std::fs::remove_dir(target).map_err(|e| failed(target, e))?;
+        if path.exists() {
+            std::fs::remove_dir(&path).map_err(|e| failed(target, e))?;
         }
-        std::fs::rename(&tmp, target).map_err(|e| failed(target, e))
+        std::fs::rename(&tmp, &path).map_err(|e| failed(target, e))
     })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
