@@ -123,10 +123,21 @@ fn is_parquet(path: &Path) -> bool {
         .is_ok_and(|()| &magic == b"PAR1")
 }
 
-/// `.<name>.<what>-<pid>` beside `dir`.
+/// `.<name>.<what>-<pid>` beside `dir`, with at most the first
+/// [`NAME_PREFIX`](ringtrace_export::export::output::NAME_PREFIX) bytes of
+/// its name (cut at a character's start), so that the name fits any file
+/// system's limit however long the target's is.
 fn beside(dir: &Path, what: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let whole = dir.file_name().unwrap_or_default().as_bytes();
+    let mut end = whole
+        .len()
+        .min(ringtrace_export::export::output::NAME_PREFIX);
+    while end > 0 && end < whole.len() && whole[end] & 0xC0 == 0x80 {
+        end -= 1;
+    }
     let mut name = OsString::from(".");
-    name.push(dir.file_name().unwrap_or_default());
+    name.push(std::ffi::OsStr::from_bytes(&whole[..end]));
     name.push(format!(".{what}-{}", std::process::id()));
     dir.with_file_name(name)
 }

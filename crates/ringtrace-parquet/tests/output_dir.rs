@@ -163,3 +163,19 @@ fn an_uncompressed_export_holds_the_same_rows() {
         assert_eq!(read(&a, t).rows, read(&b, t).rows, "{t}");
     }
 }
+
+#[test]
+fn a_directory_name_of_255_bytes_is_written_through_a_temporary_name_that_fits() {
+    let dir = TempDir::new("parquet-long-name");
+    let recovery = scripted_file(&dir.path().join("app.ring"));
+    let long = "é".repeat(127) + "x";
+    assert_eq!(long.len(), 255);
+    let out = dir.path().join(&long);
+    write_parquet(&Trace::single(&recovery), &out, &ParquetOptions::default()).unwrap();
+    assert!(out.join("events.parquet").is_file());
+    assert_eq!(
+        dir.entries(),
+        ["app.ring".to_owned(), long],
+        "no temporary directory left"
+    );
+}
