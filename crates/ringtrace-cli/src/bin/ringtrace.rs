@@ -629,8 +629,9 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
 fn hammer_cmd(args: HammerArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     if !(args.seconds.is_finite() && args.seconds > 0.0) {
         return Err(format!(
-            "--seconds {} is invalid: it must be a positive number",
-            args.seconds
+            "--seconds {} is invalid: give seconds, from 0.001 to {} (a year)",
+            args.seconds,
+            ringtrace_cli::hammer::MAX_DURATION.as_secs()
         )
         .into());
     }
@@ -1139,9 +1140,11 @@ fn record_cmd(args: RecordArgs) -> Result<ExitCode, Box<dyn std::error::Error>> 
         session = session.rotate_size(bytes);
     }
     if let Some(secs) = args.rotate_time {
-        if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0 * 365.0) {
+        // At least a microsecond: a shorter time is no time to rotate by
+        // (1e-12 would round to 0 ns).
+        if !(secs.is_finite() && (1e-6..=86_400.0 * 365.0).contains(&secs)) {
             return Err(format!(
-                "--rotate-time {secs:?}: give seconds, more than 0 and at most a year"
+                "--rotate-time {secs:?}: give seconds, from 0.000001 to a year (31536000)"
             )
             .into());
         }

@@ -188,7 +188,14 @@ impl PairsResult {
             return out;
         }
         let v = &self.verdict;
-        let yes = |b: bool| if b { "yes" } else { "no" };
+        // A pair whose medians are unresolved, or rest on too few samples,
+        // answers neither claim: the verdict is not a `no`.
+        let determined = v.pairs.values().all(|p| p.resolved && p.enough_samples);
+        let yes = |b: bool| match (determined, b) {
+            (false, _) => "undetermined",
+            (true, true) => "yes",
+            (true, false) => "no",
+        };
         let per_pair = |f: &dyn Fn(&super::PairVerdict) -> String| {
             v.pairs
                 .iter()
@@ -210,11 +217,11 @@ impl PairsResult {
             per_pair(&|p| format!("{:.3}x", p.early_over_baseline)),
         ));
         if v.pairs.values().any(|p| !p.resolved) {
-            out.push_str("  (a median below resolution answers neither: `no`)\n");
+            out.push_str("  (a median below resolution answers neither: `undetermined`)\n");
         }
         if v.pairs.values().any(|p| !p.enough_samples) {
             out.push_str(&format!(
-                "  (a strategy with fewer than {} samples answers neither: `no`)\n",
+                "  (a strategy with fewer than {} samples answers neither: `undetermined`)\n",
                 super::MIN_SAMPLES
             ));
         }

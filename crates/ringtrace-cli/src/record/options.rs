@@ -79,6 +79,7 @@ impl RecordOptions {
 /// assert_eq!(parse_size("4M"), Ok(4 << 20));
 /// assert_eq!(parse_size("512"), Ok(512));
 /// assert!(parse_size("4X").unwrap_err().contains("K, M or G"));
+/// assert!(parse_size("99999999999G").unwrap_err().contains("too large"));
 /// ```
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let bad = || {
@@ -90,6 +91,16 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         Some(b'G' | b'g') => (&text[..text.len() - 1], 30),
         _ => (text, 0),
     };
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    n.checked_mul(1u64 << shift).ok_or_else(bad)
+    let too_large = || {
+        format!(
+            "`{text}` is too large: a size is at most {} bytes (16E)",
+            u64::MAX
+        )
+    };
+    let n: u64 = match digits.parse() {
+        Ok(n) => n,
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_large()),
+        Err(_) => return Err(bad()),
+    };
+    n.checked_mul(1u64 << shift).ok_or_else(too_large)
 }
