@@ -207,14 +207,32 @@ fn parquet(trace: &Trace<'_>, output: Option<&Path>, args: &FleetArgs) -> Done {
 fn otlp(trace: &Trace<'_>, args: &FleetArgs) -> Done {
     let mut lines = Vec::new();
     let result = otlp_options(args).and_then(|options| {
-        let url = options.endpoint().traces_url().to_owned();
+        let e = options.endpoint();
+        let urls = (e.traces_url().to_owned(), e.logs_url().to_owned());
+        let urls = (urls.0.as_str(), urls.1.as_str());
+        // What OTLP does not carry: said when it is all the trace holds.
+        let events: u64 = trace
+            .processes()
+            .iter()
+            .flat_map(|p| &p.recovery.cpus)
+            .map(|c| c.counts.recovered)
+            .sum();
+        let not_tracing = |s: &ringtrace_otlp::OtlpSummary| {
+            let a = &s.assembled;
+            (events > 0 && a.spans == 0 && a.events == 0).then(|| {
+                format!(
+                    "warning: the trace holds {events} events and no `tracing` spans or events: OTLP carries only those (tracepoints and raw writes are not sent; export them with another --format)"
+                )
+            })
+        };
         match ringtrace_otlp::export_otlp(trace, options) {
             Ok(summary) => {
-                lines.extend(exported(otlp_report(&summary, &url, args)));
+                lines.extend(exported(otlp_report(&summary, urls, args)));
+                lines.extend(exported(not_tracing(&summary).into_iter().collect()));
                 Ok(())
             }
             Err(ringtrace_otlp::OtlpError::Undelivered { source, summary }) => {
-                lines.extend(exported(otlp_report(&summary, &url, args)));
+                lines.extend(exported(otlp_report(&summary, urls, args)));
                 Err(undelivered(&source, &summary).into())
             }
             Err(e) => Err(e.into()),
@@ -270,14 +288,17 @@ pub fn otlp_outcome(
     args: &FleetArgs,
 ) -> (Vec<String>, bool) {
     let raw = args.endpoint.as_deref().unwrap_or_default();
-    let url = raw
+    let (traces, logs) = raw
         .parse::<ringtrace_otlp::transport::Endpoint>()
-        .map_or_else(|_| raw.to_owned(), |e| e.traces_url().to_owned());
-    let url = url.as_str();
+        .map_or_else(
+            |_| (raw.to_owned(), raw.to_owned()),
+            |e| (e.traces_url().to_owned(), e.logs_url().to_owned()),
+        );
+    let urls = (traces.as_str(), logs.as_str());
     match sent {
-        Ok(summary) => (otlp_report(summary, url, args), false),
+        Ok(summary) => (otlp_report(summary, urls, args), false),
         Err(ringtrace_otlp::OtlpError::Undelivered { source, summary }) => {
-            let mut lines = otlp_report(summary, url, args);
+            let mut lines = otlp_report(summary, urls, args);
             lines.push(format!("error: {}", undelivered(source, summary)));
             (lines, true)
         }
@@ -329,7 +350,11 @@ fn otlp_options(args: &FleetArgs) -> Result<ringtrace_otlp::OtlpOptions, Box<dyn
 /// The lines an OTLP export prints, without the command's prefix: what
 /// was kept and dropped (by rule), what was sent and delivered.
 #[cfg(feature = "otlp")]
-fn otlp_report(s: &ringtrace_otlp::OtlpSummary, url: &str, args: &FleetArgs) -> Vec<String> {
+fn otlp_report(
+    s: &ringtrace_otlp::OtlpSummary,
+    (traces, logs): (&str, &str),
+    args: &FleetArgs,
+) -> Vec<String> {
     let mut lines = Vec::new();
     let a = &s.assembled;
     lines.push(format!(
@@ -353,7 +378,7 @@ fn otlp_report(s: &ringtrace_otlp::OtlpSummary, url: &str, args: &FleetArgs) -> 
     lines.push(kept);
     let sent = &s.sent;
     lines.push(format!(
-        "{} spans and {} log records delivered to {url} in {} requests ({} retries, {} bytes)",
+        "{} spans delivered to {traces} and {} log records to {logs}, in {} requests ({} retries, {} bytes)",
         sent.spans.delivered,
         sent.log_records.delivered,
         sent.requests,

@@ -120,7 +120,7 @@ fn a_recorded_session_exports_every_tree_and_the_keep_rules_choose_them() {
     assert_eq!(receiver.logs().len(), 1, "the event outside spans");
     assert!(
         said.contains(&format!(
-            "{} spans and 1 log records delivered",
+            "{} spans delivered to {url}/v1/traces and 1 log records to {url}/v1/logs",
             2 * REQUESTS
         )),
         "{said}"
@@ -283,4 +283,36 @@ fn bad_otlp_options_say_what_is_wrong_and_write_nothing() {
     assert!(!out.status.success());
     assert!(said.contains("give --endpoint URL too"), "{said}");
     assert!(!session.exists(), "nothing recorded");
+}
+
+#[test]
+fn a_trace_of_tracepoints_only_says_otlp_sends_none_of_it() {
+    let dir = TempDir::new("otlp-tracepoints");
+    let ring = dir.0.join("h.ring");
+    let made = ringtrace(
+        &[
+            "hammer",
+            "--seconds",
+            "0.1",
+            "--disable-reader",
+            "--buffer-size",
+            "65536",
+            "--file",
+        ],
+        &[ring.as_os_str()],
+    );
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let receiver = Receiver::start().unwrap();
+    let url = receiver.url();
+    let out = ringtrace(
+        &["export", "--format", "otlp", "--endpoint", &url],
+        &[ring.as_os_str()],
+    );
+    let said = text(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("no `tracing` spans or events: OTLP carries only those"),
+        "{said}"
+    );
+    assert!(receiver.spans().is_empty() && receiver.logs().is_empty());
 }
