@@ -314,7 +314,11 @@ impl RingConfig {
     /// which shares its mapping, must not write to the ring while the
     /// parent does (the rseq path's remote updates, for one, see
     /// [`RingBuffer::remote_updates`](crate::RingBuffer::remote_updates),
-    /// shut out only their own process's sections).
+    /// shut out only their own process's sections). One after the other
+    /// is fine: the child writes while the parent waits, and the parent
+    /// writes on once the child is done (a child's claims zero their
+    /// page in place, never taking from its copy of the parent's pool of
+    /// zeroed pages, and step over no page).
     ///
     /// ```
     /// use ringtrace_ring::RingConfig;

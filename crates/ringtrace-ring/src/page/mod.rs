@@ -9,8 +9,11 @@
 //! - [`zeroed`]: arrays that start all zero and cost nothing untouched.
 //! - [`memory`]: a CPU buffer's memory, anonymous or in a ring file.
 //! - [`zero_pool`]: a file ring's pages zeroed ahead of its claims.
+//! - [`forks`]: which process, of a parent and its forked children, made
+//!   a pool.
 
 pub(crate) mod counters;
+pub(crate) mod forks;
 pub(crate) mod hot;
 pub(crate) mod memory;
 pub(crate) mod meta;

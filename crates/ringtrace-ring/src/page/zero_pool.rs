@@ -20,6 +20,10 @@
 //! page while a taker slept is still right to take (no ABA). The pool lives
 //! in the process, not the file: a page in it is in no slot, so a recovered
 //! file never reads it, and a ring reopened with `append` fills a new pool.
+//! A child forked with the ring inherits a copy of the pool, whose pages
+//! its parent may take too: only the process that made a pool takes from
+//! it (`forks`), and a child's claims zero their page in place, as a ring
+//! without a pool does, and step over none.
 
 use crate::order;
 use crate::sync::{AtomicU32, Ordering};
@@ -56,6 +60,8 @@ pub(crate) fn memory_spares(physical: usize) -> usize {
 pub(crate) struct ZeroPool {
     /// `phys + 1` of a zeroed page, or 0.
     entries: Box<[AtomicU32]>,
+    /// The fork generation of the process that made it (`forks`).
+    made_in: u32,
 }
 
 impl ZeroPool {
@@ -66,7 +72,18 @@ impl ZeroPool {
             .into_iter()
             .map(|phys| AtomicU32::new(phys as u32 + 1))
             .collect();
-        ZeroPool { entries }
+        ZeroPool {
+            entries,
+            made_in: super::forks::generation(),
+        }
+    }
+
+    /// Whether this process may take from it: it has pages, and this
+    /// process made it (a forked child holds only a copy, whose pages its
+    /// parent takes too).
+    #[inline]
+    pub(crate) fn usable(&self) -> bool {
+        !self.entries.is_empty() && super::forks::generation() == self.made_in
     }
 
     /// How many pages circulate through the pool (taken or not).
@@ -78,6 +95,9 @@ impl ZeroPool {
     /// Takes a zeroed page, if one is in the pool. Acquire on success: the
     /// zeros stored before the page was given back happen before our use.
     pub(crate) fn take(&self) -> Option<usize> {
+        if !self.usable() {
+            return None;
+        }
         for entry in self.entries.iter() {
             // Relaxed: only a hint of what to try; the CAS decides.
             let word = entry.load(Ordering::Relaxed);

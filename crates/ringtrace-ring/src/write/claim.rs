@@ -143,8 +143,9 @@ pub(super) fn prepare_page(s: &SharedState, seq: u64) -> Result<usize, PrepareEr
             }
             return Err(PrepareError::Refused(ReserveError::Busy));
         }
-        if s.zero_on_claim() && s.zero_pool().capacity() != 0 {
-            // A file ring: the claim is one swap (see `swap_claim`).
+        if s.zero_on_claim() && s.zero_pool().usable() {
+            // A file ring: the claim is one swap (see `swap_claim`); in a
+            // child forked with it, which may not use the pool, in place.
             if let Some(phys) = swap_claim(s, slot_word, word, commit, want)? {
                 return Ok(phys);
             }
