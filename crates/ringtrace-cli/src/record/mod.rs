@@ -142,10 +142,15 @@ impl Recorded {
         for r in &self.refused {
             lines.push(r.clone());
         }
+        let failed = self
+            .command
+            .filter(|c| !matches!(c, Ended::Code(0)))
+            .map(|c| format!(" (the command {c} without making one: see what it printed)"))
+            .unwrap_or_default();
         if self.processes.is_empty() && self.refused.is_empty() {
-            lines.push(
-                "no process recorded: a program records into the session when its tracer is built with `Tracer::builder().from_env()`".to_owned(),
-            );
+            lines.push(format!(
+                "no process recorded{failed}: a program records into the session when its tracer is built with `Tracer::builder().from_env()`"
+            ));
         } else if self.processes.is_empty() {
             lines.push("no process recorded (see above)".to_owned());
         }
