@@ -54,7 +54,50 @@ pub(crate) struct Stream {
 static LIVE: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();
 
+#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+extern "C" {
+    /// glibc's `on_exit(3)`: as `atexit`, and the handler is given the
+    /// status passed to `exit`.
+    fn on_exit(
+        function: extern "C" fn(libc::c_int, *mut libc::c_void),
+        arg: *mut libc::c_void,
+    ) -> libc::c_int;
+}
+
+/// Registers the exit handler: by `on_exit` where glibc has it (the exit
+/// code then goes into each session), else by `atexit`.
+fn register_exit_handler() {
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+    // SAFETY: `finish_all_exited_with` is an `extern "C" fn` that never
+    // unwinds and ignores its argument, which is null; on_exit only
+    // records the pair.
+    unsafe {
+        on_exit(finish_all_exited_with, std::ptr::null_mut());
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
+    // SAFETY: registers a plain extern "C" function with no arguments; it
+    // only takes locks of its own and joins threads.
+    unsafe {
+        libc::atexit(finish_all_at_exit);
+    }
+}
+
+/// The exit handler where the exit status is told: the code a parent
+/// sees, the status's low byte.
+#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
+extern "C" fn finish_all_exited_with(status: libc::c_int, _: *mut libc::c_void) {
+    finish_all(Some(status as u8));
+}
+
+/// The exit handler where it is not.
+#[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
 extern "C" fn finish_all_at_exit() {
+    finish_all(None);
+}
+
+/// Finishes every stream still running, noting the exit (with `code` if
+/// known) in each.
+fn finish_all(code: Option<u8>) {
     let streams: Vec<Arc<Stream>> =
         std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
     for s in streams {
@@ -67,7 +110,7 @@ extern "C" fn finish_all_at_exit() {
             .ok()
             .and_then(|d| u64::try_from(d.as_nanos()).ok());
         *s.exited_at.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(ExitTime::new(ticks.ok(), wall));
+            Some(ExitTime::new(ticks.ok(), wall).with_code(code));
         // Release: the thread that sees the stop (Acquire) sees the time.
         s.stop.store(true, Ordering::Release);
         let deadline = std::time::Instant::now() + EXIT_WAIT;
@@ -148,7 +191,11 @@ impl Stream {
                     if let Some(at) = at {
                         out.exited_at(at);
                     }
-                    unless_full(out.finish(ProcessExit::Closed).map(drop))?;
+                    // The exit code, where the exit handler was told it.
+                    let how = at
+                        .and_then(|a| a.code)
+                        .map_or(ProcessExit::Closed, |c| ProcessExit::Exited(c.into()));
+                    unless_full(out.finish(how).map(drop))?;
                     session.finish().map_err(failed)
                 })
                 .map_err(|e| format!("cannot start the stream's thread: {e}"))?
@@ -160,11 +207,7 @@ impl Stream {
             thread: Mutex::new(Some(thread)),
             dir: target.dir.clone(),
         });
-        AT_EXIT.call_once(|| {
-            // SAFETY: registers a plain extern "C" function with no
-            // arguments; it only takes locks of its own and joins threads.
-            unsafe { libc::atexit(finish_all_at_exit) };
-        });
+        AT_EXIT.call_once(register_exit_handler);
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::clone(&stream));

@@ -15,7 +15,7 @@ const EVENTS: u32 = 50_000;
 /// Set in the child: how it leaves its tracer (`installed`, `held`).
 const HOW: &str = "RINGTRACE_STREAM_TEST_HOW";
 
-/// The child: streams EVENTS events, then exits without finishing its
+/// The child: streams EVENTS events, then exits (code 3) without finishing its
 /// tracer: installed (so never dropped), or dropped while a clone of its
 /// ring lives on (as a layer's would); the exit handler drains and
 /// finishes the session.
@@ -48,7 +48,7 @@ fn child_entry() {
         }
         tracer.install().unwrap();
     }
-    std::process::exit(0);
+    std::process::exit(3);
 }
 
 fn events(dir: &std::path::Path) -> Vec<u32> {
@@ -81,10 +81,11 @@ fn exits_without_finishing(how: &str) {
         .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
-    assert!(status.success(), "{how}");
+    assert_eq!(status.code(), Some(3), "{how}");
     assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>());
     let session = Session::open(&dir).unwrap();
-    assert_eq!(session.processes()[0].exit, Some(ProcessExit::Closed));
+    // With the code it exited with (glibc's on_exit tells it).
+    assert_eq!(session.processes()[0].exit, Some(ProcessExit::Exited(3)));
     // The exit handler noted when: the session reads exited, at a time
     // after the last event, by the ring's clock and by the wall clock.
     let recovery = &session.recoveries()[0];
