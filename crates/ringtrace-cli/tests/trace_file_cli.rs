@@ -110,7 +110,7 @@ fn dump_with_a_cpu_out_of_range_is_an_error_naming_the_valid_range() {
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
         err.contains(&format!(
-            "--cpu {cpus} is out of range: {path} has CPU buffers 0 to {}",
+            "--cpu: CPU {cpus} is out of range: {path} has CPU buffers 0 to {}",
             cpus - 1
         )),
         "{err}"

@@ -47,7 +47,7 @@ impl DumpOptions {
 #[non_exhaustive]
 pub enum DumpError {
     /// A CPU the file has no buffer for.
-    #[error("--cpu {given} is out of range: {file} has CPU buffers 0 to {last}")]
+    #[error("CPU {given} is out of range: {file} has CPU buffers 0 to {last}")]
     CpuOutOfRange {
         /// The CPU asked for.
         given: usize,

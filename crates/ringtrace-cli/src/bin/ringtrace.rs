@@ -1533,7 +1533,11 @@ fn dump_cmd(args: DumpArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         .cpu(args.cpu)
         .raw(args.raw);
     let trace = ringtrace::export::Trace::new(&recoveries, alignment(args.align_wall_clock))?;
-    let dump = ringtrace::export::Dump::for_trace(trace, options)?;
+    let dump = ringtrace::export::Dump::for_trace(trace, options).map_err(|e| match e {
+        // Said with the option's name.
+        ringtrace::export::DumpError::CpuOutOfRange { .. } => format!("--cpu: {e}"),
+        other => other.to_string(),
+    })?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut put = |line: &str| -> Result<(), Box<dyn std::error::Error>> {
         match writeln!(out, "{line}") {
