@@ -13,6 +13,21 @@ pub use escape::{escape, escape_bytes, escape_json};
 pub use time::{seconds, utc_time};
 pub use words::{clock_words, comm, exit_time_words, writer_name, writer_words};
 
+/// `name` with every character but ASCII letters, digits and `_` made
+/// `_`: the characters of a C identifier, which the trace-cmd and CTF
+/// exports' names must be.
+pub(crate) fn c_identifier_chars(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
 /// Bytes as lowercase hex, two digits each.
 ///
 /// ```

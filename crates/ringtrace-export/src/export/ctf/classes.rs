@@ -142,16 +142,7 @@ fn fields(descs: &[FieldDesc], format: &str) -> Vec<CtfField> {
 /// `_` and `name` with every character but ASCII letters, digits and `_`
 /// made `_`.
 pub(super) fn identifier(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 1);
-    out.push('_');
-    out.extend(name.chars().map(|c| {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            c
-        } else {
-            '_'
-        }
-    }));
-    out
+    format!("_{}", crate::text::c_identifier_chars(name))
 }
 
 /// For each placeholder of `format` in order, whether it prints in hex (the

@@ -18,18 +18,12 @@ pub fn identifier(name: &str) -> String {
     if name.is_empty() {
         return PLACEHOLDER.to_owned();
     }
-    let mut out = String::with_capacity(name.len() + 1);
+    let chars = crate::text::c_identifier_chars(name);
     if name.starts_with(|c: char| c.is_ascii_digit()) {
-        out.push('_');
+        format!("_{chars}")
+    } else {
+        chars
     }
-    out.extend(name.chars().map(|c| {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            c
-        } else {
-            '_'
-        }
-    }));
-    out
 }
 
 /// `base` when `taken` says it is free, else the first free of `base_2`,
