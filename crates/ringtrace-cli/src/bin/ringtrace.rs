@@ -465,13 +465,13 @@ struct HammerArgs {
     #[arg(long, default_value_t = 19, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     producer_nice: i32,
-    /// The consumer's nice level (-20 to 19; not with --disable-reader).
+    /// The consumer's nice level (-20 to 19; no effect with
+    /// --disable-reader, which scripts may give all the same).
     #[arg(
         long,
         default_value_t = 19,
         allow_negative_numbers = true,
-        value_parser = clap::value_parser!(i32).range(-20..=19),
-        conflicts_with = "disable_reader"
+        value_parser = clap::value_parser!(i32).range(-20..=19)
     )]
     consumer_nice: i32,
     /// The producers' SCHED_FIFO priority: 0 (off), 1 or 2.
