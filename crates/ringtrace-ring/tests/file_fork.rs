@@ -52,11 +52,13 @@ fn written_around_a_fork(path: WritePath, name: &str) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "creates files and forks")]
 fn a_forked_childs_events_and_its_parents_after_it_are_all_read_on_the_cas_path() {
     written_around_a_fork(WritePath::Cas, "cas");
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "creates files and forks")]
 fn a_forked_childs_events_and_its_parents_after_it_are_all_read_on_the_default_path() {
     written_around_a_fork(WritePath::Auto, "auto");
 }
