@@ -191,20 +191,7 @@ struct Line {
 /// Runs `trace-cmd report -t` (full ns timestamps) with `extra`
 /// arguments; returns its stdout.
 fn report(file: &Path, extra: &[&str]) -> String {
-    let out = Command::new("trace-cmd")
-        .args(["report", "-t"])
-        .args(extra)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "trace-cmd report failed: {stderr}\n{stdout}"
-    );
-    stdout
+    common::trace_cmd_report(file, extra).0
 }
 
 /// Parses an event line: `COMM-PID [CPU] SECS.NSECS: NAME: TEXT`.

@@ -16,7 +16,6 @@ use ringtrace_ring::{RingBuffer, RingConfig};
 use ringtrace_tracepoint::{fnv1a, FieldKind, FieldValue};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -261,19 +260,7 @@ fn have_trace_cmd() -> bool {
 /// `trace-cmd report -t` (`extra` arguments first) of `file`: its stdout,
 /// after checking that it says nothing failed.
 fn report(file: &Path, extra: &[&str]) -> String {
-    let out = Command::new("trace-cmd")
-        .args(["report", "-t"])
-        .args(extra)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "trace-cmd report failed: {stderr}\n{stdout}"
-    );
+    let (stdout, stderr) = common::trace_cmd_report(file, extra);
     assert!(
         !stdout.contains("FAILED TO PARSE") && !stderr.contains("ailed"),
         "{stderr}\n{stdout}"
