@@ -5,6 +5,7 @@
 
 use crate::bounded;
 use crate::chunk::{self, Entry, HEADER_LEN};
+use crate::index::RotatedOut;
 use crate::loss::{Loss, LossCause};
 use crate::page;
 use ringtrace_ring::file::{CpuRecovery, FillSample, LossNote};
@@ -23,7 +24,13 @@ pub(crate) struct Owner {
     /// Chunks numbered below it were rotated out (a crash may have left
     /// their files).
     pub first_kept: u32,
+    /// What the chunks rotated out held: their losses are counted before
+    /// the first chunk kept.
+    pub rotated: RotatedOut,
 }
+
+/// Why a page's `lost` was lost, as a loss note says it.
+const PAGE_LOST: &str = "overwritten or lost with a writer (the page's count)";
 
 /// One CPU buffer read back: its events and problems, and its losses.
 pub(crate) struct CpuRead {
@@ -83,22 +90,37 @@ pub(crate) struct CpuChunks {
     owner: Owner,
     listing: std::vec::IntoIter<(u32, bool)>,
     pending_lost: u64,
+    /// The lowest chunk number listed: the losses of the chunks rotated
+    /// out are read as if at its start.
+    first_listed: Option<u32>,
 }
 
 impl CpuChunks {
     /// The chunks of `dir` for `owner`.
     pub fn new(dir: &Path, owner: Owner) -> CpuChunks {
+        let listed = listing(dir, owner.first_kept);
         CpuChunks {
-            listing: listing(dir, owner.first_kept).into_iter(),
+            first_listed: listed.first().map(|(n, _)| *n),
+            listing: listed.into_iter(),
             dir: dir.to_owned(),
             owner,
             pending_lost: 0,
         }
     }
 
+    /// The losses of the chunks rotated out, into `out` as its first
+    /// loss entries and notes (before its first event), and into the
+    /// count the next event carries.
+    fn rotated_losses(&mut self, out: &mut ChunkRead) {
+        let rotated = self.owner.rotated;
+        self.pending_lost = self.pending_lost.saturating_add(rotated.lost_total());
+        let (losses, notes) = rotated_out_losses(&self.owner);
+        out.losses.extend(losses);
+        out.loss_notes.extend(notes);
+    }
+
     /// Reads chunk `number` (the open one if `open`).
     fn chunk(&mut self, number: u32, open: bool) -> ChunkRead {
-        let owner = &self.owner;
         let mut out = ChunkRead {
             events: Vec::new(),
             losses: Vec::new(),
@@ -106,6 +128,10 @@ impl CpuChunks {
             loss_notes: Vec::new(),
             fill: Vec::new(),
         };
+        if self.first_listed == Some(number) {
+            self.rotated_losses(&mut out);
+        }
+        let owner = &self.owner;
         let name = crate::open_chunk::file_name(number, if open { "open" } else { "chunk" });
         let path = self.dir.join(&name);
         let bytes = match bounded::read(&path, chunk::MAX_FILE, "a chunk") {
@@ -179,11 +205,8 @@ impl CpuChunks {
                     let page_lost = u64::from(decoded.header.lost);
                     if page_lost > 0 {
                         self.pending_lost = self.pending_lost.saturating_add(page_lost);
-                        out.loss_notes.push(LossNote::new(
-                            out.events.len(),
-                            page_lost,
-                            "overwritten or lost with a writer (the page's count)",
-                        ));
+                        out.loss_notes
+                            .push(LossNote::new(out.events.len(), page_lost, PAGE_LOST));
                     }
                     for (ts, payload) in decoded.events {
                         out.events.push(Event {
@@ -217,6 +240,17 @@ pub(crate) fn trailing_notes(dir: &Path, owner: Owner) -> Vec<LossNote> {
     let mut chunks = CpuChunks::new(dir, owner);
     let listing: Vec<(u32, bool)> = std::mem::take(&mut chunks.listing).collect();
     let mut out = Vec::new();
+    if listing.is_empty() {
+        // Every chunk rotated out: their losses are all this CPU has.
+        let (_, notes) = rotated_out_losses(&chunks.owner);
+        return notes
+            .into_iter()
+            .map(|mut n| {
+                n.before = usize::MAX;
+                n
+            })
+            .collect();
+    }
     for (number, open) in listing.into_iter().rev() {
         let read = chunks.chunk(number, open);
         let events = read.events.len();
@@ -244,7 +278,15 @@ pub(crate) fn read(dir: &Path, owner: Owner) -> CpuRead {
         recovery: CpuRecovery::new(owner.cpu),
         losses: Vec::new(),
     };
-    for mut chunk in CpuChunks::new(dir, owner) {
+    let chunks = CpuChunks::new(dir, owner);
+    if chunks.first_listed.is_none() {
+        // Every chunk rotated out (or none written): no chunk carries
+        // the rotated-out losses, so they are this CPU's only notes.
+        let (losses, notes) = rotated_out_losses(&chunks.owner);
+        out.losses = losses;
+        out.recovery.loss_notes = notes;
+    }
+    for mut chunk in chunks {
         let before = out.recovery.events.len();
         for mut note in chunk.loss_notes {
             note.before += before;
@@ -257,6 +299,27 @@ pub(crate) fn read(dir: &Path, owner: Owner) -> CpuRead {
     }
     out.recovery.counts.recovered = out.recovery.events.len() as u64;
     out
+}
+
+/// The losses the chunks rotated out held, as loss entries (at the
+/// latest time they held) and notes (before event 0): one per cause,
+/// then one for their pages' `lost`. Said by the same words as the
+/// entries and pages they came from, so that totals by cause hold them.
+fn rotated_out_losses(owner: &Owner) -> (Vec<Loss>, Vec<LossNote>) {
+    let rotated = &owner.rotated;
+    let mut losses = Vec::new();
+    let mut notes = Vec::new();
+    for cause in LossCause::ALL {
+        let count = rotated.lost(cause);
+        if count > 0 {
+            losses.push(loss(owner, rotated.last_ts, count, cause));
+            notes.push(LossNote::new(0, count, cause.name()));
+        }
+    }
+    if rotated.page_lost > 0 {
+        notes.push(LossNote::new(0, rotated.page_lost, PAGE_LOST));
+    }
+    (losses, notes)
 }
 
 fn loss(owner: &Owner, ts: u64, count: u64, cause: LossCause) -> Loss {

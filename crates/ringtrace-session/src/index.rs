@@ -35,6 +35,14 @@ pub struct RotatedOut {
     pub raw_bytes: u64,
     /// Their files' bytes.
     pub disk_bytes: u64,
+    /// Events their pages' headers said were lost before them (`lost`).
+    pub page_lost: u64,
+    /// Events lost by cause, by their loss entries, in the order of
+    /// [`LossCause::ALL`]: read with [`RotatedOut::lost`].
+    pub(crate) lost_by_cause: [u64; 4],
+    /// The latest timestamp they held (0: none), in the process's clock
+    /// ticks: the readers place their losses there.
+    pub last_ts: u64,
 }
 
 impl RotatedOut {
@@ -45,6 +53,23 @@ impl RotatedOut {
         self.events += o.events;
         self.raw_bytes += o.raw_bytes;
         self.disk_bytes += o.disk_bytes;
+        self.page_lost += o.page_lost;
+        for (a, b) in self.lost_by_cause.iter_mut().zip(o.lost_by_cause) {
+            *a += b;
+        }
+        self.last_ts = self.last_ts.max(o.last_ts);
+    }
+
+    /// Events lost for `cause` by the loss entries of the deleted chunks:
+    /// the readers still count them, before the first event kept.
+    pub fn lost(&self, cause: LossCause) -> u64 {
+        self.lost_by_cause[cause.index()]
+    }
+
+    /// Every event the deleted chunks said was lost: their pages' `lost`
+    /// and their loss entries'.
+    pub fn lost_total(&self) -> u64 {
+        self.page_lost + self.lost_by_cause.iter().sum::<u64>()
     }
 }
 
@@ -116,6 +141,9 @@ impl Counters {
         w.extend([u.pages, u.events, u.losses]);
         let r = &self.rotated_out;
         w.extend([r.chunks, r.pages, r.events, r.raw_bytes, r.disk_bytes]);
+        w.push(r.page_lost);
+        w.extend(r.lost_by_cause);
+        w.push(r.last_ts);
         w
     }
 
@@ -141,6 +169,9 @@ impl Counters {
             events: at(16),
             raw_bytes: at(17),
             disk_bytes: at(18),
+            page_lost: at(19),
+            lost_by_cause: [at(20), at(21), at(22), at(23)],
+            last_ts: at(24),
         };
         c
     }
@@ -322,6 +353,9 @@ mod tests {
         };
         counters.unwritten.pages = 7;
         counters.rotated_out.chunks = 8;
+        counters.rotated_out.lost_by_cause = [9, 10, 11, 12];
+        counters.rotated_out.page_lost = 13;
+        counters.rotated_out.last_ts = 14;
         let index = Index {
             finished: true,
             options: SessionOptions::default().rotate_time(Some(Duration::from_millis(5))),
@@ -344,6 +378,8 @@ mod tests {
         let bytes = encode(&index);
         assert_eq!(decode(&bytes).unwrap(), index);
         assert_eq!(index.processes[0].totals().lost(LossCause::WriterDied), 6);
+        let out = index.processes[0].totals().rotated_out;
+        assert_eq!((out.lost(LossCause::Refused), out.lost_total()), (9, 55));
         for cut in 0..bytes.len() {
             assert!(decode(&bytes[..cut]).is_err());
         }

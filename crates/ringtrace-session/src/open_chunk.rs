@@ -28,6 +28,11 @@ pub(crate) struct Done {
     /// Bytes the `.open` file had (counted on disk until now).
     pub open_bytes: u64,
     pub last_ts: u64,
+    /// Events its pages' headers said were lost (`lost`).
+    pub page_lost: u64,
+    /// Events its loss entries said were lost, by cause (the order of
+    /// `LossCause::ALL`).
+    pub lost_by_cause: [u64; 4],
 }
 
 /// A failed step: the file and the step, with the system's error.
@@ -46,6 +51,10 @@ pub(crate) struct OpenChunk {
     first_ts: Option<u64>,
     pub pages: u64,
     pub events: u64,
+    /// What its entries say was lost: pages' `lost`, loss entries by
+    /// cause (kept for `max_size`, which counts them when it deletes it).
+    pub page_lost: u64,
+    pub lost_by_cause: [u64; 4],
     opened: Instant,
 }
 
@@ -71,6 +80,8 @@ impl OpenChunk {
             first_ts: None,
             pages: 0,
             events: 0,
+            page_lost: 0,
+            lost_by_cause: [0; 4],
             opened: Instant::now(),
         })
     }
@@ -193,6 +204,8 @@ impl OpenChunk {
             disk_bytes,
             open_bytes: self.len,
             last_ts,
+            page_lost: self.page_lost,
+            lost_by_cause: self.lost_by_cause,
         }
     }
 }

@@ -278,17 +278,23 @@ impl ProcessWriter {
                 }
             };
             let mut last_ts = self.cpus[cpu].last_ts;
-            let (mut pages, mut events) = (0, 0);
+            let (mut pages, mut events, mut page_lost) = (0, 0, 0);
+            let mut lost_by_cause = [0u64; 4];
             self.count(cpu, |c| {
                 for (i, e) in batch.entries[from..to].iter().enumerate() {
                     let len = (e.end - batch.start_of(from + i)) as u64;
                     e.count_written(c, len);
-                    if let Held::Page { events: n, .. } = e.held {
-                        pages += 1;
-                        events += n;
-                        if n > 0 {
-                            last_ts = Some(e.last);
+                    match e.held {
+                        Held::Page { events: n, lost } => {
+                            pages += 1;
+                            events += n;
+                            page_lost += lost;
+                            if n > 0 {
+                                last_ts = Some(e.last);
+                            }
                         }
+                        Held::Loss { count, cause } => lost_by_cause[cause.index()] += count,
+                        Held::Fill => {}
                     }
                 }
             });
@@ -296,6 +302,10 @@ impl ProcessWriter {
             if let Some(open) = self.cpus[cpu].open.as_mut() {
                 open.pages += pages;
                 open.events += events;
+                open.page_lost += page_lost;
+                for (a, b) in open.lost_by_cause.iter_mut().zip(lost_by_cause) {
+                    *a += b;
+                }
             }
             self.rotate_after_append(cpu);
             from = to;

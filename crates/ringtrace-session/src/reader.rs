@@ -262,15 +262,14 @@ impl Session {
         let mut cpus = Vec::new();
         let mut owners = Vec::new();
         for cpu in 0..info.header.cpus {
-            let first_kept = indexed
-                .and_then(|p| p.cpus.get(cpu))
-                .map_or(0, |c| c.first_kept);
+            let kept = indexed.and_then(|p| p.cpus.get(cpu));
             let owner = Owner {
                 pid: info.pid,
                 start: info.start,
                 cpu,
                 page_size: info.header.page_size,
-                first_kept,
+                first_kept: kept.map_or(0, |c| c.first_kept),
+                rotated: kept.map_or_else(RotatedOut::default, |c| c.counters.rotated_out),
             };
             if self.streamed.is_some() {
                 let mut recovery = ringtrace_ring::file::CpuRecovery::new(cpu);

@@ -173,6 +173,9 @@ impl Shared {
                         events: k.done.events,
                         raw_bytes: k.done.raw_bytes,
                         disk_bytes: k.done.disk_bytes,
+                        page_lost: k.done.page_lost,
+                        lost_by_cause: k.done.lost_by_cause,
+                        last_ts: k.done.last_ts,
                     };
                     c.counters.rotated_out.add(&out);
                     c.counters.disk_bytes = c.counters.disk_bytes.saturating_sub(out.disk_bytes);

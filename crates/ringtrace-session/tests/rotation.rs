@@ -235,3 +235,102 @@ fn a_drained_round_makes_the_chunks_page_by_page_appends_make() {
         "every event reads back"
     );
 }
+
+/// Losses recorded in chunks that `max_size` deletes are still counted:
+/// by cause in the index, and by every reader before the first event
+/// kept (or, for a CPU with nothing kept, as its only notes).
+#[test]
+fn max_size_keeps_counting_the_losses_of_the_chunks_it_deletes() {
+    use ringtrace_session::LossCause;
+    let tmp = TempDir::new("session-max-size-losses");
+    let dir = tmp.path().join("s");
+    let options = SessionOptions::default()
+        .rotate_size(8 * 1024)
+        .max_size(Some(64 * 1024))
+        .compression(ringtrace_session::Compression::None);
+    let session = SessionWriter::create(&dir, options).unwrap();
+    let ring = ring(2);
+    let mut process = session.add_process(info(&ring, 1, 2)).unwrap();
+    // CPU 1 writes a loss and a few chunks first, then only CPU 0 goes
+    // on, with a loss in each of its early rounds: every chunk of CPU 1
+    // and CPU 0's oldest are deleted.
+    process.append_loss(1, 1, 7, LossCause::Refused).unwrap();
+    let cpu1 = dir.join("1-2/cpu1");
+    // Pages until two chunks are finished and none is open (the next is
+    // made by the next append, which never comes).
+    'cpu1: for round in 0..10 {
+        for p in pages(&ring, 1, &payloads(round, 60)) {
+            process.append_page(1, &p.bytes).unwrap();
+            if chunks(&cpu1, ".chunk").len() == 2 && chunks(&cpu1, ".open").is_empty() {
+                break 'cpu1;
+            }
+        }
+    }
+    assert_eq!(chunks(&cpu1, ".chunk").len(), 2);
+    for round in 10..40u8 {
+        let batch = pages(&ring, 0, &payloads(round, 180));
+        if round < 19 {
+            let ts = events_of(&batch)[0].0.saturating_sub(1);
+            process
+                .append_loss(0, ts, 3, LossCause::BlockedTooLong)
+                .unwrap();
+        }
+        for p in &batch {
+            process.append_page(0, &p.bytes).unwrap();
+        }
+    }
+    let summary = process.finish(ProcessExit::Exited(0)).unwrap();
+    session.finish().unwrap();
+    let rotated = summary.totals.rotated_out;
+    assert_eq!(rotated.lost(LossCause::Refused), 7, "{rotated:?}");
+    assert!(rotated.lost(LossCause::BlockedTooLong) > 0, "{rotated:?}");
+    assert!(chunks(&dir.join("1-2/cpu1"), ".chunk").is_empty());
+    for streamed in [false, true] {
+        let read = if streamed {
+            Session::open_streamed(&dir).unwrap()
+        } else {
+            Session::open(&dir).unwrap()
+        };
+        assert_eq!(read.rotated_out(), rotated);
+        let recovery = &read.recoveries()[0];
+        // CPU 1: nothing kept, its loss still there.
+        let notes1: Vec<_> = recovery.cpus[1]
+            .loss_notes
+            .iter()
+            .map(|n| (n.count, n.why.clone()))
+            .collect();
+        assert_eq!(notes1, [(7, "refused".to_owned())], "streamed: {streamed}");
+        // CPU 0: every blocked loss, deleted or kept, is counted once.
+        let (notes, lost_before): (u64, u64) = if streamed {
+            use ringtrace_ring::file::EventSource;
+            let (mut n, mut l) = (0, 0);
+            for b in read.batches(0, 0) {
+                n += b.loss_notes.iter().map(|n| n.count).sum::<u64>();
+                l += b.events.iter().map(|e| e.lost_before).sum::<u64>();
+            }
+            (n, l)
+        } else {
+            let c = &recovery.cpus[0];
+            (
+                c.loss_notes.iter().map(|n| n.count).sum(),
+                c.events.iter().map(|e| e.lost_before).sum(),
+            )
+        };
+        assert_eq!(notes, 9 * 3, "streamed: {streamed}");
+        assert_eq!(lost_before, 9 * 3, "streamed: {streamed}");
+        if !streamed {
+            let listed: u64 = read
+                .losses()
+                .iter()
+                .filter(|l| l.cause == LossCause::BlockedTooLong)
+                .map(|l| l.count)
+                .sum();
+            assert_eq!(listed, 9 * 3);
+            assert_eq!(
+                summary.totals.lost(LossCause::BlockedTooLong),
+                9 * 3,
+                "the index counts each loss once"
+            );
+        }
+    }
+}

@@ -1351,10 +1351,11 @@ fn read_inputs(
             let rotated = session.rotated_out();
             if rotated.chunks > 0 {
                 say(format_args!(
-                    "ringtrace: {}: {} events in {} chunks were rotated out (deleted by the recorder's --max-size, oldest first) and are not in this read",
+                    "ringtrace: {}: {} events in {} chunks were rotated out (deleted by the recorder's --max-size, oldest first) and are not in this read{}",
                     f.display(),
                     rotated.events,
-                    rotated.chunks
+                    rotated.chunks,
+                    ringtrace_cli::record::rotated_losses(&rotated)
                 ));
             }
             let processes = session.recoveries();

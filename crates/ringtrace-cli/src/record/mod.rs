@@ -183,8 +183,19 @@ pub fn rotated_out_line(r: &ringtrace_session::RotatedOut) -> Option<String> {
         format!(
             "rotated out to keep the session under --max-size: {} events in {} chunks ({} pages, {} bytes on disk), the oldest; the counts above include them, the session no longer holds them",
             r.events, r.chunks, r.pages, r.disk_bytes
-        )
+        ) + &rotated_losses(r)
     })
+}
+
+/// The losses the rotated-out chunks recorded, which readers still count
+/// (before the first event kept), as a clause: empty when there were none.
+pub fn rotated_losses(r: &ringtrace_session::RotatedOut) -> String {
+    match r.lost_total() {
+        0 => String::new(),
+        n => format!(
+            "; the {n} events they recorded as lost are still counted, before the first event kept"
+        ),
+    }
 }
 
 /// A ring file given to `--attach`, as far as telling it from another.
