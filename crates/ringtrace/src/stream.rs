@@ -8,7 +8,7 @@
 
 use ringtrace_clock::{AnyClock, Clock as _};
 use ringtrace_ring::file::ExitTime;
-use ringtrace_ring::RingBuffer;
+use ringtrace_ring::{register_exit_handler, ExitHandler, RingBuffer};
 use ringtrace_session::{
     Drainer, ProcessExit, ProcessInfo, RingRecords, SessionOptions, SessionSummary, SessionWriter,
 };
@@ -54,45 +54,15 @@ pub(crate) struct Stream {
 static LIVE: Mutex<Vec<Arc<Stream>>> = Mutex::new(Vec::new());
 static AT_EXIT: Once = Once::new();
 
-#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-extern "C" {
-    /// glibc's `on_exit(3)`: as `atexit`, and the handler is given the
-    /// status passed to `exit`.
-    fn on_exit(
-        function: extern "C" fn(libc::c_int, *mut libc::c_void),
-        arg: *mut libc::c_void,
-    ) -> libc::c_int;
-}
+/// The exit handler: finishes every stream still running.
+struct FinishAll;
 
-/// Registers the exit handler: by `on_exit` where glibc has it (the exit
-/// code then goes into each session), else by `atexit`.
-fn register_exit_handler() {
-    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-    // SAFETY: `finish_all_exited_with` is an `extern "C" fn` that never
-    // unwinds and ignores its argument, which is null; on_exit only
-    // records the pair.
-    unsafe {
-        on_exit(finish_all_exited_with, std::ptr::null_mut());
+impl ExitHandler for FinishAll {
+    /// It never unwinds: it catches a clock's panic, and only takes locks
+    /// of its own and joins threads.
+    fn exited(code: Option<u8>) {
+        finish_all(code);
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
-    // SAFETY: registers a plain extern "C" function with no arguments; it
-    // only takes locks of its own and joins threads.
-    unsafe {
-        libc::atexit(finish_all_at_exit);
-    }
-}
-
-/// The exit handler where the exit status is told: the code a parent
-/// sees, the status's low byte.
-#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-extern "C" fn finish_all_exited_with(status: libc::c_int, _: *mut libc::c_void) {
-    finish_all(Some(status as u8));
-}
-
-/// The exit handler where it is not.
-#[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
-extern "C" fn finish_all_at_exit() {
-    finish_all(None);
 }
 
 /// Finishes every stream still running, noting the exit (with `code` if
@@ -207,7 +177,11 @@ impl Stream {
             thread: Mutex::new(Some(thread)),
             dir: target.dir.clone(),
         });
-        AT_EXIT.call_once(register_exit_handler);
+        AT_EXIT.call_once(|| {
+            // By `on_exit` where glibc has it (the exit code then goes into
+            // each session), else by `atexit`.
+            register_exit_handler::<FinishAll>();
+        });
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::clone(&stream));

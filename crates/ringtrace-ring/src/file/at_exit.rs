@@ -53,6 +53,7 @@ use super::{STATUS_CLOSED, STATUS_EXITED, STATUS_OPEN};
 use crate::order;
 use crate::page::zeroed::ZeroedSlice;
 use crate::sync::AtomicU64;
+use crate::{register_exit_handler, ExitHandler};
 use ringtrace_clock::Clock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError, Weak};
@@ -111,7 +112,7 @@ unsafe fn read_as<C: Clock>(clock: *const ()) -> u64 {
 /// Every file ring's status word, weakly: what the exit handler marks.
 static LIVE: Mutex<Vec<Weak<StatusWord>>> = Mutex::new(Vec::new());
 
-/// Registers the exit handler ([`register_exit_handler`]), once per process.
+/// Registers the exit handler ([`MarkAll`]), once per process.
 static AT_EXIT: Once = Once::new();
 
 impl StatusWord {
@@ -126,7 +127,12 @@ impl StatusWord {
             pid: std::process::id(),
             clock: Mutex::new(None),
         });
-        AT_EXIT.call_once(register_exit_handler);
+        AT_EXIT.call_once(|| {
+            // By `on_exit` where glibc has it (the exit code is then known),
+            // else by `atexit`. A failure (no room) leaves rings to be
+            // closed by their drop alone.
+            register_exit_handler::<MarkAll>();
+        });
         let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&status));
@@ -233,46 +239,14 @@ impl StatusWord {
     }
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-extern "C" {
-    /// glibc's `on_exit(3)`: as `atexit`, and the handler is given the
-    /// status passed to `exit`.
-    fn on_exit(
-        function: extern "C" fn(libc::c_int, *mut libc::c_void),
-        arg: *mut libc::c_void,
-    ) -> libc::c_int;
-}
+/// The exit handler: marks every file ring still alive exited.
+struct MarkAll;
 
-/// Registers the exit handler: by `on_exit` where glibc has it (the exit
-/// code is then known), else by `atexit`. A failure (no room) leaves rings
-/// to be closed by their drop alone.
-fn register_exit_handler() {
-    #[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-    // SAFETY: `mark_all_exited_with` is an `extern "C" fn` that never
-    // unwinds (it catches a clock's panic) and ignores its argument, which
-    // is null; on_exit only records the pair.
-    unsafe {
-        on_exit(mark_all_exited_with, std::ptr::null_mut());
+impl ExitHandler for MarkAll {
+    /// It never unwinds: it catches a clock's panic.
+    fn exited(code: Option<u8>) {
+        mark_all(code);
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
-    // SAFETY: `mark_all_exited` is an `extern "C" fn()` that never unwinds
-    // (it catches a clock's panic); atexit only records it.
-    unsafe {
-        libc::atexit(mark_all_exited);
-    }
-}
-
-/// The exit handler where the exit status is told.
-#[cfg(all(target_os = "linux", target_env = "gnu", not(miri)))]
-extern "C" fn mark_all_exited_with(status: libc::c_int, _: *mut libc::c_void) {
-    // The code a parent sees: the status's low byte.
-    mark_all(Some(status as u8));
-}
-
-/// The exit handler where it is not.
-#[cfg(not(all(target_os = "linux", target_env = "gnu", not(miri))))]
-extern "C" fn mark_all_exited() {
-    mark_all(None);
 }
 
 /// Marks every file ring still alive exited, with `code` if known.
