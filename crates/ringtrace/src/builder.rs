@@ -381,6 +381,14 @@ impl TracerBuilder {
     /// `ringtrace record` session, use [`from_env`](Self::from_env)
     /// instead: there the recorder drains the ring.
     ///
+    /// A program killed (SIGKILL, a crash) takes with it the events its
+    /// consumer had not drained yet, which were in its memory. To keep
+    /// them, put the ring in a file as well ([`file`](Self::file), outside
+    /// `dir`): the session then holds what was drained, and the ring file
+    /// what was left (`ringtrace dump FILE`, or
+    /// [`ring::file::recover`](crate::ring::file::recover)); the two never
+    /// hold the same event.
+    ///
     /// ```
     /// use ringtrace::{Mode, Tracer};
     /// let dir = std::env::temp_dir().join(format!("ringtrace-stream-doc-{}", std::process::id()));

@@ -24,6 +24,9 @@ fn child_entry() {
     let Ok(dir) = std::env::var(DIR) else {
         return;
     };
+    if std::env::var(HOW).as_deref() == Ok("killed") {
+        killed_with_its_ring_in_a_file(std::path::Path::new(&dir));
+    }
     let tracer = Tracer::builder()
         .blocking(Duration::from_secs(5))
         .buffer_size(64 * 1024)
@@ -49,6 +52,25 @@ fn child_entry() {
         tracer.install().unwrap();
     }
     std::process::exit(3);
+}
+
+/// The child, killed: its ring in a file beside the session, streamed;
+/// EVENTS written (blocking, so none refused), then SIGKILL, with events
+/// still in the ring that the consumer has not drained.
+fn killed_with_its_ring_in_a_file(dir: &std::path::Path) -> ! {
+    let tracer = Tracer::builder()
+        .blocking(Duration::from_secs(5))
+        .buffer_size(256 * 1024)
+        .file(dir.with_extension("ring"))
+        .stream_to(dir)
+        .build()
+        .unwrap();
+    for i in 0..EVENTS {
+        tracer.write(&i.to_le_bytes()).unwrap();
+    }
+    // SAFETY: raise has no preconditions; SIGKILL ends the process here.
+    unsafe { libc::raise(libc::SIGKILL) };
+    unreachable!("SIGKILL returned");
 }
 
 fn events(dir: &std::path::Path) -> Vec<u32> {
@@ -179,4 +201,68 @@ fn a_stream_into_a_bad_directory_is_refused_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("stream_to"), "{err}");
+}
+
+/// A streaming program killed by SIGKILL loses what its consumer had not
+/// drained only if its ring was in memory: with its ring in a file, the
+/// session holds what was drained and the ring file the rest, which
+/// `recover` reads. Between them every event written is there once, or
+/// counted lost (the page a killed consumer held).
+#[test]
+fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = TempDir::new("stream-killed");
+    let dir = tmp.path().join("trace");
+    let status = self_command()
+        .args(["--exact", "child_entry", "--test-threads=1"])
+        .env(DIR, &dir)
+        .env(HOW, "killed")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    let drained = events(&dir);
+    let ring = ringtrace::ring::file::recover(dir.with_extension("ring")).unwrap();
+    assert!(
+        matches!(ring.writer, WriterState::Died),
+        "{:?}",
+        ring.writer
+    );
+    let mut left: Vec<u32> = ring
+        .cpus
+        .iter()
+        .flat_map(|c| &c.events)
+        .map(|e| u32::from_le_bytes(e.payload[..4].try_into().unwrap()))
+        .collect();
+    left.sort_unstable();
+    let lost: u64 = ring
+        .cpus
+        .iter()
+        .flat_map(|c| &c.events)
+        .map(|e| e.lost_before)
+        .sum::<u64>()
+        + ring
+            .cpus
+            .iter()
+            .flat_map(|c| &c.loss_notes)
+            .filter(|n| n.before == usize::MAX)
+            .map(|n| n.count)
+            .sum::<u64>();
+    eprintln!(
+        "DBG drained {} left {} lost {lost}",
+        drained.len(),
+        left.len()
+    );
+    let mut all = [drained.clone(), left.clone()].concat();
+    all.sort_unstable();
+    let before = all.len();
+    all.dedup();
+    let twice = before - all.len();
+    assert!(
+        twice == 0 && all.len() as u64 + lost >= u64::from(EVENTS),
+        "{} drained, {} left in the ring, {twice} in both, {lost} counted lost, of {EVENTS}",
+        drained.len(),
+        left.len()
+    );
+    assert!(all.iter().all(|&i| i < EVENTS));
 }

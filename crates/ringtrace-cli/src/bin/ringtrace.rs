@@ -1397,6 +1397,20 @@ fn same_ring_twice(
     (new..recoveries.len()).find_map(|j| {
         let again = &recoveries[j];
         let i = recoveries[..j].iter().position(|r| key(r) == key(again))?;
+        let (a, b) = (from.get(i)?, from.get(j)?);
+        if a.is_dir() != b.is_dir() {
+            // A session and the ring file it drained (a streaming
+            // program's, kept in a file): not copies but two halves.
+            let (session, file) = if a.is_dir() { (a, b) } else { (b, a) };
+            return Some(format!(
+                "{} is the ring file of process {}, which session {} drained: the session holds the events drained from it, the file only those left undrained (a program killed while streaming); read each on its own: `ringtrace dump {}`, `ringtrace dump {}`",
+                file.display(),
+                again.header.pid,
+                session.display(),
+                session.display(),
+                file.display()
+            ));
+        }
         Some(format!(
             "{} holds the same ring as {} (process {}, opened at {} ns since the epoch): a copy of it; give each ring once",
             from.get(j)?.display(),
