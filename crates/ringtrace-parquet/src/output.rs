@@ -143,11 +143,13 @@ fn beside(dir: &Path, what: &str) -> PathBuf {
 }
 
 /// The temporary directory the tables are written in; removed when
-/// dropped unless committed.
+/// dropped unless committed, and by SIGINT, SIGTERM or SIGHUP ending the
+/// process (`_registered`, dropped after `drop` has run).
 pub(crate) struct Staging {
     pub tmp: PathBuf,
     target: PathBuf,
     committed: bool,
+    _registered: ringtrace_export::export::interrupt::Temporary,
 }
 
 impl Staging {
@@ -158,11 +160,13 @@ impl Staging {
             // Left by a process of our pid that died: ours to remove.
             std::fs::remove_dir_all(&tmp).map_err(|e| ParquetError::io(&tmp, "remove", e))?;
         }
+        let registered = ringtrace_export::export::interrupt::Temporary::dir(&tmp);
         std::fs::create_dir(&tmp).map_err(|e| ParquetError::io(&tmp, "create", e))?;
         Ok(Staging {
             tmp,
             target: dir.to_owned(),
             committed: false,
+            _registered: registered,
         })
     }
 

@@ -10,6 +10,7 @@
 pub mod chrome;
 mod ctf;
 mod guard;
+pub mod interrupt;
 pub mod output;
 mod perfetto;
 mod trace_cmd;

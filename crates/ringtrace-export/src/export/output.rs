@@ -20,7 +20,10 @@
 //! A temporary name is hidden, in the target's directory (so the rename is
 //! atomic), marked with the pid and a counter, and short whatever the
 //! target's name: at most [`NAME_PREFIX`] bytes of that name are kept.
+//! While it exists it is registered with [`interrupt`](super::interrupt),
+//! so that SIGINT, SIGTERM or SIGHUP ending the process removes it too.
 
+use super::interrupt::Temporary;
 use super::ExportError;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -186,19 +189,23 @@ fn prefix(name: &[u8], max: usize) -> &[u8] {
 }
 
 /// Creates, with `create`, a new temporary file or directory beside
-/// `path` and returns its name with what `create` made. `create` must
-/// fail with `AlreadyExists` on a name that is taken (`create_new`,
-/// `create_dir`): a stale temporary file is never reused, nor a link
-/// planted at its name written through; the next name is tried instead.
+/// `path` and returns its name with what `create` made and its
+/// registration, made before it (`register`): hold that until it is
+/// renamed or removed. `create` must fail with `AlreadyExists` on a name
+/// that is taken (`create_new`, `create_dir`): a stale temporary file is
+/// never reused, nor a link planted at its name written through; the next
+/// name is tried instead.
 fn create_temporary<T>(
     target: &Path,
     path: &Path,
+    register: fn(&Path) -> Temporary,
     create: impl Fn(&Path) -> std::io::Result<T>,
-) -> Result<(PathBuf, T), ExportError> {
+) -> Result<(PathBuf, T, Temporary), ExportError> {
     for _ in 0..MAX_ATTEMPTS {
         let tmp = temporary(target, path)?;
+        let registered = register(&tmp);
         match create(&tmp) {
-            Ok(made) => return Ok((tmp, made)),
+            Ok(made) => return Ok((tmp, made, registered)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(failed(target, e)),
         }
@@ -222,7 +229,7 @@ fn write_replacing(
             .create_new(true)
             .open(tmp)
     };
-    let (tmp, file) = create_temporary(target, path, new_file)?;
+    let (tmp, file, registered) = create_temporary(target, path, Temporary::file, new_file)?;
     let result = (|| {
         let mut out = std::io::BufWriter::new(file);
         fill(&mut out)?;
@@ -235,6 +242,8 @@ fn write_replacing(
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    // Renamed or removed: a signal from now on has nothing to remove.
+    drop(registered);
     result
 }
 
@@ -290,7 +299,8 @@ pub fn write_dir(
             "it exists and is not a directory",
         ));
     }
-    let (tmp, ()) = create_temporary(target, &path, |tmp| std::fs::create_dir(tmp))?;
+    let new_dir = |tmp: &Path| std::fs::create_dir(tmp);
+    let (tmp, (), registered) = create_temporary(target, &path, Temporary::dir, new_dir)?;
     let result = (|| {
         fill(&tmp)?;
         if path.exists() {
@@ -301,6 +311,7 @@ pub fn write_dir(
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
+    drop(registered);
     result
 }
 
