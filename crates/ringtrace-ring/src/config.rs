@@ -146,7 +146,8 @@ pub struct RingConfig {
     pub write_path: crate::WritePath,
     /// Discard mode only: how long a writer that finds its buffer full
     /// waits for a reader to make room before it gives up and the event
-    /// is refused and counted ([`Stats::timed_out`](crate::Stats::timed_out)).
+    /// is refused ([`ReserveError::TimedOut`](crate::ReserveError::TimedOut))
+    /// and counted ([`Stats::timed_out`](crate::Stats::timed_out)).
     /// A writer refused because the page it needs is busy (another
     /// writer's reservation still open in it, or its claimer still
     /// zeroing it) waits the same way, for that thread to run.

@@ -17,7 +17,7 @@ pub enum ConfigError {
         max: usize,
     },
     /// The per-CPU buffer would hold fewer than two pages, or too many.
-    #[error("per-CPU size {given} bytes makes {pages} page{} of {page_size} bytes; a CPU buffer has from 2 to {max_pages} pages, so from {} to {} bytes at this page size (a larger page size allows more)", if *.pages == 1 { "" } else { "s" }, .page_size + 1, .max_pages.saturating_mul(*.page_size))]
+    #[error("per-CPU size {given} bytes makes {pages} page{} of {page_size} bytes; a CPU buffer has from 2 to {max_pages} pages, so from {} to {} bytes at this page size{}", if *.pages == 1 { "" } else { "s" }, .page_size + 1, .max_pages.saturating_mul(*.page_size), other_page_size(*.pages, *.page_size))]
     BufferSize {
         /// What was asked for, in bytes.
         given: usize,
@@ -117,4 +117,17 @@ pub enum ConfigError {
         /// The machine's physical memory.
         memory: usize,
     },
+}
+
+/// What another page size would allow, for a buffer of `pages` pages of
+/// `page_size` bytes out of range: a clause, empty where no other page
+/// size helps.
+fn other_page_size(pages: usize, page_size: usize) -> &'static str {
+    if pages < 2 && page_size > crate::config::MIN_PAGE_SIZE {
+        " (a smaller page size allows a smaller buffer)"
+    } else if pages >= 2 && page_size < crate::config::MAX_PAGE_SIZE {
+        " (a larger page size allows a larger buffer)"
+    } else {
+        ""
+    }
 }

@@ -74,6 +74,7 @@ struct Refused {
     busy: u64,
     preparing: u64,
     too_large: u64,
+    timed_out: u64,
 }
 
 impl Refused {
@@ -83,6 +84,7 @@ impl Refused {
             busy: stats.busy,
             preparing: stats.preparing,
             too_large: stats.too_large,
+            timed_out: stats.timed_out,
         }
     }
 }
@@ -103,6 +105,7 @@ fn attempts<C: Clock>(
             Err(ReserveError::Busy) => refused.busy += 1,
             Err(ReserveError::Preparing) => refused.preparing += 1,
             Err(ReserveError::TooLarge { .. }) => refused.too_large += 1,
+            Err(ReserveError::TimedOut) => refused.timed_out += 1,
         }
     }
     accepted

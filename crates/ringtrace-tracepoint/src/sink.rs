@@ -23,6 +23,9 @@ static DROPPED_BUSY: AtomicU64 = AtomicU64::new(0);
 static DROPPED_PREPARING: AtomicU64 = AtomicU64::new(0);
 /// ... because the event cannot fit in a page (the ring's `too_large`).
 static DROPPED_TOO_LARGE: AtomicU64 = AtomicU64::new(0);
+/// ... because a blocking ring stayed full for its whole timeout (the
+/// ring's `timed_out`).
+static DROPPED_TIMED_OUT: AtomicU64 = AtomicU64::new(0);
 
 /// Makes `ring` the ring that enabled tracepoints record into, once per
 /// process.
@@ -141,6 +144,9 @@ pub struct Dropped {
     pub preparing: u64,
     /// The event was larger than a page holds ([`ReserveError::TooLarge`]).
     pub too_large: u64,
+    /// The sink ring blocks, and stayed full for its whole timeout
+    /// ([`ReserveError::TimedOut`]).
+    pub timed_out: u64,
 }
 
 impl Dropped {
@@ -150,10 +156,10 @@ impl Dropped {
     }
 
     /// The ones the sink ring refused, `full + busy + preparing +
-    /// too_large`: each is also one of the ring's
+    /// too_large + timed_out`: each is also one of the ring's
     /// [`missed`](ringtrace_ring::Stats::missed).
     pub fn refused(&self) -> u64 {
-        self.full + self.busy + self.preparing + self.too_large
+        self.full + self.busy + self.preparing + self.too_large + self.timed_out
     }
 }
 
@@ -172,6 +178,7 @@ pub fn dropped_by_cause() -> Dropped {
         busy: DROPPED_BUSY.load(Ordering::Relaxed),
         preparing: DROPPED_PREPARING.load(Ordering::Relaxed),
         too_large: DROPPED_TOO_LARGE.load(Ordering::Relaxed),
+        timed_out: DROPPED_TIMED_OUT.load(Ordering::Relaxed),
     }
 }
 
@@ -294,6 +301,7 @@ fn count_refused(e: ReserveError) {
         ReserveError::Busy => &DROPPED_BUSY,
         ReserveError::Preparing => &DROPPED_PREPARING,
         ReserveError::TooLarge { .. } => &DROPPED_TOO_LARGE,
+        ReserveError::TimedOut => &DROPPED_TIMED_OUT,
     };
     // Relaxed: a statistic, as the others.
     cause.fetch_add(1, Ordering::Relaxed);

@@ -248,9 +248,11 @@ impl TracerBuilder {
     /// Discard mode in which a writer that finds its buffer full waits up
     /// to `timeout` for a reader (a recorder draining the ring) to make
     /// room (and one that finds the page it needs still held by a
-    /// preempted writer waits for that writer), then gives up and counts the event lost
-    /// ([`Stats::timed_out`](ringtrace_ring::Stats::timed_out)): LTTng's
-    /// blocking mode. A signal handler must not wait: one that writes
+    /// preempted writer waits for that writer), then gives up: the write
+    /// returns [`ReserveError::TimedOut`](crate::ReserveError::TimedOut),
+    /// counted as refused ([`Stats::missed`](ringtrace_ring::Stats::missed))
+    /// and, of those, as [`Stats::timed_out`](ringtrace_ring::Stats::timed_out):
+    /// LTTng's blocking mode. A signal handler must not wait: one that writes
     /// enters a [`SignalScope`](ringtrace_ring::SignalScope) first
     /// (`let _scope = SignalScope::enter();`), and its writes are then
     /// refused at once instead. The ring cannot tell a handler from a
@@ -387,7 +389,11 @@ impl TracerBuilder {
     /// `dir`): the session then holds what was drained, and the ring file
     /// what was left (`ringtrace dump FILE`, or
     /// [`ring::file::recover`](crate::ring::file::recover)); the two never
-    /// hold the same event.
+    /// hold the same event. The consumer's last round (the pages it had
+    /// read and not yet written, a few per CPU) is in neither: the file
+    /// counts those events as read by a consumer (its `read`), beyond
+    /// what the session holds, and `ringtrace dump` given both says how
+    /// many.
     ///
     /// ```
     /// use ringtrace::{Mode, Tracer};

@@ -88,6 +88,17 @@ impl Source {
             });
         }
         if meta.len() == 0 {
+            // A file of /proc or /sys says 0 bytes and yet has some.
+            let mut probe = [0u8; 1];
+            if matches!(
+                std::os::unix::fs::FileExt::read_at(&file, &mut probe, 0),
+                Ok(1)
+            ) {
+                return Err(FileError::NotRegular {
+                    path: path.to_owned(),
+                    kind: "pseudo-file (its size reads 0, yet it has bytes: /proc, /sys)",
+                });
+            }
             return Err(FileError::Empty {
                 path: path.to_owned(),
             });

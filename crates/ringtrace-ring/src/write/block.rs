@@ -91,6 +91,7 @@ pub(crate) fn count_refusal(rare: &RareCounters, refusal: ReserveError) {
     rare.refused(match refusal {
         ReserveError::Busy => Some(&rare.busy),
         ReserveError::Preparing => Some(&rare.preparing),
+        ReserveError::TimedOut => Some(&rare.timed_out),
         _ => None,
     });
 }
@@ -101,7 +102,8 @@ pub(crate) fn count_refusal(rare: &RareCounters, refusal: ReserveError) {
 /// runs), tries `attempt` on the same buffer again, backing off, for up to
 /// `wait`. A write that runs out of time counts one refusal, in `missed`
 /// and `timed_out` (not in `busy`, whatever its last cause), and returns
-/// its last error; one that may not wait counts `first` as such.
+/// [`ReserveError::TimedOut`]; one that may not wait counts `first` as
+/// such.
 #[cold]
 #[inline(never)]
 pub(crate) fn wait_for_room<T>(
@@ -120,12 +122,12 @@ pub(crate) fn wait_for_room<T>(
         back_off(tries, deadline);
         tries = tries.saturating_add(1);
         match attempt() {
-            Err(e @ (ReserveError::Full | ReserveError::Busy | ReserveError::Preparing)) => {
+            Err(ReserveError::Full | ReserveError::Busy | ReserveError::Preparing) => {
                 // Not counted by the attempt: counted here, once, if the
                 // wait is over.
                 if Instant::now() >= deadline {
                     rare.refused(Some(&rare.timed_out));
-                    return Err(e);
+                    return Err(ReserveError::TimedOut);
                 }
             }
             other => {

@@ -4,10 +4,11 @@ use thiserror::Error;
 
 /// Why a reservation failed.
 ///
-/// Closed on purpose (not `#[non_exhaustive]`): the four causes are what
-/// [`Stats`](crate::Stats) counts a refusal by (`missed` is their sum with
-/// the blocking writes that timed out), so a program may match them all,
-/// and a fifth would change the counts' meaning, not only add a name.
+/// Closed on purpose (not `#[non_exhaustive]`): each cause is the counter
+/// of [`Stats`](crate::Stats) a refusal is in (`missed` is their sum:
+/// `full`, `busy`, `preparing`, `too_large`, `timed_out`), so a program
+/// may match them all, and another would change the counts' meaning, not
+/// only add a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ReserveError {
     /// Discard mode, and the next page is not yet read.
@@ -38,4 +39,11 @@ pub enum ReserveError {
         /// The largest payload a page holds.
         max: usize,
     },
+    /// A blocking ring ([`RingConfig::block_for`](crate::RingConfig::block_for)):
+    /// the write waited its whole timeout for room (the buffer full, or the
+    /// page to reuse busy or being prepared, all that time) and gave up.
+    /// Counted in [`Stats::timed_out`](crate::Stats::timed_out), not in
+    /// `full`, `busy` nor `preparing`.
+    #[error("timed out: the buffer stayed full (or the page to reuse busy) for the whole blocking timeout")]
+    TimedOut,
 }
