@@ -203,7 +203,14 @@ fn prepare(dir: &Path) -> Result<bool, CreateError> {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => PathBuf::from("."),
     };
-    match fs::symlink_metadata(dir) {
+    // A symbolic link the user named is followed (a session on another
+    // disk); links inside the session are never made nor followed.
+    // A link to nothing is not a directory (its own metadata says so).
+    let named = fs::symlink_metadata(dir).map(|m| match m.file_type().is_symlink() {
+        true => fs::metadata(dir).unwrap_or(m),
+        false => m,
+    });
+    match named {
         Ok(m) if m.is_dir() => {
             check_empty(dir)?;
             return Ok(false);

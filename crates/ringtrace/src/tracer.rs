@@ -113,9 +113,33 @@ impl Tracer {
         } else {
             config.metadata.clone()
         };
+        // A ring file in the session directory would be taken for a
+        // session's file, or make the directory not empty: refused first.
+        let file = config.file.clone();
+        if let Some(file) = &file {
+            let absolute = |p: &std::path::Path| std::path::absolute(p).unwrap_or(p.to_owned());
+            if absolute(file).starts_with(absolute(&target.dir)) {
+                return Err(TracerError::Stream(format!(
+                    "the ring file {} is in the session directory {}: put it outside",
+                    file.display(),
+                    target.dir.display()
+                )));
+            }
+        }
+        // Made by this build (nothing there before): removed again if the
+        // stream cannot start, so that the same build can be retried.
+        let made = file.filter(|f| std::fs::symlink_metadata(f).is_err());
         let mut tracer = Tracer::from_parts(config, clock)?;
-        let stream = crate::stream::Stream::start(target, &tracer.ring, metadata)
-            .map_err(TracerError::Stream)?;
+        let stream = match crate::stream::Stream::start(target, &tracer.ring, metadata) {
+            Ok(stream) => stream,
+            Err(e) => {
+                drop(tracer);
+                if let Some(made) = made {
+                    let _ = std::fs::remove_file(made);
+                }
+                return Err(TracerError::Stream(e));
+            }
+        };
         tracer.stream = Some(stream);
         tracer.ring_holders = Arc::strong_count(&tracer.ring);
         Ok(tracer)

@@ -1401,9 +1401,22 @@ fn same_ring_twice(
         if a.is_dir() != b.is_dir() {
             // A session and the ring file it drained (a streaming
             // program's, kept in a file): not copies but two halves.
-            let (session, file) = if a.is_dir() { (a, b) } else { (b, a) };
+            let ((session, s), (file, f)) = if a.is_dir() {
+                ((a, &recoveries[i]), (b, again))
+            } else {
+                ((b, again), (a, &recoveries[i]))
+            };
+            let kept: u64 = s.cpus.iter().map(|c| c.counts.recovered).sum();
+            let left: u64 = f.cpus.iter().map(|c| c.counts.recovered).sum();
+            let read: u64 = f.cpus.iter().map(|c| c.file_stats.read).sum();
+            let unwritten = match read.saturating_sub(kept) {
+                0 => String::new(),
+                n => format!(
+                    "; {n} events its consumer read are in neither (read and not yet written when it was killed, or rotated out by a size limit)"
+                ),
+            };
             return Some(format!(
-                "{} is the ring file of process {}, which session {} drained: the session holds the events drained from it, the file only those left undrained (a program killed while streaming); read each on its own: `ringtrace dump {}`, `ringtrace dump {}`",
+                "{} is the ring file of process {}, which session {} drained: the session holds the {kept} events drained from it, the file the {left} left undrained (a program killed while streaming){unwritten}; read each on its own: `ringtrace dump {}`, `ringtrace dump {}`",
                 file.display(),
                 again.header.pid,
                 session.display(),
