@@ -117,17 +117,11 @@ fn export_signalled(
     }
     // SAFETY: kill with the pid of a child not yet waited for.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("did not end after signal {signal}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = ringtrace_testkit::wait_within(
+        &mut child,
+        HANG,
+        &format!("an export sent signal {signal}"),
+    );
     let said = std::fs::read_to_string(&stderr).unwrap_or_default();
     // Done just before the signal came (the output renamed into place,
     // the process killed while it printed its summary, or not at all).

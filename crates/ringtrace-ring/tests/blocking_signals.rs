@@ -83,18 +83,11 @@ fn a_blocking_write_gives_up_on_time_under_a_signal_storm() {
         .spawn()
         .unwrap();
     // A hang detector, not a timing: five waits of 100 ms end in far less.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("a blocking write under a signal storm never gave up");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = ringtrace_testkit::wait_within(
+        &mut child,
+        Duration::from_secs(30),
+        "a blocking write under a signal storm that never gave up",
+    );
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(status.success(), "{text}");

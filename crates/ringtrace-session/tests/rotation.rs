@@ -96,16 +96,22 @@ fn a_chunk_finishes_once_open_rotate_time_on_append_or_tick() {
     assert!(!read.has_problems());
 }
 
-#[test]
-fn max_size_deletes_the_oldest_chunks_and_counts_what_they_held() {
-    let tmp = TempDir::new("session-max-size");
+/// A session in a new temporary directory (`name`) whose chunks finish
+/// at about 8 KiB uncompressed, 64 KiB of them kept.
+fn kept_to_64k(name: &str) -> (TempDir, std::path::PathBuf, SessionWriter) {
+    let tmp = TempDir::new(name);
     let dir = tmp.path().join("s");
-    // Chunks of about 8 KiB uncompressed; keep 64 KiB of them.
     let options = SessionOptions::default()
         .rotate_size(8 * 1024)
         .max_size(Some(64 * 1024))
         .compression(ringtrace_session::Compression::None);
     let session = SessionWriter::create(&dir, options).unwrap();
+    (tmp, dir, session)
+}
+
+#[test]
+fn max_size_deletes_the_oldest_chunks_and_counts_what_they_held() {
+    let (_tmp, dir, session) = kept_to_64k("session-max-size");
     let ring = ring(2);
     let mut process = session.add_process(info(&ring, 1, 2)).unwrap();
     let mut all = [Vec::new(), Vec::new()];
@@ -242,13 +248,7 @@ fn a_drained_round_makes_the_chunks_page_by_page_appends_make() {
 #[test]
 fn max_size_keeps_counting_the_losses_of_the_chunks_it_deletes() {
     use ringtrace_session::LossCause;
-    let tmp = TempDir::new("session-max-size-losses");
-    let dir = tmp.path().join("s");
-    let options = SessionOptions::default()
-        .rotate_size(8 * 1024)
-        .max_size(Some(64 * 1024))
-        .compression(ringtrace_session::Compression::None);
-    let session = SessionWriter::create(&dir, options).unwrap();
+    let (_tmp, dir, session) = kept_to_64k("session-max-size-losses");
     let ring = ring(2);
     let mut process = session.add_process(info(&ring, 1, 2)).unwrap();
     // CPU 1 writes a loss and a few chunks first, then only CPU 0 goes

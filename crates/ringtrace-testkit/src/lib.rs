@@ -185,6 +185,28 @@ pub fn run_child(
     }
 }
 
+/// Waits for `child` to end, for up to `within` (a hang detector, not a
+/// timing); past that, kills and reaps it and panics saying `what`.
+/// Returns its exit status; its output, if piped, is still to be read.
+pub fn wait_within(
+    child: &mut std::process::Child,
+    within: std::time::Duration,
+    what: &str,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {within:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// `text` checked as a terminal would get it: UTF-8, no control byte but
 /// the newline, no C1 control, no bidi control or separator (U+061C,
 /// U+200E, U+200F, U+202A to U+202E, U+2066 to U+2069, U+2028, U+2029). Panics naming the first offending byte or character;
