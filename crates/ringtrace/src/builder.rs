@@ -392,8 +392,9 @@ impl TracerBuilder {
     /// hold the same event. The consumer's last round (the pages it had
     /// read and not yet written, a few per CPU) is in neither: the file
     /// counts those events as read by a consumer (its `read`), beyond
-    /// what the session holds, and `ringtrace dump` given both says how
-    /// many.
+    /// what the session holds. `ringtrace dump DIR FILE` (and `export`)
+    /// reads the two as one process, the file's events after the
+    /// session's, with that last round counted lost where it was.
     ///
     /// ```
     /// use ringtrace::{Mode, Tracer};

@@ -286,8 +286,10 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
 
 #[derive(clap::Args)]
 struct ExportArgs {
-    /// The ring files: one, or several (one per process), merged in time
-    /// order with each event's process shown.
+    /// The ring files or sessions: one, or several (one per process),
+    /// merged in time order with each event's process shown. A session
+    /// and the ring file its program streamed from (a program killed
+    /// while streaming) read as that one process.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<std::path::PathBuf>,
     /// Place each process's events by its wall-clock anchor, for ring
@@ -324,8 +326,10 @@ struct RecoverArgs {
 
 #[derive(clap::Args)]
 struct DumpArgs {
-    /// The ring files: one, or several (one per process), merged in time
-    /// order with each event's process shown.
+    /// The ring files or sessions: one, or several (one per process),
+    /// merged in time order with each event's process shown. A session
+    /// and the ring file its program streamed from (a program killed
+    /// while streaming) read as that one process.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<std::path::PathBuf>,
     /// Place each process's events by its wall-clock anchor, for ring
@@ -1271,6 +1275,11 @@ fn inputs(
 struct Inputs {
     recoveries: Vec<ringtrace::ring::file::Recovery>,
     sessions: Vec<(usize, ringtrace_session::Session)>,
+    /// A streamed session's process joined with its ring file: the
+    /// file's events of each CPU, given after the session's.
+    tails: Vec<(usize, Vec<Option<ringtrace::ring::file::EventBatch>>)>,
+    /// The session processes a ring file was joined into.
+    joined: Vec<usize>,
 }
 
 impl ringtrace::ring::file::EventSource for Inputs {
@@ -1283,7 +1292,12 @@ impl ringtrace::ring::file::EventSource for Inputs {
     ) -> Box<dyn Iterator<Item = ringtrace::ring::file::EventBatch> + '_> {
         for (first, session) in &self.sessions {
             if (*first..first + session.processes().len()).contains(&process) {
-                return session.batches(process - first, cpu);
+                let tail = self
+                    .tails
+                    .iter()
+                    .find(|(p, _)| *p == process)
+                    .and_then(|(_, t)| t.get(cpu).cloned().flatten());
+                return Box::new(session.batches(process - first, cpu).chain(tail));
             }
         }
         let events = self
@@ -1307,7 +1321,12 @@ fn read_inputs(
     let mut all = Inputs {
         recoveries: Vec::new(),
         sessions: Vec::new(),
+        tails: Vec::new(),
+        joined: Vec::new(),
     };
+    // Per recovery, per CPU: events a session's size limit deleted (none
+    // for a ring file).
+    let mut deleted: Vec<Vec<u64>> = Vec::new();
     // The same file or session twice (by another name, a symlink or a
     // hard link) would show every event twice: files are told apart by
     // device and inode.
@@ -1362,6 +1381,9 @@ fn read_inputs(
             if processes.is_empty() {
                 return Err(format!("{}: the session holds no process", f.display()).into());
             }
+            for p in session.processes() {
+                deleted.push(p.written.iter().map(|c| c.rotated_out.events).collect());
+            }
             if streamed {
                 all.sessions.push((all.recoveries.len(), session));
             }
@@ -1372,14 +1394,68 @@ fn read_inputs(
                 say(format_args!("ringtrace: {}: {problem}", f.display()));
             }
             all.recoveries.push(recovery);
+            deleted.push(Vec::new());
         }
         let new = from.len();
         from.resize(all.recoveries.len(), f);
-        if let Some(twice) = same_ring_twice(&all.recoveries, &from, new) {
-            return Err(twice.into());
+        match same_ring_twice(&all.recoveries, &from, new, &all.joined) {
+            None => {}
+            Some(Twice::Copy(why)) => return Err(why.into()),
+            Some(Twice::Halves { session, file }) => {
+                join_halves(&mut all, &mut from, &mut deleted, session, file, streamed);
+            }
         }
     }
     Ok(all)
+}
+
+/// Joins recovery `file` (a ring file) into recovery `session` (the same
+/// process from the session that drained it), as
+/// [`ringtrace_cli::halves::join`] says, and says so.
+fn join_halves(
+    all: &mut Inputs,
+    from: &mut Vec<&std::path::PathBuf>,
+    rotated: &mut Vec<Vec<u64>>,
+    session: usize,
+    file: usize,
+    streamed: bool,
+) {
+    let taken = all.recoveries.remove(file);
+    let file_path = from.remove(file);
+    rotated.remove(file);
+    // The file given first: every later index moves down one.
+    let session = if file < session { session - 1 } else { session };
+    for (first, _) in &mut all.sessions {
+        if *first > file {
+            *first -= 1;
+        }
+    }
+    for p in all.tails.iter_mut().map(|(p, _)| p).chain(&mut all.joined) {
+        if *p > file {
+            *p -= 1;
+        }
+    }
+    all.joined.push(session);
+    let (Some(into), Some(rot)) = (all.recoveries.get_mut(session), rotated.get(session)) else {
+        return;
+    };
+    let pid = into.header.pid;
+    let (joined, tails) = ringtrace_cli::halves::join(into, rot, taken, streamed);
+    if streamed {
+        all.tails.push((session, tails));
+    }
+    let unwritten = match joined.unwritten {
+        0 => String::new(),
+        n => format!(
+            "; {n} its consumer read and never wrote (it was killed) are counted lost there"
+        ),
+    };
+    say(format_args!(
+        "ringtrace: {} is the rest of process {pid} of session {}: its {} undrained events follow the session's{unwritten}",
+        file_path.display(),
+        from.get(session).map_or(String::new(), |p| p.display().to_string()),
+        joined.left
+    ));
 }
 
 /// Why a recovery from `new` on is one before it again (a copy of a ring
@@ -1390,7 +1466,8 @@ fn same_ring_twice(
     recoveries: &[ringtrace::ring::file::Recovery],
     from: &[&std::path::PathBuf],
     new: usize,
-) -> Option<String> {
+    joined: &[usize],
+) -> Option<Twice> {
     let key = |r: &ringtrace::ring::file::Recovery| {
         (r.header.pid, r.header.wall_ns, r.header.anchor_ticks)
     };
@@ -1400,38 +1477,30 @@ fn same_ring_twice(
         let (a, b) = (from.get(i)?, from.get(j)?);
         if a.is_dir() != b.is_dir() {
             // A session and the ring file it drained (a streaming
-            // program's, kept in a file): not copies but two halves.
-            let ((session, s), (file, f)) = if a.is_dir() {
-                ((a, &recoveries[i]), (b, again))
-            } else {
-                ((b, again), (a, &recoveries[i]))
-            };
-            let kept: u64 = s.cpus.iter().map(|c| c.counts.recovered).sum();
-            let left: u64 = f.cpus.iter().map(|c| c.counts.recovered).sum();
-            let read: u64 = f.cpus.iter().map(|c| c.file_stats.read).sum();
-            let unwritten = match read.saturating_sub(kept) {
-                0 => String::new(),
-                n => format!(
-                    "; {n} events its consumer read are in neither (read and not yet written when it was killed, or rotated out by a size limit)"
-                ),
-            };
-            return Some(format!(
-                "{} is the ring file of process {}, which session {} drained: the session holds the {kept} events drained from it, the file the {left} left undrained (a program killed while streaming){unwritten}; read each on its own: `ringtrace dump {}`, `ringtrace dump {}`",
-                file.display(),
-                again.header.pid,
-                session.display(),
-                session.display(),
-                file.display()
-            ));
+            // program's, kept in a file): not copies but two halves,
+            // joined once.
+            let (session, file) = if a.is_dir() { (i, j) } else { (j, i) };
+            if !joined.contains(&session) {
+                return Some(Twice::Halves { session, file });
+            }
         }
-        Some(format!(
+        Some(Twice::Copy(format!(
             "{} holds the same ring as {} (process {}, opened at {} ns since the epoch): a copy of it; give each ring once",
             from.get(j)?.display(),
             from.get(i)?.display(),
             again.header.pid,
             again.header.wall_ns
-        ))
+        )))
     })
+}
+
+/// A recovery read again ([`same_ring_twice`]).
+enum Twice {
+    /// A copy: the error, in words.
+    Copy(String),
+    /// A ring file (`file`) and the session process it was drained into
+    /// (`session`): indices of the recoveries, to be joined.
+    Halves { session: usize, file: usize },
 }
 
 /// What is wrong with a recovered ring file, a line each: what a reader
