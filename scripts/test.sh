@@ -189,6 +189,13 @@ if part loom; then
   step "loom models of the ring (reserve, commit, read; LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-$loom_preemptions})"
   RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" \
     cargo test -p ringtrace-ring --locked --release --test loom --test loom_rseq_protocol
+  # The interrupt registry's model (a signal handler never reads an entry
+  # that release freed): --cfg loom for that test alone, as cargo rustc
+  # passes it, since the ring's loom mode builds no file rings, which
+  # ringtrace-tracepoint and ringtrace-export use (tests/loom_interrupt.rs).
+  loom_interrupt=$(CARGO_TARGET_DIR=target/loom-interrupt cargo rustc -q -p ringtrace-export --locked --release --test loom_interrupt --message-format=json-render-diagnostics -- --cfg loom \
+    | python3 -c 'import json, sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("executable")][-1])')
+  LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-$loom_preemptions}" "$loom_interrupt"
 fi
 
 if part miri; then

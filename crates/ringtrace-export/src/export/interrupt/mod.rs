@@ -26,12 +26,18 @@
 //! signal. SIGKILL, and a crash, still leave a temporary output: nothing
 //! runs then.
 
+// Under loom (`--cfg loom`) the registry alone is built, as the model in
+// tests/loom_interrupt.rs uses it: no process-wide table, no handler.
+#[cfg(not(loom))]
 mod handler;
 mod registry;
+#[cfg(not(loom))]
 mod remove;
 
+use registry::Kind;
 pub use registry::SLOTS;
-use registry::{Entry, Kind, REGISTRY};
+#[cfg(not(loom))]
+use registry::{Entry, REGISTRY};
 use std::path::Path;
 
 /// A temporary output (a file or a directory) registered, while this is
@@ -73,12 +79,19 @@ impl Temporary {
         Temporary::new(path, Kind::Dir)
     }
 
+    #[cfg(not(loom))]
     fn new(path: &Path, kind: Kind) -> Temporary {
         let slot = Entry::new(path, kind).and_then(|entry| REGISTRY.insert(entry));
         if slot.is_some() {
             handler::arm();
         }
         Temporary { slot }
+    }
+
+    /// Under loom: nothing registered (there is no process-wide table).
+    #[cfg(loom)]
+    fn new(_: &Path, _: Kind) -> Temporary {
+        Temporary { slot: None }
     }
 
     /// Whether a signal would remove the path: false when it could not be
@@ -90,6 +103,7 @@ impl Temporary {
 
 impl Drop for Temporary {
     fn drop(&mut self) {
+        #[cfg(not(loom))]
         if let Some(slot) = self.slot {
             REGISTRY.release(slot);
             handler::disarm();

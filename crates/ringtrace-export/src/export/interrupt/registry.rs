@@ -11,12 +11,33 @@
 //! handler set it (and the handler, reading the slot after that, finds it
 //! null) or the release sees the handler and does not free. So the
 //! handler never reads a freed entry, even on another thread.
+//!
+//! tests/loom_interrupt.rs model-checks this with loom: it compiles this
+//! file into itself under `cfg(loom)`, where the atomics are loom's, the
+//! table has no process-wide instance, and the handler's removal and
+//! release's free become a read and a write of a cell loom tracks (see
+//! `Model`): loom reports a read that is not ordered before the free.
+// Under loom the library has no table (`REGISTRY` needs const atomics):
+// only the model uses this file then.
+#![cfg_attr(loom, allow(dead_code))]
 
-use super::remove;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+#[cfg(not(loom))]
+use super::remove;
+#[cfg(not(loom))]
+use std::hint::spin_loop;
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+
+// Under loom: its atomics, and a yield to its scheduler where a handler
+// waits (a spin loop loom would otherwise run for ever).
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+#[cfg(loom)]
+use loom::thread::yield_now as spin_loop;
 
 /// The temporary paths registered at once, at most: far more than an
 /// export uses (one), enough for a program running a few side by side.
@@ -30,6 +51,7 @@ const BUSY: u8 = 1;
 const DONE: u8 = 2;
 
 /// The process's table.
+#[cfg(not(loom))]
 pub(super) static REGISTRY: Registry = Registry::new();
 
 /// What a registered path is.
@@ -42,10 +64,16 @@ pub(super) enum Kind {
 }
 
 /// One registered path.
-#[derive(Debug)]
+#[cfg_attr(not(loom), derive(Debug))]
 pub(super) struct Entry {
     kind: Kind,
+    #[cfg(not(loom))]
     path: CString,
+    /// Under loom, in a cell loom tracks: a handler reads it where it
+    /// would remove the path, `release` writes it where it would free the
+    /// entry.
+    #[cfg(loom)]
+    path: loom::cell::UnsafeCell<CString>,
 }
 
 impl Entry {
@@ -54,10 +82,13 @@ impl Entry {
     pub(super) fn new(path: &Path, kind: Kind) -> Option<Entry> {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
         let path = CString::new(absolute.as_os_str().as_bytes()).ok()?;
+        #[cfg(loom)]
+        let path = loom::cell::UnsafeCell::new(path);
         Some(Entry { kind, path })
     }
 
     /// Removes the path, async-signal-safely.
+    #[cfg(not(loom))]
     fn remove(&self) {
         match self.kind {
             Kind::File => remove::file(&self.path),
@@ -71,13 +102,28 @@ pub(super) struct Registry {
     slots: [AtomicPtr<Entry>; SLOTS],
     /// [`IDLE`], [`BUSY`] or [`DONE`]: whether a handler has begun.
     state: AtomicU8,
+    /// Under loom: what the model checks in place of system calls.
+    #[cfg(loom)]
+    model: Model,
 }
 
 impl Registry {
+    #[cfg(not(loom))]
     pub(super) const fn new() -> Registry {
         Registry {
             slots: [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS],
             state: AtomicU8::new(IDLE),
+        }
+    }
+
+    /// Under loom, whose atomics are not const: a table for one run of
+    /// a model.
+    #[cfg(loom)]
+    pub(super) fn new() -> Registry {
+        Registry {
+            slots: std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())),
+            state: AtomicU8::new(IDLE),
+            model: Model::default(),
         }
     }
 
@@ -106,19 +152,27 @@ impl Registry {
     /// Empties slot `i`, which [`Registry::insert`] returned, freeing its
     /// entry unless a handler may be reading it (see the module's docs).
     pub(super) fn release(&self, i: usize) {
+        // SeqCst: the first half of the Dekker pattern (module docs).
+        const SWAP: Ordering = Ordering::SeqCst;
+        // SeqCst: the second half; ordered after the swap.
+        const LOAD: Ordering = Ordering::SeqCst;
         let Some(slot) = self.slots.get(i) else {
             return;
         };
-        // SeqCst: the first half of the Dekker pattern (module docs).
-        let entry = slot.swap(std::ptr::null_mut(), Ordering::SeqCst);
-        // SeqCst: the second half; ordered after the swap.
-        if entry.is_null() || self.state.load(Ordering::SeqCst) != IDLE {
+        let entry = slot.swap(std::ptr::null_mut(), SWAP);
+        seq_cst_between(SWAP, LOAD);
+        if entry.is_null() || self.state.load(LOAD) != IDLE {
             return;
         }
         // SAFETY: `entry` came from `Box::into_raw` in `insert`; the swap
         // took it out of the table, so no later reader finds it, and no
         // handler began before (state IDLE), so none holds it.
-        drop(unsafe { Box::from_raw(entry) });
+        let entry = unsafe { Box::from_raw(entry) };
+        #[cfg(not(loom))]
+        drop(entry);
+        // Under loom: a write loom checks against every handler's read.
+        #[cfg(loom)]
+        self.model.free(entry);
     }
 
     /// From a signal handler: removes every registered path. A second
@@ -129,25 +183,35 @@ impl Registry {
         // SeqCst on success: the handler's half of the Dekker pattern,
         // before the slots are read. Relaxed on failure: the value only
         // says another handler came first, waited for below.
+        const CAS: Ordering = Ordering::SeqCst;
+        // SeqCst: ordered after the state's change (module docs); as an
+        // Acquire, sees the entry `insert` published.
+        const LOAD: Ordering = Ordering::SeqCst;
         let first = self
             .state
-            .compare_exchange(IDLE, BUSY, Ordering::SeqCst, Ordering::Relaxed);
+            .compare_exchange(IDLE, BUSY, CAS, Ordering::Relaxed);
         if first.is_err() {
             // Acquire: pairs with the Release store of DONE below.
             while self.state.load(Ordering::Acquire) == BUSY {
-                std::hint::spin_loop();
+                spin_loop();
             }
+            // Under loom: the process ends, observing the removals.
+            #[cfg(loom)]
+            self.model.end();
             return;
         }
+        seq_cst_between(CAS, LOAD);
         for slot in &self.slots {
-            // SeqCst: ordered after the state's change (module docs);
-            // as an Acquire, sees the entry `insert` published.
-            let entry = slot.load(Ordering::SeqCst);
+            let entry = slot.load(LOAD);
             // SAFETY: non-null, the pointer is a live `Box<Entry>`: only
             // `release` frees one, and not once `state` is BUSY, nor one
             // it swapped out before this load, which then reads null.
             if let Some(entry) = unsafe { entry.as_ref() } {
+                #[cfg(not(loom))]
                 entry.remove();
+                // Under loom: a read loom checks against release's write.
+                #[cfg(loom)]
+                self.model.remove(entry);
             }
         }
         // Release: the paths are removed before a waiting handler ends
@@ -156,7 +220,101 @@ impl Registry {
     }
 }
 
-#[cfg(test)]
+/// What the SeqCst total order gives a thread's SeqCst write followed by
+/// its SeqCst read (one half of the Dekker pattern): nothing to add
+/// natively, where the accesses themselves give it.
+///
+/// loom models SeqCst accesses only as AcqRel (its README's unsupported
+/// features), which lets both halves read the old values, a false alarm;
+/// it does model SeqCst fences. So under loom a SeqCst fence stands
+/// between the two accesses, but only when both are SeqCst: with either
+/// weakened the model loses the order, as the code would.
+#[inline(always)]
+fn seq_cst_between(first: Ordering, second: Ordering) {
+    #[cfg(loom)]
+    if first == Ordering::SeqCst && second == Ordering::SeqCst {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+    }
+    #[cfg(not(loom))]
+    let _ = (first, second);
+}
+
+/// Under loom: what the model checks in place of the handler's system
+/// calls and release's free.
+#[cfg(loom)]
+#[derive(Default)]
+struct Model {
+    /// The paths the handler removed, in a cell loom tracks: written by
+    /// the handler that runs, read by one that waited for it (the process
+    /// ending) and by the test once its threads are joined.
+    removed: loom::cell::UnsafeCell<Vec<(Kind, CString)>>,
+    /// The entries `release` freed. Kept, boxes and all, so that a
+    /// handler reading one after that is a loom report, not a read of
+    /// freed memory in the model itself. Bookkeeping loom does not see:
+    /// loom runs one thread at a time, and the lock is held across no
+    /// atomic, so it is never contended.
+    // Boxed: the allocation a late reader would point into must live.
+    #[allow(clippy::vec_box)]
+    freed: std::sync::Mutex<Vec<Box<Entry>>>,
+}
+
+#[cfg(loom)]
+impl Model {
+    /// A handler's removal of `entry`: a read of its path.
+    fn remove(&self, entry: &Entry) {
+        // SAFETY: the cell holds a CString; what may race this read is
+        // release's write, which loom checks against it.
+        let path = entry.path.with(|path| unsafe { (*path).clone() });
+        // SAFETY: only the handler that moved `state` from IDLE writes
+        // the log; the others read it after DONE (loom checks it).
+        self.removed
+            .with_mut(|removed| unsafe { (*removed).push((entry.kind, path)) });
+    }
+
+    /// Release's free of `entry`: a write of its path.
+    fn free(&self, entry: Box<Entry>) {
+        // SAFETY: the cell holds a CString; what may race this write is a
+        // handler's read, which loom checks against it.
+        entry
+            .path
+            .with_mut(|path| unsafe { *path = CString::default() });
+        self.freed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(entry);
+    }
+
+    /// A handler that waited for another: the process ends, after the
+    /// removals.
+    fn end(&self) {
+        // SAFETY: the log is written only by the handler waited for, before
+        // its Release store of DONE (loom checks it).
+        self.removed.with(|removed| unsafe { (*removed).len() });
+    }
+}
+
+/// The model's observations, for tests/loom_interrupt.rs.
+#[cfg(loom)]
+impl Registry {
+    /// The paths a handler removed. Once the model's threads are joined.
+    pub(super) fn removed(&self) -> Vec<(Kind, CString)> {
+        // SAFETY: read after the threads that write it are joined.
+        self.model
+            .removed
+            .with(|removed| unsafe { (*removed).clone() })
+    }
+
+    /// How many entries `release` freed.
+    pub(super) fn freed(&self) -> usize {
+        self.model
+            .freed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
