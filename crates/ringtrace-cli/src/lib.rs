@@ -29,7 +29,6 @@ pub mod clocks;
 pub mod code_size;
 pub mod finding;
 pub mod fleet;
-pub mod halves;
 pub mod hammer;
 mod hammer_threads;
 pub mod instrumentation;

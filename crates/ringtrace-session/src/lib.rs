@@ -58,6 +58,7 @@ mod cpu_read;
 mod drain;
 mod error;
 mod fsutil;
+pub mod halves;
 mod index;
 mod loss;
 mod open_chunk;

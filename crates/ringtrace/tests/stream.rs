@@ -272,6 +272,32 @@ fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
     assert!(drained.len() as u64 <= read, "{said}");
     assert_eq!(left.len() as u64 + read + lost, u64::from(EVENTS), "{said}");
     assert!(all.iter().all(|&i| i < EVENTS));
+    // Joined, the two read as one process: every event once, the rest
+    // counted lost where the consumer stopped.
+    let session = Session::open(&dir).unwrap();
+    let mut joined = session.recoveries().remove(0);
+    let deleted = vec![0; joined.cpus.len()];
+    let (j, _) = ringtrace::session::halves::join(&mut joined, &deleted, ring, false);
+    let events: u64 = joined.cpus.iter().map(|c| c.events.len() as u64).sum();
+    // Lost before an event, or after a CPU's last (no event left in the
+    // file to carry them).
+    let lost: u64 = joined
+        .cpus
+        .iter()
+        .map(|c| {
+            let before: u64 = c.events.iter().map(|e| e.lost_before).sum();
+            let after: u64 = c
+                .loss_notes
+                .iter()
+                .filter(|n| n.before >= c.events.len())
+                .map(|n| n.count)
+                .sum();
+            before + after
+        })
+        .sum();
+    assert_eq!(j.unwritten, read - drained.len() as u64, "{said}");
+    assert_eq!(events + lost, u64::from(EVENTS), "{said}");
+    assert!(matches!(joined.writer, WriterState::Died));
 }
 
 /// A build whose stream cannot start leaves no ring file behind: the same

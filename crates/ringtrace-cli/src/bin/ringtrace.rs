@@ -1411,7 +1411,7 @@ fn read_inputs(
 
 /// Joins recovery `file` (a ring file) into recovery `session` (the same
 /// process from the session that drained it), as
-/// [`ringtrace_cli::halves::join`] says, and says so.
+/// [`ringtrace_session::halves::join`] says, and says so.
 fn join_halves(
     all: &mut Inputs,
     from: &mut Vec<&std::path::PathBuf>,
@@ -1440,7 +1440,7 @@ fn join_halves(
         return;
     };
     let pid = into.header.pid;
-    let (joined, tails) = ringtrace_cli::halves::join(into, rot, taken, streamed);
+    let (joined, tails) = ringtrace_session::halves::join(into, rot, taken, streamed);
     if streamed {
         all.tails.push((session, tails));
     }

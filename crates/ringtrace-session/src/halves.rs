@@ -7,8 +7,26 @@
 //! events the consumer had read and not yet written when it died (its
 //! last round: the file counts them as read, the session does not hold
 //! them) are counted lost just before the file's first event.
+//!
+//! ```no_run
+//! use ringtrace_session::{halves, Session};
+//! // A program killed while streaming into `trace`, its ring in `trace.ring`.
+//! let session = Session::open("trace")?;
+//! let mut recoveries = session.recoveries();
+//! let file = ringtrace_ring::file::recover("trace.ring")?;
+//! // Events of each CPU that `max_size` deleted: read by the consumer,
+//! // and written.
+//! let deleted: Vec<u64> = session.processes()[0]
+//!     .written
+//!     .iter()
+//!     .map(|c| c.rotated_out.events)
+//!     .collect();
+//! let (joined, _) = halves::join(&mut recoveries[0], &deleted, file, false);
+//! println!("{} more events, {} read and never written", joined.left, joined.unwritten);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
-use ringtrace::ring::file::{EventBatch, LossNote, Recovery};
+use ringtrace_ring::file::{EventBatch, LossNote, Recovery};
 
 /// Why the events read by the consumer and never written were lost.
 pub const UNWRITTEN: &str = "read by the consumer and not written (it was killed)";
@@ -25,7 +43,9 @@ pub struct Joined {
 
 /// Joins `file` (a ring file's recovery) into `session` (the same
 /// process's recovery from the session that drained it), whose CPUs had
-/// `rotated[cpu]` events deleted by a size limit. With `streamed`, the
+/// `rotated[cpu]` events deleted by a size limit
+/// ([`SessionProcess::written`](crate::SessionProcess::written)'s
+/// `rotated_out.events`). With `streamed`, the
 /// session's events are not in `session` (they are read from its chunks
 /// later): the file's are returned, a batch per CPU, to be given after
 /// them; else they are appended to `session`'s and nothing is returned.
