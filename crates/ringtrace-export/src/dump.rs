@@ -381,12 +381,7 @@ impl<'r> Dump<'r> {
                 }
             }
             let words: Vec<String> = by_why.iter().map(|(w, n)| format!("{n} {w}")).collect();
-            let after: u64 = c
-                .loss_notes
-                .iter()
-                .filter(|n| n.before >= c.events.len())
-                .map(|n| n.count)
-                .sum();
+            let after = c.unplaced().after_last;
             let tail = if after > 0 {
                 format!(" ({after} of them after its last event)")
             } else {

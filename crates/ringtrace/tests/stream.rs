@@ -286,13 +286,7 @@ fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
         .iter()
         .map(|c| {
             let before: u64 = c.events.iter().map(|e| e.lost_before).sum();
-            let after: u64 = c
-                .loss_notes
-                .iter()
-                .filter(|n| n.before >= c.events.len())
-                .map(|n| n.count)
-                .sum();
-            before + after
+            before + c.unplaced().after_last
         })
         .sum();
     assert_eq!(j.unwritten, read - drained.len() as u64, "{said}");
