@@ -338,6 +338,23 @@ fn recording(rounds: usize, iters: u64, endpoint: &Endpoint) -> Result<()> {
             );
         }
     }
+    // Whether the goal can be met at all with each clock here: the
+    // budget it leaves against what a request's 9 clock reads alone cost
+    // (through the layer, with the registry's floor added).
+    for clock in ["mono", "tsc"] {
+        let Some(read) = clock_read_ns(clock) else {
+            continue;
+        };
+        let reads = 9.0 * read;
+        let budget = theirs / 10.0;
+        for (what, lower) in [("layer", floor + reads), ("RingSubscriber", reads)] {
+            println!(
+                "FLOOR recording, {what} ({clock}): the goal leaves {budget:.0} ns an iteration; 9 clock reads{} alone take {lower:.0}: {}",
+                if what == "layer" { " and the registry's floor" } else { "" },
+                if budget >= lower { "reachable" } else { "OUT OF REACH" }
+            );
+        }
+    }
     println!(
         "# above the noop floor ({floor:.1} ns): tracing-opentelemetry {:.1} ns / ringtrace {:.1} ns = {:.1}x (informational)",
         theirs - floor,
@@ -345,6 +362,19 @@ fn recording(rounds: usize, iters: u64, endpoint: &Endpoint) -> Result<()> {
         (theirs - floor) / (ours - floor)
     );
     Ok(())
+}
+
+/// ns a read of `clock` takes here, over 2 million reads; `None` where
+/// this machine does not have it.
+fn clock_read_ns(clock: &str) -> Option<f64> {
+    use ringtrace_clock::Clock as _;
+    let clock = clock.parse::<ClockSpec>().ok()?.build().ok()?;
+    const READS: u32 = 2_000_000;
+    let start = std::time::Instant::now();
+    for _ in 0..READS {
+        std::hint::black_box(clock.read());
+    }
+    Some(start.elapsed().as_nanos() as f64 / f64::from(READS))
 }
 
 /// `registry()` with ringtrace's layer into `ring`.

@@ -190,6 +190,37 @@ fn clock_read_ns(clock: &str) -> f64 {
     start.elapsed().as_nanos() as f64 / f64::from(READS)
 }
 
+/// Whether each rule can be met at all with a clock whose 9 reads a
+/// request take `mono` (or `tsc`) ns, on one thread: what the rule leaves
+/// for ringtrace's own work against what the reads alone cost (for the
+/// subscriber, with `tracing`'s own cost, `null`, added). A rule whose
+/// budget is below its floor is out of reach on this host with that
+/// clock, however the records are encoded.
+fn floors(median: &dyn Fn(&str, usize) -> f64, mono: f64, tsc: f64) {
+    let (noop, null) = (median("noop", 0), median("null", 0));
+    let (otel, fmt) = (median("otel", 0), median("fmt_sink", 0));
+    let reach = |budget: f64, floor: f64| {
+        if budget >= floor {
+            "reachable"
+        } else {
+            "OUT OF REACH"
+        }
+    };
+    for (clock, reads) in [("mono", mono), ("tsc", tsc)] {
+        println!(
+            "FLOOR layer ({clock}): rule layer <= 2 x noop leaves {noop:.0} ns a request for 9 records; their 9 clock reads alone take {reads:.0}: {}",
+            reach(noop, reads)
+        );
+        for (rule, budget) in [("otel / 10", otel / 10.0), ("fmt_sink / 5", fmt / 5.0)] {
+            println!(
+                "FLOOR subscriber ({clock}): rule subscriber <= {rule} leaves {budget:.0} ns a request; tracing itself (null) {null:.0} + 9 clock reads {reads:.0} = {:.0}: {}",
+                null + reads,
+                reach(budget, null + reads)
+            );
+        }
+    }
+}
+
 fn main() {
     if let Ok(args) = std::env::var(CHILD) {
         let a: Vec<&str> = args.split(' ').collect();
@@ -207,12 +238,14 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (cpu, date) = (cpu_model(), date_utc());
     println!("# tracing_spans: {cpu}, {cpus} CPUs; {date}");
+    let mut reads = Vec::new();
     for clock in ["mono", "tsc"] {
         let ns = clock_read_ns(clock);
         println!(
             "# a {clock} clock read: {ns:.1} ns; the 9 records of a request read it 9 times: {:.0} ns",
             9.0 * ns
         );
+        reads.push(9.0 * ns);
     }
     println!(
         "# {rounds} rounds of {iters} requests per thread; CPU ns per request (2 spans, 1 event)"
@@ -291,6 +324,9 @@ fn main() {
                 verdict(ns / floor <= 2.0)
             );
         }
+    }
+    if let [mono, tsc] = reads[..] {
+        floors(&median, mono, tsc);
     }
     for name in ["subscriber", "layer"] {
         let r = median(name, 1) / median(name, 0);

@@ -5,6 +5,7 @@
 
 use crate::bounded;
 use crate::chunk::{self, Entry, HEADER_LEN};
+use crate::halves::Held;
 use crate::index::RotatedOut;
 use crate::loss::{Loss, LossCause};
 use crate::page;
@@ -270,6 +271,34 @@ pub(crate) fn trailing_notes(dir: &Path, owner: Owner) -> Vec<LossNote> {
         }
     }
     out
+}
+
+/// What the chunks of `dir` for `owner` hold, counted a chunk at a time:
+/// their events and refusal entries, with those of the chunks rotated out.
+pub(crate) fn held(dir: &Path, owner: Owner) -> Held {
+    let mut held = Held::new(owner.rotated.events, 0, 0);
+    let mut count = |losses: &[Loss]| {
+        for l in losses {
+            match l.cause {
+                LossCause::Refused => held.refused = held.refused.saturating_add(l.count),
+                LossCause::BlockedTooLong => {
+                    held.timed_out = held.timed_out.saturating_add(l.count);
+                }
+                LossCause::Overwritten | LossCause::WriterDied => {}
+            }
+        }
+    };
+    let chunks = CpuChunks::new(dir, owner);
+    if chunks.first_listed.is_none() {
+        count(&rotated_out_losses(&chunks.owner).0);
+    }
+    let mut events = 0u64;
+    for chunk in chunks {
+        events = events.saturating_add(chunk.events.len() as u64);
+        count(&chunk.losses);
+    }
+    held.events = held.events.saturating_add(events);
+    held
 }
 
 /// Reads every chunk of `dir` for `owner`.

@@ -6,6 +6,7 @@ use crate::codec::fnv1a64;
 use crate::cpu_read::{self, Owner};
 use crate::error::OpenError;
 use crate::fsutil;
+use crate::halves::Held;
 use crate::index::{self, Counters, IndexProblem, IndexProcess, RotatedOut, INDEX_VERSION};
 use crate::loss::Loss;
 use crate::options::SessionOptions;
@@ -48,9 +49,10 @@ pub struct Session {
     losses: Vec<Loss>,
     rotated_out: RotatedOut,
     problems: Vec<String>,
-    /// Opened streamed: each process's CPU directories and owners, read
-    /// when asked for.
-    pub(crate) streamed: Option<Vec<Vec<(PathBuf, Owner)>>>,
+    /// Opened streamed: events are read from the chunks when asked for.
+    pub(crate) streamed: bool,
+    /// Each process's CPU directories and owners.
+    pub(crate) owners: Vec<Vec<(PathBuf, Owner)>>,
     /// Problems met while streaming chunks.
     pub(crate) stream_problems: Mutex<Vec<String>>,
 }
@@ -193,7 +195,8 @@ impl Session {
             losses: Vec::new(),
             rotated_out: RotatedOut::default(),
             problems: Vec::new(),
-            streamed: streamed.then(Vec::new),
+            streamed,
+            owners: Vec::new(),
             stream_problems: Mutex::new(Vec::new()),
         };
         for p in &index.processes {
@@ -271,7 +274,7 @@ impl Session {
                 first_kept: kept.map_or(0, |c| c.first_kept),
                 rotated: kept.map_or_else(RotatedOut::default, |c| c.counters.rotated_out),
             };
-            if self.streamed.is_some() {
+            if self.streamed {
                 let mut recovery = ringtrace_ring::file::CpuRecovery::new(cpu);
                 if let Some(c) = indexed.and_then(|p| p.cpus.get(cpu)) {
                     recovery.counts.recovered = c
@@ -287,6 +290,7 @@ impl Session {
                 cpus.push(recovery);
                 continue;
             }
+            owners.push((cpu_dir(&dir, cpu), owner.clone()));
             let mut read = cpu_read::read(&cpu_dir(&dir, cpu), owner);
             if let Some(c) = indexed.and_then(|p| p.cpus.get(cpu)) {
                 let expected = c
@@ -334,9 +338,7 @@ impl Session {
         let written: Vec<Counters> = indexed
             .map(|p| p.cpus.iter().map(|c| c.counters).collect())
             .unwrap_or_default();
-        if let Some(streams) = self.streamed.as_mut() {
-            streams.push(owners);
-        }
+        self.owners.push(owners);
         self.processes.push(SessionProcess {
             pid: info.pid,
             start: info.start,
@@ -349,6 +351,20 @@ impl Session {
             problems,
             recovery,
         });
+    }
+
+    /// What the session holds of each CPU of process `process` (an index
+    /// into [`processes`](Session::processes)), counted from its chunks, a
+    /// chunk at a time, whatever the index says (a recorder killed before
+    /// its last index write leaves it behind its chunks): what
+    /// [`halves::join`](crate::halves::join) needs. Empty for a process
+    /// it does not have.
+    pub fn held(&self, process: usize) -> Vec<Held> {
+        self.owners.get(process).map_or_else(Vec::new, |cpus| {
+            cpus.iter()
+                .map(|(dir, owner)| cpu_read::held(dir, owner.clone()))
+                .collect()
+        })
     }
 
     /// The directory.

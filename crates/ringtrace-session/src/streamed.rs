@@ -10,7 +10,7 @@ impl EventSource for Session {
     /// Process `process`'s CPU `cpu`: a chunk's events at a time when the
     /// session was opened streamed, else all its events as one batch.
     fn batches(&self, process: usize, cpu: usize) -> Box<dyn Iterator<Item = EventBatch> + '_> {
-        let Some(streams) = &self.streamed else {
+        if !self.streamed {
             let events = self
                 .processes()
                 .get(process)
@@ -21,8 +21,8 @@ impl EventSource for Session {
                         .with_loss_notes(c.loss_notes.clone())
                 });
             return Box::new(events.into_iter());
-        };
-        let Some((dir, owner)) = streams.get(process).and_then(|p| p.get(cpu)) else {
+        }
+        let Some((dir, owner)) = self.owners.get(process).and_then(|p| p.get(cpu)) else {
             return Box::new(std::iter::empty());
         };
         let pid = self.processes().get(process).map_or(0, |p| p.pid);

@@ -24,8 +24,10 @@ fn child_entry() {
     let Ok(dir) = std::env::var(DIR) else {
         return;
     };
-    if std::env::var(HOW).as_deref() == Ok("killed") {
-        killed_with_its_ring_in_a_file(std::path::Path::new(&dir));
+    match std::env::var(HOW).as_deref() {
+        Ok("killed") => killed_with_its_ring_in_a_file(std::path::Path::new(&dir), false),
+        Ok("killed-discard") => killed_with_its_ring_in_a_file(std::path::Path::new(&dir), true),
+        _ => {}
     }
     let tracer = Tracer::builder()
         .blocking(Duration::from_secs(5))
@@ -55,18 +57,27 @@ fn child_entry() {
 }
 
 /// The child, killed: its ring in a file beside the session, streamed;
-/// EVENTS written (blocking, so none refused), then SIGKILL, with events
-/// still in the ring that the consumer has not drained.
-fn killed_with_its_ring_in_a_file(dir: &std::path::Path) -> ! {
-    let tracer = Tracer::builder()
-        .blocking(Duration::from_secs(5))
-        .buffer_size(256 * 1024)
+/// EVENTS written (blocking, so none refused; or with `discard`, as fast
+/// as it can into a small ring, so that some are), then SIGKILL, with
+/// events still in the ring that the consumer has not drained.
+fn killed_with_its_ring_in_a_file(dir: &std::path::Path, discard: bool) -> ! {
+    let builder = if discard {
+        Tracer::builder().mode(Mode::Discard).buffer_size(16 * 1024)
+    } else {
+        Tracer::builder()
+            .blocking(Duration::from_secs(5))
+            .buffer_size(256 * 1024)
+    };
+    let tracer = builder
         .file(dir.with_extension("ring"))
         .stream_to(dir)
         .build()
         .unwrap();
     for i in 0..EVENTS {
-        tracer.write(&i.to_le_bytes()).unwrap();
+        // Refused in discard mode when the consumer is behind: the ring
+        // counts it.
+        let written = tracer.write(&i.to_le_bytes());
+        assert!(discard || written.is_ok(), "{written:?}");
     }
     // SAFETY: raise has no preconditions; SIGKILL ends the process here.
     unsafe { libc::raise(libc::SIGKILL) };
@@ -208,20 +219,28 @@ fn a_stream_into_a_bad_directory_is_refused_naming_it() {
 /// session holds what was drained and the ring file the rest, which
 /// `recover` reads. No event is in both; every event written is in the
 /// ring file, or counted there as read by the consumer (in the session,
-/// or in its last round, read and not yet written when the kill came).
+/// or in its last round, read and not yet written when the kill came),
+/// or as refused. Joined, whole or streamed, every write is an event or
+/// counted lost once: refusals after the consumer's last round included.
 #[test]
 fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
+    for how in ["killed", "killed-discard"] {
+        killed_streaming_program(how);
+    }
+}
+
+fn killed_streaming_program(how: &str) {
     use std::os::unix::process::ExitStatusExt;
     let tmp = TempDir::new("stream-killed");
     let dir = tmp.path().join("trace");
     let status = self_command()
         .args(["--exact", "child_entry", "--test-threads=1"])
         .env(DIR, &dir)
-        .env(HOW, "killed")
+        .env(HOW, how)
         .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
-    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{how}: {status:?}");
     let drained = events(&dir);
     let ring = ringtrace::ring::file::recover(dir.with_extension("ring")).unwrap();
     assert!(
@@ -249,11 +268,7 @@ fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
             .filter(|n| n.before == usize::MAX)
             .map(|n| n.count)
             .sum::<u64>();
-    eprintln!(
-        "DBG drained {} left {} lost {lost}",
-        drained.len(),
-        left.len()
-    );
+    let refused: u64 = ring.cpus.iter().map(|c| c.file_stats.missed).sum();
     let mut all = [drained.clone(), left.clone()].concat();
     all.sort_unstable();
     let before = all.len();
@@ -264,34 +279,67 @@ fn a_killed_streaming_program_leaves_its_undrained_events_in_its_ring_file() {
     // counts them all.
     let read: u64 = ring.cpus.iter().map(|c| c.file_stats.read).sum();
     let said = format!(
-        "{} drained, {} left in the ring, {twice} in both, {read} read by the consumer, {lost} counted lost, of {EVENTS}",
+        "{how}: {} drained, {} left in the ring, {twice} in both, {read} read by the consumer, {lost} counted lost, {refused} refused, of {EVENTS}",
         drained.len(),
         left.len()
     );
     assert_eq!(twice, 0, "{said}");
     assert!(drained.len() as u64 <= read, "{said}");
-    assert_eq!(left.len() as u64 + read + lost, u64::from(EVENTS), "{said}");
+    assert_eq!(
+        left.len() as u64 + read + lost + refused,
+        u64::from(EVENTS),
+        "{said}"
+    );
     assert!(all.iter().all(|&i| i < EVENTS));
-    // Joined, the two read as one process: every event once, the rest
-    // counted lost where the consumer stopped.
+    if how == "killed" {
+        assert_eq!(refused, 0, "{said}");
+    }
+    // What the session holds, counted from its chunks, whatever its
+    // index (last written before the kill) says.
     let session = Session::open(&dir).unwrap();
+    let held = session.held(0);
+    let held_events: u64 = held.iter().map(|h| h.events).sum();
+    assert_eq!(held_events, drained.len() as u64, "{said}");
+    // Joined, the two read as one process: every write once, as an event
+    // or counted lost.
     let mut joined = session.recoveries().remove(0);
-    let deleted = vec![0; joined.cpus.len()];
-    let (j, _) = ringtrace::session::halves::join(&mut joined, &deleted, ring, false);
+    let (j, _) = ringtrace::session::halves::join(&mut joined, &held, ring.clone(), false);
     let events: u64 = joined.cpus.iter().map(|c| c.events.len() as u64).sum();
-    // Lost before an event, or after a CPU's last (no event left in the
-    // file to carry them).
-    let lost: u64 = joined
+    assert_eq!(j.unwritten, read - drained.len() as u64, "{said}");
+    assert_eq!(events + losses(&joined), u64::from(EVENTS), "{said}");
+    assert!(matches!(joined.writer, WriterState::Died));
+    // The same, streamed: the session's events from its chunks, then the
+    // file's, the file's losses in its batches.
+    let streamed = Session::open_streamed(&dir).unwrap();
+    let mut joined = streamed.recoveries().remove(0);
+    let (js, tails) = ringtrace::session::halves::join(&mut joined, &held, ring, true);
+    assert_eq!(js, j, "{said}");
+    use ringtrace::ring::file::EventSource as _;
+    let mut events = 0u64;
+    let mut carried = 0u64;
+    for (cpu, tail) in tails.into_iter().enumerate() {
+        for batch in streamed.batches(0, cpu).chain(tail) {
+            events += batch.events.len() as u64;
+            carried += batch.events.iter().map(|e| e.lost_before).sum::<u64>();
+        }
+    }
+    let unplaced: u64 = joined.cpus.iter().map(|c| c.unplaced().total()).sum();
+    assert_eq!(events + carried + unplaced, u64::from(EVENTS), "{said}");
+}
+
+/// What a joined recovery counts lost: before an event, after a CPU's
+/// last (no event left in the file to carry them), and refused at a time
+/// unknown.
+fn losses(joined: &ringtrace::ring::file::Recovery) -> u64 {
+    joined
         .cpus
         .iter()
         .map(|c| {
             let before: u64 = c.events.iter().map(|e| e.lost_before).sum();
-            before + c.unplaced().after_last
+            let u = c.unplaced();
+            before + u.after_last + u.refused
         })
-        .sum();
-    assert_eq!(j.unwritten, read - drained.len() as u64, "{said}");
-    assert_eq!(events + lost, u64::from(EVENTS), "{said}");
-    assert!(matches!(joined.writer, WriterState::Died));
+        .sum()
 }
 
 /// A build whose stream cannot start leaves no ring file behind: the same

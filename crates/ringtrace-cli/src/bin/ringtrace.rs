@@ -1324,9 +1324,9 @@ fn read_inputs(
         tails: Vec::new(),
         joined: Vec::new(),
     };
-    // Per recovery, per CPU: events a session's size limit deleted (none
-    // for a ring file).
-    let mut deleted: Vec<Vec<u64>> = Vec::new();
+    // Per recovery: the session and its process it was read from (none
+    // for a ring file), for a join to count what the session holds.
+    let mut origin: Vec<Option<(std::path::PathBuf, usize)>> = Vec::new();
     // The same file or session twice (by another name, a symlink or a
     // hard link) would show every event twice: files are told apart by
     // device and inode.
@@ -1381,9 +1381,7 @@ fn read_inputs(
             if processes.is_empty() {
                 return Err(format!("{}: the session holds no process", f.display()).into());
             }
-            for p in session.processes() {
-                deleted.push(p.written.iter().map(|c| c.rotated_out.events).collect());
-            }
+            origin.extend((0..session.processes().len()).map(|p| Some((f.clone(), p))));
             if streamed {
                 all.sessions.push((all.recoveries.len(), session));
             }
@@ -1394,7 +1392,7 @@ fn read_inputs(
                 say(format_args!("ringtrace: {}: {problem}", f.display()));
             }
             all.recoveries.push(recovery);
-            deleted.push(Vec::new());
+            origin.push(None);
         }
         let new = from.len();
         from.resize(all.recoveries.len(), f);
@@ -1402,7 +1400,7 @@ fn read_inputs(
             None => {}
             Some(Twice::Copy(why)) => return Err(why.into()),
             Some(Twice::Halves { session, file }) => {
-                join_halves(&mut all, &mut from, &mut deleted, session, file, streamed);
+                join_halves(&mut all, &mut from, &mut origin, session, file, streamed)?;
             }
         }
     }
@@ -1415,14 +1413,14 @@ fn read_inputs(
 fn join_halves(
     all: &mut Inputs,
     from: &mut Vec<&std::path::PathBuf>,
-    rotated: &mut Vec<Vec<u64>>,
+    origin: &mut Vec<Option<(std::path::PathBuf, usize)>>,
     session: usize,
     file: usize,
     streamed: bool,
-) {
+) -> Result<(), Box<dyn std::error::Error>> {
     let taken = all.recoveries.remove(file);
     let file_path = from.remove(file);
-    rotated.remove(file);
+    origin.remove(file);
     // The file given first: every later index moves down one.
     let session = if file < session { session - 1 } else { session };
     for (first, _) in &mut all.sessions {
@@ -1436,11 +1434,16 @@ fn join_halves(
         }
     }
     all.joined.push(session);
-    let (Some(into), Some(rot)) = (all.recoveries.get_mut(session), rotated.get(session)) else {
-        return;
+    let (Some(into), Some(Some((dir, process)))) =
+        (all.recoveries.get_mut(session), origin.get(session))
+    else {
+        return Ok(());
     };
+    // What the session holds, counted from its chunks (its index may lag
+    // them: the program was killed).
+    let held = ringtrace_session::Session::open_streamed(dir)?.held(*process);
     let pid = into.header.pid;
-    let (joined, tails) = ringtrace_session::halves::join(into, rot, taken, streamed);
+    let (joined, tails) = ringtrace_session::halves::join(into, &held, taken, streamed);
     if streamed {
         all.tails.push((session, tails));
     }
@@ -1450,12 +1453,17 @@ fn join_halves(
             "; {n} its consumer read and never wrote (it was killed) are counted lost there"
         ),
     };
+    let refused = match joined.refused {
+        0 => String::new(),
+        n => format!("; {n} writes the ring refused after its consumer's last round are counted lost, at a time unknown"),
+    };
     say(format_args!(
-        "ringtrace: {} is the rest of process {pid} of session {}: its {} undrained events follow the session's{unwritten}",
+        "ringtrace: {} is the rest of process {pid} of session {}: its {} undrained events follow the session's{unwritten}{refused}",
         file_path.display(),
         from.get(session).map_or(String::new(), |p| p.display().to_string()),
         joined.left
     ));
+    Ok(())
 }
 
 /// Why a recovery from `new` on is one before it again (a copy of a ring
