@@ -20,8 +20,16 @@ use ringtrace_tracepoint::tracing_record::{
 use std::fmt::{self, Write as _};
 use tracing_core::field::{Field, Visit};
 
-/// Fields per record at most (`tracing` allows 32 per callsite).
-pub(crate) const MAX_FIELDS: usize = 32;
+/// Fields per record at most; those past it are skipped and counted
+/// (`LayerStats::fields_dropped`).
+pub(crate) const MAX_FIELDS: usize = 128;
+
+/// Whether a field's index fits the record's one byte for it: a field
+/// past the 256th of its callsite does not, and is skipped and counted.
+#[inline(always)]
+pub(crate) fn encodable(field: &Field) -> bool {
+    field.index() <= usize::from(u8::MAX)
+}
 /// Bytes of `Debug` renderings a record keeps from its first pass.
 pub(crate) const SCRATCH: usize = 128;
 
@@ -36,9 +44,11 @@ pub(crate) struct Measure {
     /// Each string field's kept length, by field ordinal.
     kept: [u16; MAX_FIELDS],
     /// Bit `k`: field ordinal `k` was cut.
-    cut: u32,
+    cut: u128,
     /// Bit `k`: field ordinal `k`'s rendering is in the scratch.
-    staged: u32,
+    staged: u128,
+    /// Fields skipped: past [`MAX_FIELDS`], or not [`encodable`].
+    pub skipped: u32,
     /// Where each staged rendering starts in the scratch.
     staged_at: [u8; MAX_FIELDS],
     scratch: [u8; SCRATCH],
@@ -55,6 +65,7 @@ impl Measure {
             cut: 0,
             staged: 0,
             staged_at: [0; MAX_FIELDS],
+            skipped: 0,
             scratch: [0; SCRATCH],
             scratch_used: 0,
         }
@@ -65,20 +76,29 @@ impl Measure {
         self.cut.count_ones()
     }
 
-    fn fixed(&mut self, bytes: usize) {
-        if self.count < MAX_FIELDS {
+    /// Whether `field` is kept: else it is counted skipped, as the
+    /// second pass skips it.
+    fn keeps(&mut self, field: &Field) -> bool {
+        if self.count < MAX_FIELDS && encodable(field) {
+            return true;
+        }
+        self.skipped += 1;
+        false
+    }
+
+    fn fixed(&mut self, field: &Field, bytes: usize) {
+        if self.keeps(field) {
             self.len += 2 + bytes;
             self.count += 1;
         }
     }
 
+    /// A kept string field (after [`keeps`](Self::keeps)).
     fn string(&mut self, kept: usize, cut: bool) {
-        if self.count < MAX_FIELDS {
-            self.kept[self.count] = kept as u16;
-            self.cut |= u32::from(cut) << self.count;
-            self.len += 4 + kept;
-            self.count += 1;
-        }
+        self.kept[self.count] = kept as u16;
+        self.cut |= u128::from(cut) << self.count;
+        self.len += 4 + kept;
+        self.count += 1;
     }
 }
 
@@ -118,23 +138,28 @@ impl fmt::Write for CutCounter<'_> {
 }
 
 impl Visit for Measure {
-    fn record_i64(&mut self, _: &Field, _: i64) {
-        self.fixed(8);
+    fn record_i64(&mut self, field: &Field, _: i64) {
+        self.fixed(field, 8);
     }
-    fn record_u64(&mut self, _: &Field, _: u64) {
-        self.fixed(8);
+    fn record_u64(&mut self, field: &Field, _: u64) {
+        self.fixed(field, 8);
     }
-    fn record_f64(&mut self, _: &Field, _: f64) {
-        self.fixed(8);
+    fn record_f64(&mut self, field: &Field, _: f64) {
+        self.fixed(field, 8);
     }
-    fn record_bool(&mut self, _: &Field, _: bool) {
-        self.fixed(1);
+    fn record_bool(&mut self, field: &Field, _: bool) {
+        self.fixed(field, 1);
     }
-    fn record_str(&mut self, _: &Field, value: &str) {
-        let kept = floor_char_boundary(value, self.limit);
-        self.string(kept, kept < value.len());
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if self.keeps(field) {
+            let kept = floor_char_boundary(value, self.limit);
+            self.string(kept, kept < value.len());
+        }
     }
-    fn record_debug(&mut self, _: &Field, value: &dyn fmt::Debug) {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if !self.keeps(field) {
+            return;
+        }
         let start = self.scratch_used;
         let mut counter = CutCounter {
             room: self.limit,
@@ -147,7 +172,7 @@ impl Visit for Measure {
         // own formatting failing): what was counted is what is kept.
         let _ = write!(counter, "{value:?}");
         let (taken, cut, staged) = (counter.taken, counter.cut, counter.staged);
-        if staged && self.count < MAX_FIELDS {
+        if staged {
             self.staged |= 1 << self.count;
             // `start` < SCRATCH = 128: it fits in a u8.
             self.staged_at[self.count] = start as u8;
@@ -184,12 +209,12 @@ impl fmt::Write for SlotWriter<'_, '_> {
 }
 
 impl Encode<'_, '_, '_> {
-    /// The field's header, or `None` past [`MAX_FIELDS`] (as the first
-    /// pass skipped it).
+    /// The field's header, or `None` for a field the first pass skipped
+    /// (past [`MAX_FIELDS`], or not [`encodable`]).
     #[inline]
     fn head(&mut self, field: &Field, tag: u8) -> Option<usize> {
         let at = self.at;
-        if at >= MAX_FIELDS {
+        if at >= MAX_FIELDS || !encodable(field) {
             return None;
         }
         self.at += 1;

@@ -95,6 +95,7 @@ mod span_namespace;
 mod span_sites;
 mod stats;
 mod subscriber;
+mod thread_exit;
 
 pub use layer::{
     LayerConfigError, RingLayer, RingLayerBuilder, DEFAULT_CALLSITE_CAPACITY, DEFAULT_STRING_LIMIT,

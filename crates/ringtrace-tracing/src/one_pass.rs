@@ -17,7 +17,7 @@ use std::fmt::{self, Write as _};
 use std::mem::MaybeUninit;
 use tracing_core::field::{Field, Visit};
 
-use crate::encode::MAX_FIELDS;
+use crate::encode::{encodable, MAX_FIELDS};
 
 /// Bytes a record encoded on the stack may take: a header, a few numbers
 /// and a message of a line or two. Larger records take two passes.
@@ -35,6 +35,8 @@ pub(crate) struct OnePass {
     limit: usize,
     /// Strings cut at the limit.
     cuts: u32,
+    /// Fields skipped: past [`MAX_FIELDS`], or not [`encodable`].
+    skipped: u32,
     /// The record did not fit: nothing of it may be written.
     overflow: bool,
 }
@@ -50,6 +52,7 @@ impl OnePass {
             count: 0,
             limit,
             cuts: 0,
+            skipped: 0,
             overflow: false,
         }
     }
@@ -113,11 +116,18 @@ impl OnePass {
         self.cuts
     }
 
-    /// A field's index and tag, or `false` past [`MAX_FIELDS`] (skipped,
-    /// as the two-pass encoder skips it).
+    /// Fields skipped.
+    pub(crate) fn skipped(&self) -> u32 {
+        self.skipped
+    }
+
+    /// A field's index and tag, or `false` past [`MAX_FIELDS`] or for a
+    /// field not [`encodable`] (skipped and counted, as the two-pass
+    /// encoder skips it).
     #[inline(always)]
     fn head(&mut self, field: &Field, tag: u8) -> bool {
-        if self.count >= MAX_FIELDS {
+        if self.count >= MAX_FIELDS || !encodable(field) {
+            self.skipped += 1;
             return false;
         }
         self.count += 1;

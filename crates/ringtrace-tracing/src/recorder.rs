@@ -155,10 +155,10 @@ impl<C: Clock> Recorder<C> {
             pass.begin_fields();
             fields(&mut pass);
         }
-        let cuts = pass.cuts();
+        let (cuts, skipped) = (pass.cuts(), pass.skipped());
         match pass.finish() {
             Some(record) => match self.ring.write(record) {
-                Ok(_) => self.recorded(cuts, tally),
+                Ok(_) => self.recorded(cuts, skipped, tally),
                 Err(_) => self.counters.dropped(),
             },
             None => self.write_measured(head, fields, tally),
@@ -167,10 +167,13 @@ impl<C: Clock> Recorder<C> {
 
     /// A record written: counted, and its cut strings.
     #[inline(always)]
-    fn recorded<T: Tally>(&self, cuts: u32, tally: &T) {
+    fn recorded<T: Tally>(&self, cuts: u32, skipped: u32, tally: &T) {
         tally.recorded();
         if cuts > 0 {
             self.counters.strings_cut(u64::from(cuts));
+        }
+        if skipped > 0 {
+            self.counters.fields_dropped(u64::from(skipped));
         }
     }
 
@@ -231,6 +234,6 @@ impl<C: Clock> Recorder<C> {
             }
         }
         r.commit();
-        self.recorded(measure.cuts(), tally);
+        self.recorded(measure.cuts(), measure.skipped, tally);
     }
 }

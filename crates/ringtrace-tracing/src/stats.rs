@@ -17,6 +17,10 @@ pub struct LayerStats {
     pub dropped: u64,
     /// String and `Debug` values cut at the string limit.
     pub strings_cut: u64,
+    /// Fields left out of records written: those past a record's 128th,
+    /// and those past their callsite's 256th (a record names a field by
+    /// one byte).
+    pub fields_dropped: u64,
     /// Callsites described in the ring's metadata annex.
     pub callsites_registered: u64,
     /// Callsite descriptions refused: once per callsite the metadata
@@ -54,8 +58,12 @@ impl Tally for Counters {
 #[derive(Debug)]
 pub(crate) struct Counters {
     recorded: ThreadLocal<CachePadded<AtomicU64>>,
+    /// Records written by threads being torn down
+    /// ([`crate::thread_exit`]), whose `recorded` word cannot be reached.
+    recorded_exiting: AtomicU64,
     dropped: AtomicU64,
     strings_cut: AtomicU64,
+    fields_dropped: AtomicU64,
     callsites_registered: AtomicU64,
     callsites_refused: AtomicU64,
     unregistered: AtomicU64,
@@ -66,8 +74,10 @@ impl Counters {
     pub(crate) fn new() -> Counters {
         Counters {
             recorded: ThreadLocal::new(),
+            recorded_exiting: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             strings_cut: AtomicU64::new(0),
+            fields_dropped: AtomicU64::new(0),
             callsites_registered: AtomicU64::new(0),
             callsites_refused: AtomicU64::new(0),
             unregistered: AtomicU64::new(0),
@@ -76,7 +86,15 @@ impl Counters {
 
     #[inline]
     pub(crate) fn recorded(&self) {
-        let mine = self.recorded.get_or_default();
+        if crate::thread_exit::exiting() {
+            // Relaxed: statistics, ordered with nothing.
+            self.recorded_exiting.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mine = self.recorded.get_or(|| {
+            crate::thread_exit::arm();
+            CachePadded::new(AtomicU64::new(0))
+        });
         // Only this thread writes its word: a load and a store are an
         // exact add (Relaxed: read by `snapshot`, ordered with nothing).
         mine.store(mine.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -88,6 +106,10 @@ impl Counters {
     #[cold]
     pub(crate) fn strings_cut(&self, n: u64) {
         self.strings_cut.fetch_add(n, Ordering::Relaxed);
+    }
+    #[cold]
+    pub(crate) fn fields_dropped(&self, n: u64) {
+        self.fields_dropped.fetch_add(n, Ordering::Relaxed);
     }
     pub(crate) fn callsite_registered(&self) {
         self.callsites_registered.fetch_add(1, Ordering::Relaxed);
@@ -103,9 +125,11 @@ impl Counters {
     pub(crate) fn snapshot(&self) -> LayerStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         LayerStats {
-            recorded: self.recorded.iter().map(|c| get(c)).sum(),
+            recorded: self.recorded.iter().map(|c| get(c)).sum::<u64>()
+                + get(&self.recorded_exiting),
             dropped: get(&self.dropped),
             strings_cut: get(&self.strings_cut),
+            fields_dropped: get(&self.fields_dropped),
             callsites_registered: get(&self.callsites_registered),
             callsites_refused: get(&self.callsites_refused),
             unregistered: get(&self.unregistered),

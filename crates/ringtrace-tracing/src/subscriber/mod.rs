@@ -61,7 +61,11 @@ pub enum SubscriberConfigError {
 ///   parent, `Span::current()`);
 /// - a span closes when its last handle is dropped; only spans whose
 ///   handle is cloned are counted, in a table the others never touch;
-/// - counts are per thread, summed when read ([`stats`](Self::stats)).
+/// - counts are per thread, summed when read ([`stats`](Self::stats));
+/// - a thread being torn down (a thread-local's `Drop` that logs) still
+///   records, without its stack of entered spans (its new spans have no
+///   contextual parent), where the registry's thread state would panic
+///   and abort the process.
 ///
 /// Filtering is by level and target, in `RUST_LOG` syntax
 /// ([`filter`](RingSubscriberBuilder::filter)), decided once per

@@ -10,6 +10,11 @@
 //!
 //! Entering a span already on the stack pushes it again, as the
 //! registry does; its exit removes one entry.
+//!
+//! A thread past the point of its teardown where its entry can be
+//! reached ([`crate::thread_exit`]: a `Drop` of a thread-local that logs)
+//! has no stack (its spans have no contextual parent) and counts its
+//! records in a word shared by such threads.
 
 use crate::stats::Tally;
 use std::cell::RefCell;
@@ -41,19 +46,28 @@ pub(crate) struct Threads {
     /// rather than of `ThreadLocal`'s slot (Miri's borrow models reject
     /// the write of one borrow of a slot while another is held).
     states: ThreadLocal<Box<ThreadState>>,
+    /// Records written by threads being torn down.
+    exiting: AtomicU64,
 }
 
 impl Threads {
     /// The calling thread's state.
     #[inline]
     pub(crate) fn mine(&self) -> Mine<'_> {
-        Mine {
-            state: self.states.get_or(|| {
+        let state = if crate::thread_exit::exiting() {
+            None
+        } else {
+            Some(&**self.states.get_or(|| {
+                crate::thread_exit::arm();
                 Box::new(ThreadState {
                     recorded: AtomicU64::new(0),
                     stack: RefCell::new(Vec::with_capacity(16)),
                 })
-            }),
+            }))
+        };
+        Mine {
+            state,
+            exiting: &self.exiting,
             _not_send: PhantomData,
         }
     }
@@ -61,9 +75,12 @@ impl Threads {
     /// The innermost span entered on the calling thread, if it has a state.
     #[inline]
     pub(crate) fn current(&self) -> Option<u64> {
-        let state = self.states.get()?;
+        if crate::thread_exit::exiting() {
+            return None;
+        }
         Mine {
-            state,
+            state: Some(self.states.get()?),
+            exiting: &self.exiting,
             _not_send: PhantomData,
         }
         .current()
@@ -75,13 +92,17 @@ impl Threads {
         self.states
             .iter()
             .map(|s| s.recorded.load(Ordering::Relaxed))
-            .sum()
+            .sum::<u64>()
+            + self.exiting.load(Ordering::Relaxed)
     }
 }
 
 /// The calling thread's own state.
 pub(crate) struct Mine<'a> {
-    state: &'a ThreadState,
+    /// `None` on a thread being torn down.
+    state: Option<&'a ThreadState>,
+    /// Where such a thread counts its records.
+    exiting: &'a AtomicU64,
     /// Keeps it on the thread whose entry it is.
     _not_send: PhantomData<*const ()>,
 }
@@ -90,21 +111,22 @@ impl Mine<'_> {
     /// The stack, for the length of one call that calls out to nothing
     /// (so the borrow never fails).
     #[inline]
-    fn with_stack<R>(&self, f: impl FnOnce(&mut Vec<u64>) -> R) -> R {
-        f(&mut self.state.stack.borrow_mut())
+    /// (`None` on a thread being torn down: it has no stack.)
+    fn with_stack<R>(&self, f: impl FnOnce(&mut Vec<u64>) -> R) -> Option<R> {
+        self.state.map(|s| f(&mut s.stack.borrow_mut()))
     }
 
     /// `span` entered on this thread.
     #[inline]
     pub(crate) fn push(&self, span: u64) {
-        self.with_stack(|stack| stack.push(span));
+        let _ = self.with_stack(|stack| stack.push(span));
     }
 
     /// `span` exited on this thread: its innermost entry removed, if any
     /// (an exit without its enter changes nothing).
     #[inline]
     pub(crate) fn pop(&self, span: u64) {
-        self.with_stack(|stack| {
+        let _ = self.with_stack(|stack| {
             if stack.last() == Some(&span) {
                 stack.pop();
             } else if let Some(at) = stack.iter().rposition(|&s| s == span) {
@@ -116,18 +138,27 @@ impl Mine<'_> {
     /// The innermost span entered on this thread.
     #[inline]
     pub(crate) fn current(&self) -> Option<u64> {
-        self.with_stack(|stack| stack.last().copied())
+        self.with_stack(|stack| stack.last().copied()).flatten()
     }
 }
 
 impl Tally for Mine<'_> {
     #[inline]
     fn recorded(&self) {
-        let count = &self.state.recorded;
-        // Only this thread writes its count: a load and a store are an
-        // exact add (Relaxed: read by `Threads::recorded`, ordered with
-        // nothing).
-        count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        match self.state {
+            Some(state) => {
+                let count = &state.recorded;
+                // Only this thread writes its count: a load and a store
+                // are an exact add (Relaxed: read by `Threads::recorded`,
+                // ordered with nothing).
+                count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            }
+            // Shared by the threads being torn down: an RMW (Relaxed:
+            // statistics, ordered with nothing).
+            None => {
+                self.exiting.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 }
 
