@@ -7,7 +7,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum ClockError {
     /// The source part of a clock name is not one ringtrace knows.
-    #[error("unknown clock source `{given}`; valid sources: {valid}")]
+    #[error("unknown clock source `{}`; valid sources: {valid}", .given.escape_debug())]
     UnknownSource {
         /// What was asked for.
         given: String,
@@ -15,7 +15,7 @@ pub enum ClockError {
         valid: String,
     },
     /// The part after `@` is not a protection ringtrace knows.
-    #[error("unknown clock protection `{given}`; valid protections: {valid}")]
+    #[error("unknown clock protection `{}`; valid protections: {valid}", .given.escape_debug())]
     UnknownProtection {
         /// What was asked for.
         given: String,
@@ -24,7 +24,7 @@ pub enum ClockError {
     },
     /// The name is not an irq emulation backend
     /// ([`IrqBackend`](crate::emulation::IrqBackend)).
-    #[error("unknown irq backend `{given}`; valid backends: {valid}")]
+    #[error("unknown irq backend `{}`; valid backends: {valid}", .given.escape_debug())]
     UnknownIrqBackend {
         /// What was asked for.
         given: String,
@@ -32,7 +32,7 @@ pub enum ClockError {
         valid: String,
     },
     /// The clock name is malformed (empty, or more than one `@`, say).
-    #[error("malformed clock name `{given}`: {reason}; expected SOURCE or SOURCE@PROTECTION, e.g. `tsc@preempt`")]
+    #[error("malformed clock name `{}`: {reason}; expected SOURCE or SOURCE@PROTECTION, e.g. `tsc@preempt`", .given.escape_debug())]
     Malformed {
         /// What was asked for.
         given: String,
@@ -115,5 +115,16 @@ impl ClockError {
             call,
             message: std::io::Error::last_os_error().to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bad_clock_name_is_shown_escaped() {
+        let err = "mono\0\x1b[31m".parse::<crate::ClockSpec>().unwrap_err();
+        let said = err.to_string();
+        assert!(said.contains("mono\\0\\u{1b}[31m"), "{said}");
+        assert!(!said.contains('\x1b') && !said.contains('\0'), "{said}");
     }
 }

@@ -297,8 +297,13 @@ impl RingFile {
         }
         let shape = |h: &FileHeader| {
             format!(
-                "{} CPUs x {} pages of {} bytes, {} quarantine pages, {} mode",
-                h.cpus, h.pages_per_cpu, h.page_size, h.quarantine_pages, h.mode
+                "{} CPU{} x {} pages of {} bytes, {} quarantine pages, {} mode",
+                h.cpus,
+                if h.cpus == 1 { "" } else { "s" },
+                h.pages_per_cpu,
+                h.page_size,
+                h.quarantine_pages,
+                h.mode
             )
         };
         if (
