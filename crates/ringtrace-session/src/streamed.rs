@@ -22,26 +22,61 @@ impl EventSource for Session {
                 });
             return Box::new(events.into_iter());
         }
-        let Some((dir, owner)) = self.owners.get(process).and_then(|p| p.get(cpu)) else {
-            return Box::new(std::iter::empty());
-        };
         let pid = self.processes().get(process).map_or(0, |p| p.pid);
         let name = format!("process {pid}, CPU {cpu}");
-        Box::new(CpuChunks::new(dir, owner.clone()).map(move |chunk| {
-            if !chunk.problems.is_empty() {
-                if let Ok(mut all) = self.stream_problems.lock() {
-                    // A chunk read again (a second pass) says it once.
-                    for p in &chunk.problems {
-                        let p = format!("{name}: {p}");
-                        if !all.contains(&p) {
-                            all.push(p);
-                        }
-                    }
+        let chunks: Box<dyn Iterator<Item = _>> =
+            match self.owners.get(process).and_then(|p| p.get(cpu)) {
+                Some((dir, owner)) => Box::new(CpuChunks::new(dir, owner.clone())),
+                // A CPU whose directory is gone: none of its events.
+                None => Box::new(std::iter::empty()),
+            };
+        let mut chunks = chunks.fuse();
+        // What the index counts: fewer read, with no chunk's problem to
+        // say why (a CPU's directory or chunks gone), is said once all are
+        // read.
+        let kept = self
+            .processes()
+            .get(process)
+            .and_then(|p| p.recovery().cpus.get(cpu))
+            .map_or(0, |c| c.counts.recovered);
+        let mut read = 0u64;
+        let mut explained = false;
+        Box::new(std::iter::from_fn(move || {
+            let Some(chunk) = chunks.next() else {
+                if read < kept && !explained {
+                    self.note(&[format!(
+                        "the session's index counts {kept} events, {read} were read (the others' chunks are gone)"
+                    )], &name);
+                    read = kept; // said once
+                }
+                return None;
+            };
+            explained |= !chunk.problems.is_empty();
+            self.note(&chunk.problems, &name);
+            read += chunk.events.len() as u64;
+            Some(
+                EventBatch::new(chunk.events)
+                    .with_fill(chunk.fill)
+                    .with_loss_notes(chunk.loss_notes),
+            )
+        }))
+    }
+}
+
+impl Session {
+    /// Notes `problems` of `name` (a process's CPU) among the stream's
+    /// problems, each once: a chunk read again (a second pass) says it once.
+    fn note(&self, problems: &[String], name: &str) {
+        if problems.is_empty() {
+            return;
+        }
+        if let Ok(mut all) = self.stream_problems.lock() {
+            for p in problems {
+                let p = format!("{name}: {p}");
+                if !all.contains(&p) {
+                    all.push(p);
                 }
             }
-            EventBatch::new(chunk.events)
-                .with_fill(chunk.fill)
-                .with_loss_notes(chunk.loss_notes)
-        }))
+        }
     }
 }

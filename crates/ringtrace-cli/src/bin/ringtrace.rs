@@ -1381,6 +1381,14 @@ fn read_inputs(
             if processes.is_empty() {
                 return Err(format!("{}: the session holds no process", f.display()).into());
             }
+            // What a process lost (a CPU's chunks unreadable, its
+            // metadata corrupt), as for a ring file: not only in `dump`'s
+            // `#` lines, which `export` and `stats` do not print.
+            for r in &processes {
+                for problem in recovery_problems(r) {
+                    say(format_args!("ringtrace: {}: {problem}", r.path.display()));
+                }
+            }
             origin.extend((0..session.processes().len()).map(|p| Some((f.clone(), p))));
             if streamed {
                 all.sessions.push((all.recoveries.len(), session));
@@ -1686,7 +1694,12 @@ fn stats_cmd(args: StatsArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         .section_threshold
         .parse()
         .map_err(|e| format!("--section-threshold: {e}"))?;
-    if let Some(missing) = args.files.iter().find(|f| !f.exists()) {
+    // `exists` is false for a symbolic-link loop too: that one is left to
+    // the reader, which names the error (too many levels of links).
+    let absent = |f: &&std::path::PathBuf| {
+        std::fs::symlink_metadata(f).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    };
+    if let Some(missing) = args.files.iter().find(absent) {
         return Err(format!(
             "{} does not exist: give ring files or `ringtrace record` session directories",
             missing.display()

@@ -249,19 +249,74 @@ fn write_replacing(
 
 /// Writes a special file (pipe, device) or a path under `/dev` or `/proc`
 /// directly, opened as `cat > path` opens it: created if absent,
-/// truncated if a regular file (a pipe or a device ignores that).
+/// truncated if a regular file (a pipe or a device ignores that). A FIFO
+/// is waited on for a reader for at most [`FIFO_WAIT`], never forever.
 fn write_in_place(
     target: &Path,
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| failed(target, e))?;
+    use std::os::unix::fs::FileTypeExt;
+    let is_fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    let file = if is_fifo {
+        open_fifo(target, path)?
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| failed(target, e))?
+    };
     write_unsynced(target, file, fill)
+}
+
+/// How long [`open_fifo`] waits for a FIFO's reader: enough for one started
+/// just after the export (`ringtrace export -o p & cat p`).
+pub const FIFO_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Opens the FIFO `path` for writing once a reader has it open, polling
+/// without blocking (a blocking open waits for a reader forever), then
+/// makes it blocking again for the writes. Errors name `target`.
+fn open_fifo(target: &Path, path: &Path) -> Result<std::fs::File, ExportError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let deadline = std::time::Instant::now() + FIFO_WAIT;
+    let file = loop {
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path);
+        match opened {
+            Ok(file) => break file,
+            // ENXIO: no process has the FIFO open for reading yet.
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(ExportError::refused(
+                        target,
+                        format!(
+                            "it is a FIFO and no reader opened it within {} s; start the \
+                             reader first (e.g. `cat FIFO`), or name a regular file",
+                            FIFO_WAIT.as_secs()
+                        ),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(failed(target, e)),
+        }
+    };
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `file` owns for this whole
+    // block; F_GETFL and F_SETFL only read and set its status flags.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(failed(target, std::io::Error::last_os_error()));
+    }
+    Ok(file)
 }
 
 /// Fills `file` through a buffer and flushes it: nothing to rename, and
