@@ -213,3 +213,59 @@ fn an_ignored_sighup_stays_ignored_and_the_export_completes() {
     let first = text.lines().next().unwrap_or_default();
     assert!(first.starts_with("# ringtrace dump"), "{first}");
 }
+
+/// An export killed outright (SIGKILL: no handler runs) leaves its
+/// temporary output; the next export to the same output removes it, and
+/// leaves alone one whose process is alive and the temporaries of other
+/// outputs.
+#[test]
+fn the_next_export_removes_what_a_killed_export_left() {
+    let dir = TempDir::new("export-stale");
+    let ring = dir.path().join("t.ring");
+    ring_of(&ring, 100);
+    // Pids never reach i32::MAX - 1: that process does not exist.
+    let dead = i32::MAX - 1;
+    let live = std::process::id();
+    let left_file = dir.path().join(format!(".t.json.ringtrace-{dead}-3.tmp"));
+    let live_file = dir.path().join(format!(".t.json.ringtrace-{live}-0.tmp"));
+    let other = dir.path().join(format!(".u.json.ringtrace-{dead}-0.tmp"));
+    let left_dir = dir.path().join(format!(".pq.tmp-{dead}"));
+    for f in [&left_file, &live_file, &other] {
+        std::fs::write(f, b"half").unwrap();
+    }
+    std::fs::create_dir(&left_dir).unwrap();
+    std::fs::write(left_dir.join("events.parquet"), b"PAR1").unwrap();
+    for (format, out) in [("chrome", "t.json"), ("parquet", "pq")] {
+        let status = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .args(["export", "--format", format, "-o"])
+            .arg(dir.path().join(out))
+            .arg(&ring)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{format}: {status:?}");
+    }
+    assert!(!left_file.exists() && !left_dir.exists());
+    assert!(live_file.exists() && other.exists());
+}
+
+/// The Parquet export makes its own directory, not those above it.
+#[test]
+fn a_parquet_export_under_a_missing_directory_names_that_directory() {
+    let dir = TempDir::new("export-missing-parent");
+    let ring = dir.path().join("t.ring");
+    ring_of(&ring, 100);
+    let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .args(["export", "--format", "parquet", "-o"])
+        .arg(dir.path().join("no/such/pq"))
+        .arg(&ring)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("no/such is not a directory that exists"),
+        "{said}"
+    );
+    assert!(!said.contains(".tmp-"), "{said}");
+}

@@ -52,7 +52,22 @@ pub(crate) fn check(trace: &Trace<'_>, dir: &Path) -> Result<Existing, ParquetEr
     }
     let meta = match std::fs::symlink_metadata(dir) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Existing::Absent),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            if !parent.is_dir() {
+                return Err(refused(
+                    dir,
+                    format!(
+                        "{} is not a directory that exists: the export makes its own directory, not the ones above it; create it first",
+                        parent.display()
+                    ),
+                ));
+            }
+            return Ok(Existing::Absent);
+        }
         Err(e) => return Err(ParquetError::io(dir, "read the metadata of", e)),
     };
     if meta.file_type().is_symlink() {
@@ -155,6 +170,8 @@ pub(crate) struct Staging {
 impl Staging {
     /// A new, empty temporary directory beside `dir`.
     pub fn new(dir: &Path) -> Result<Staging, ParquetError> {
+        // What an export here killed earlier left (its own pid's is below).
+        ringtrace_export::export::stale::remove_stale(dir);
         let tmp = beside(dir, "tmp");
         if tmp.exists() {
             // Left by a process of our pid that died: ours to remove.

@@ -13,6 +13,7 @@ mod guard;
 pub mod interrupt;
 pub mod output;
 mod perfetto;
+pub mod stale;
 mod trace_cmd;
 
 use crate::dump::{Dump, DumpError, DumpOptions};

@@ -21,7 +21,9 @@
 //! atomic), marked with the pid and a counter, and short whatever the
 //! target's name: at most [`NAME_PREFIX`] bytes of that name are kept.
 //! While it exists it is registered with [`interrupt`](super::interrupt),
-//! so that SIGINT, SIGTERM or SIGHUP ending the process removes it too.
+//! so that SIGINT, SIGTERM or SIGHUP ending the process removes it too;
+//! one left by an export killed outright is removed by the next export to
+//! the same output ([`stale`](super::stale)).
 
 use super::interrupt::Temporary;
 use super::ExportError;
@@ -32,10 +34,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The bytes of the output's name a temporary name keeps: enough to tell
-/// whose it is, few enough that the whole name stays far below NAME_MAX
-/// (255 bytes on Linux file systems) for any output name.
-pub const NAME_PREFIX: usize = 64;
+pub use super::stale::NAME_PREFIX;
+use super::stale::{prefix, remove_stale};
 /// Symbolic links followed at the end of an output path before giving
 /// up: the kernel's own limit (MAXSYMLINKS).
 const MAX_LINKS: usize = 40;
@@ -174,20 +174,6 @@ fn temporary(target: &Path, path: &Path) -> Result<PathBuf, ExportError> {
     Ok(path.with_file_name(tmp))
 }
 
-/// At most `max` bytes from the start of `name`, not cutting a UTF-8
-/// character (a name that is not UTF-8 is cut where it is).
-fn prefix(name: &[u8], max: usize) -> &[u8] {
-    if name.len() <= max {
-        return name;
-    }
-    let is_continuation = |b: u8| b & 0xC0 == 0x80;
-    let mut end = max;
-    while end > 0 && is_continuation(name[end]) {
-        end -= 1;
-    }
-    &name[..end]
-}
-
 /// Creates, with `create`, a new temporary file or directory beside
 /// `path` and returns its name with what `create` made and its
 /// registration, made before it (`register`): hold that until it is
@@ -201,6 +187,8 @@ fn create_temporary<T>(
     register: fn(&Path) -> Temporary,
     create: impl Fn(&Path) -> std::io::Result<T>,
 ) -> Result<(PathBuf, T, Temporary), ExportError> {
+    // What an export to this output killed earlier left.
+    remove_stale(path);
     for _ in 0..MAX_ATTEMPTS {
         let tmp = temporary(target, path)?;
         let registered = register(&tmp);
