@@ -229,6 +229,14 @@ fn bad_arguments_exit_non_zero_with_a_message_naming_what_is_valid() {
     let out = ringtrace(&["hammer", "--buffer-size", "100"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("from 2"));
+
+    // Sizes as `record` takes them: K, M and G suffixes, and no other.
+    let out = ringtrace(&["hammer", "--buffer-size", "4K"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--buffer-size 4096:"));
+    let out = ringtrace(&["hammer", "--buffer-size", "8X"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("K, M or G"));
 }
 
 #[test]

@@ -243,8 +243,19 @@ impl Session {
         let metadata = match bounded::read(&dir.join("metadata"), MAX_METADATA, "metadata") {
             Ok(m) if fnv1a64(&m) == info.header.metadata_checksum => Ok(m),
             Ok(_) => Err(UnreadableMetadata::Checksum),
-            Err(Unread::Io(_)) if fnv1a64(&[]) == info.header.metadata_checksum => Ok(Vec::new()),
-            Err(Unread::Io(_)) => Err(UnreadableMetadata::Checksum),
+            // Absent: a program with no metadata wrote none.
+            Err(Unread::Io(e))
+                if e.kind() == io::ErrorKind::NotFound
+                    && fnv1a64(&[]) == info.header.metadata_checksum =>
+            {
+                Ok(Vec::new())
+            }
+            Err(Unread::Io(e)) => {
+                if e.kind() != io::ErrorKind::NotFound {
+                    problems.push(format!("{name}/metadata cannot be read: {e}"));
+                }
+                Err(UnreadableMetadata::Checksum)
+            }
             // Something else in its place: said, and unusable.
             Err(e) => {
                 problems.push(format!("{name}/metadata cannot be read: {e}"));

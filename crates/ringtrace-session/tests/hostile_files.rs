@@ -311,3 +311,24 @@ fn oversized_index_and_process_files_are_refused_with_their_size_unread() {
         )
     );
 }
+
+#[test]
+fn a_metadata_file_that_cannot_be_opened_is_reported_with_the_reason() {
+    let tmp = TempDir::new("session-metadata-loop");
+    let dir = tmp.path().join("s");
+    session(&dir);
+    let metadata = dir.join("5-6/metadata");
+    std::fs::remove_file(&metadata).unwrap();
+    // A link to itself: opening it fails with ELOOP, not "corrupt".
+    symlink(Path::new("metadata"), &metadata);
+    let read = Session::open(&dir).unwrap();
+    let five = read.processes().iter().find(|p| p.pid == 5).unwrap();
+    assert_eq!(five.problems.len(), 1, "{:?}", five.problems);
+    assert!(
+        five.problems[0].starts_with("5-6/metadata cannot be read: ")
+            && five.problems[0].contains("symbolic links"),
+        "{:?}",
+        five.problems
+    );
+    assert!(five.recovery().metadata.is_err());
+}

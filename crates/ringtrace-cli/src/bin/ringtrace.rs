@@ -284,6 +284,12 @@ fn parse_size_arg(text: &str) -> Result<u64, String> {
     ringtrace_cli::record::parse_size(text)
 }
 
+/// A size in memory: [`parse_size_arg`], within this machine's `usize`.
+fn parse_buffer_size(text: &str) -> Result<usize, String> {
+    let n = parse_size_arg(text)?;
+    usize::try_from(n).map_err(|_| format!("`{text}` does not fit in this machine's memory"))
+}
+
 #[derive(clap::Args)]
 struct ExportArgs {
     /// The ring files or sessions: one, or several (one per process),
@@ -496,8 +502,8 @@ struct HammerArgs {
     /// What a full buffer does.
     #[arg(long, value_enum, default_value = "overwrite")]
     mode: ModeArg,
-    /// Bytes per CPU buffer.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Bytes per CPU buffer (K, M, G suffixes, as `record` takes them).
+    #[arg(long, default_value = "1000000", value_parser = parse_buffer_size)]
     buffer_size: usize,
     /// Producer threads, pinned one per CPU (1 to 1024).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true,
