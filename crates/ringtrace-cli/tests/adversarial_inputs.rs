@@ -16,19 +16,7 @@ fn text(out: &[u8]) -> String {
 /// events.
 fn ring_file(dir: &Path) -> PathBuf {
     let ring = dir.join("h.rt");
-    let out = ringtrace(&[
-        "hammer",
-        "--seconds",
-        "0.1",
-        "--disable-reader",
-        "--producer-nice",
-        "0",
-        "--buffer-size",
-        "65536",
-        "--file",
-        ring.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::hammer_file(ring.to_str().unwrap(), "0.1");
     ring
 }
 

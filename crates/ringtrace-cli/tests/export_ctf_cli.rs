@@ -42,23 +42,7 @@ fn export_ctf_writes_a_trace_babeltrace2_reads_with_every_hammer_event_and_the_l
     }
     let dir = TempDir::new("export-ctf");
     let path = dir.file("h.ring");
-    let out = ringtrace(&[
-        "hammer",
-        "--seconds",
-        "0.2",
-        "--disable-reader",
-        "--producer-nice",
-        "0",
-        "--buffer-size",
-        "65536",
-        "--file",
-        &path,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::hammer_file(&path, "0.2");
     let ctf = dir.file("ctf");
     let out = ringtrace(&["export", &path, "--format", "ctf", "-o", &ctf]);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -20,20 +20,7 @@ fn text(out: &std::process::Output) -> (String, String) {
 /// A short hammer without a consumer into `path`, so the file keeps all
 /// the ring holds.
 fn hammer_into(path: &str) {
-    let out = ringtrace(&[
-        "hammer",
-        "--seconds",
-        "0.2",
-        "--disable-reader",
-        "--producer-nice",
-        "0",
-        "--buffer-size",
-        "65536",
-        "--file",
-        path,
-    ]);
-    let (stdout, err) = text(&out);
-    assert!(out.status.success(), "{err}");
+    let stdout = common::hammer_file(path, "0.2");
     assert!(stdout.contains(&format!("Trace:    {path} (")), "{stdout}");
 }
 

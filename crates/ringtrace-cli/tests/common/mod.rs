@@ -43,5 +43,29 @@ pub fn short_hammer(seconds: &'static str) -> Vec<&'static str> {
     ]
 }
 
+/// A short hammer (`seconds`) into the ring file `path`, with no
+/// consumer so the file keeps all its 64 KiB per CPU hold; returns its
+/// stdout.
+pub fn hammer_file(path: &str, seconds: &str) -> String {
+    let out = ringtrace(&[
+        "hammer",
+        "--seconds",
+        seconds,
+        "--disable-reader",
+        "--producer-nice",
+        "0",
+        "--buffer-size",
+        "65536",
+        "--file",
+        path,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[allow(unused_imports)] // not every test binary that includes this uses it
 pub use ringtrace_testkit::TempDir;
