@@ -5,7 +5,9 @@
 //! request that sent it. At the end the program reads its own trace back
 //! and checks that every task's span kept one id across threads, was
 //! entered and left in turn, and closed once; it prints how many tasks
-//! ran on more than one thread and exports a Chrome/Perfetto JSON trace.
+//! ran on more than one thread and exports a Chrome/Perfetto JSON trace
+//! (kept at PATH with `--chrome PATH`; else written to a temporary file,
+//! measured and removed).
 //!
 //! `cargo run --example async_backend --features tracing`; with
 //! `-- --ring PATH` it records into a ring file at PATH (a flight
@@ -50,12 +52,21 @@ async fn request(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let builder = match args.as_slice() {
-        [] => Tracer::builder().buffer_size(4 << 20),
-        [flag, path] if flag == "--ring" => Tracer::builder().buffer_size(4 << 20).file(path),
-        _ => return Err(format!("usage: async_backend [--ring PATH], not {args:?}").into()),
-    };
+    let mut builder = Tracer::builder().buffer_size(4 << 20);
+    let mut chrome = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        match (flag.as_str(), args.next()) {
+            ("--ring", Some(path)) => builder = builder.file(path),
+            ("--chrome", Some(path)) => chrome = Some(std::path::PathBuf::from(path)),
+            _ => {
+                return Err(format!(
+                    "usage: async_backend [--ring PATH] [--chrome PATH], not `{flag}`"
+                )
+                .into())
+            }
+        }
+    }
     let tracer = builder.build()?;
     tracing_subscriber::registry().with(tracer.layer()).init();
 
@@ -137,8 +148,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{REQUESTS} requests (total {total}): every span one id, closed once; {moved} ran on more than one thread; {links} replies follow from their request"
     );
-    let out = std::env::temp_dir().join(format!("async_backend-{}.json", std::process::id()));
+    let kept = chrome.is_some();
+    let out = chrome.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("async_backend-{}.json", std::process::id()))
+    });
     let summary = tracer.export(ExportFormat::Chrome, &out)?;
-    println!("exported {} events to {}", summary.events, out.display());
+    let bytes = std::fs::metadata(&out).map_or(0, |m| m.len());
+    if kept {
+        println!(
+            "exported {} events to {} ({bytes} bytes)",
+            summary.events,
+            out.display()
+        );
+    } else {
+        std::fs::remove_file(&out)?;
+        println!(
+            "exported {} events as Chrome JSON ({bytes} bytes; --chrome PATH keeps it)",
+            summary.events
+        );
+    }
     Ok(())
 }

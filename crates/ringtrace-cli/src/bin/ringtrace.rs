@@ -34,8 +34,9 @@ enum Command {
     /// SIGINT or SIGTERM stops it early: the partial result is printed,
     /// marked interrupted, and the exit code is 128 + the signal.
     Hammer(HammerArgs),
-    /// "tracing: do not disable interrupts for trace_clock_local" (the patch
-    /// 004), both halves: every clock source under every protection, with
+    /// The kernel patch "tracing: do not disable interrupts for
+    /// trace_clock_local", both halves: every clock source under every
+    /// protection, with
     /// the cost of a read and of a recorded event, wrong timestamps under a
     /// timer tick (the `sched` sources tear unless irqs are masked or the
     /// data is latched), cross-CPU skew, and the irq-over-preempt cost
@@ -96,8 +97,8 @@ enum Command {
     /// cannot be (not a ringtrace file, another version, cut off in its
     /// header).
     Recover(RecoverArgs),
-    /// Prints every event a ring file holds, every CPU merged in time
-    /// order, in ftrace's text format:
+    /// Prints every event of ring files or `record` sessions, every CPU
+    /// and process merged in time order, in ftrace's text format:
     /// `<comm>-<tid> [cpu] <seconds>: <event>: <fields>`.
     ///
     /// `#` lines first: the file, the writer, the clock, the wall-clock
@@ -118,13 +119,15 @@ enum Command {
     /// (the same clock, ordered globally: `mono`, `boot`, `tsc-ordered`...), or
     /// `--align-wall-clock` places each by its wall-clock anchor.
     Dump(DumpArgs),
-    /// Writes a ring file's events in another tool's format: `text`
-    /// (`ringtrace dump`'s lines), `trace-cmd` (a trace.dat that
-    /// `trace-cmd report -i FILE` reads), `chrome` (the trace-event JSON
-    /// that Perfetto UI and chrome://tracing open), `ctf` (a CTF 1.8
-    /// trace directory for babeltrace2 and Trace Compass) or `perfetto`
-    /// (Perfetto's own protobuf trace: thread, async task, per-CPU and
-    /// counter tracks, flows, a clock snapshot). The output is
+    /// Writes the events of ring files or `record` sessions in another
+    /// tool's format: `text` (`ringtrace dump`'s lines), `trace-cmd` (a
+    /// trace.dat that `trace-cmd report -i FILE` reads), `chrome` (the
+    /// trace-event JSON that Perfetto UI and chrome://tracing open), `ctf`
+    /// (a CTF 1.8 trace directory for babeltrace2 and Trace Compass),
+    /// `perfetto` (Perfetto's own protobuf trace: thread, async task,
+    /// per-CPU and counter tracks, flows, a clock snapshot), `parquet`
+    /// (tables for SQL engines) or `otlp` (span trees to an OpenTelemetry
+    /// collector). The output is
     /// written under a temporary name and renamed when complete, so a
     /// failure leaves no half-written file. docs/export.md maps the fields.
     ///
@@ -359,7 +362,8 @@ struct DumpArgs {
 
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// Keep the whole run under two minutes on 2 cores.
+    /// Keep the whole run under a minute on 2 cores (fewer rounds and
+    /// shorter runs: wider intervals).
     #[arg(long)]
     quick: bool,
     /// Where report.json and report.svg go.
@@ -475,8 +479,8 @@ struct HammerArgs {
     #[arg(long, default_value_t = 19, allow_negative_numbers = true,
           value_parser = clap::value_parser!(i32).range(-20..=19))]
     producer_nice: i32,
-    /// The consumer's nice level (-20 to 19; no effect with
-    /// --disable-reader, which scripts may give all the same).
+    /// The consumer's nice level (-20 to 19). Accepted, and without
+    /// effect, with --disable-reader, so that scripts may pass both.
     #[arg(
         long,
         default_value_t = 19,
