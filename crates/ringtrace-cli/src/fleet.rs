@@ -26,9 +26,10 @@ pub struct FleetArgs {
     /// command name when not given).
     #[arg(long, value_name = "NAME")]
     pub service_name: Option<String>,
-    /// OTLP and Parquet (`export --format otlp|parquet`, `record`): the host name the trace is from
-    /// (this machine's when not given): `host.name` of the OTLP resource,
-    /// the `host` column of every Parquet table.
+    /// OTLP (`export --format otlp`, `record --endpoint`) and Parquet
+    /// (`export --format parquet`): the host name the trace is from (this
+    /// machine's when not given): `host.name` of the OTLP resource, the
+    /// `host` column of every Parquet table.
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
     /// OTLP (`export --format otlp`, `record`): do not send the events outside spans as log
