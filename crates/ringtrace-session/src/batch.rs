@@ -49,14 +49,22 @@ impl Queued {
         c.disk_bytes += len;
     }
 
-    /// Adds this entry to what could not be written.
+    /// Adds this entry to what could not be written. The events it said
+    /// were lost are lost all the same: counted (a loss entry's by its
+    /// cause), so that the counts still add up to what was fired.
     pub fn count_unwritten(&self, c: &mut Counters) {
         match self.held {
-            Held::Page { events, .. } => {
+            Held::Page { events, lost } => {
                 c.unwritten.pages += 1;
                 c.unwritten.events += events;
+                c.unwritten.lost += lost;
+                c.page_lost += lost;
             }
-            Held::Loss { .. } => c.unwritten.losses += 1,
+            Held::Loss { count, cause } => {
+                c.unwritten.losses += 1;
+                c.unwritten.lost += count;
+                c.lost_by_cause[cause.index()] += count;
+            }
             Held::Fill => {}
         }
     }
@@ -154,5 +162,37 @@ impl Batch {
             0 => 0,
             i => self.entries.get(i - 1).map_or(0, |e| e.end),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(held: Held) -> Queued {
+        Queued {
+            end: 0,
+            first: 0,
+            last: 0,
+            held,
+        }
+    }
+
+    #[test]
+    fn entries_not_written_still_count_the_losses_they_carried() {
+        let mut c = Counters::default();
+        queued(Held::Page { events: 5, lost: 2 }).count_unwritten(&mut c);
+        queued(Held::Loss {
+            count: 7,
+            cause: LossCause::Refused,
+        })
+        .count_unwritten(&mut c);
+        queued(Held::Fill).count_unwritten(&mut c);
+        let u = c.unwritten;
+        assert_eq!((u.pages, u.events, u.losses, u.lost), (1, 5, 1, 9));
+        // Lost all the same, by the page's count and by cause.
+        assert_eq!((c.page_lost, c.lost(LossCause::Refused)), (2, 7));
+        // Nothing of them is in what was written.
+        assert_eq!((c.pages, c.events, c.loss_entries), (0, 0, 0));
     }
 }

@@ -119,6 +119,10 @@ pub struct Unwritten {
     pub events: u64,
     /// Loss entries not written.
     pub losses: u64,
+    /// Events lost that the pages and loss entries not written counted
+    /// (their pages' `lost`, their entries' counts); they are also in
+    /// [`Counters`](crate::Counters)' `page_lost` and lost by cause.
+    pub lost: u64,
     /// Metadata records not written.
     pub metadata_records: u64,
 }
@@ -130,7 +134,7 @@ pub enum WriteError {
     /// The file system is full (ENOSPC, or a quota: EDQUOT). What could not
     /// be written is counted, in the index too; what was written before
     /// reads back.
-    #[error("no space left to write {}: not written so far in this process: {} pages ({} events), {} loss entries, {} metadata records", path.display(), unwritten.pages, unwritten.events, unwritten.losses, unwritten.metadata_records)]
+    #[error("no space left to write {}: not written so far in this process: {} pages ({} events), {} loss entries ({} events lost in all), {} metadata records", path.display(), unwritten.pages, unwritten.events, unwritten.losses, unwritten.lost, unwritten.metadata_records)]
     NoSpace {
         /// The file.
         path: PathBuf,

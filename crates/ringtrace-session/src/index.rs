@@ -122,6 +122,7 @@ impl Counters {
         self.unwritten.pages += o.unwritten.pages;
         self.unwritten.events += o.unwritten.events;
         self.unwritten.losses += o.unwritten.losses;
+        self.unwritten.lost += o.unwritten.lost;
         self.unwritten.metadata_records += o.unwritten.metadata_records;
         self.rotated_out.add(&o.rotated_out);
     }
@@ -144,6 +145,7 @@ impl Counters {
         w.push(r.page_lost);
         w.extend(r.lost_by_cause);
         w.push(r.last_ts);
+        w.push(u.lost);
         w
     }
 
@@ -173,6 +175,7 @@ impl Counters {
             lost_by_cause: [at(20), at(21), at(22), at(23)],
             last_ts: at(24),
         };
+        c.unwritten.lost = at(25);
         c
     }
 }
@@ -356,6 +359,7 @@ mod tests {
         counters.rotated_out.lost_by_cause = [9, 10, 11, 12];
         counters.rotated_out.page_lost = 13;
         counters.rotated_out.last_ts = 14;
+        counters.unwritten.lost = 15;
         let index = Index {
             finished: true,
             options: SessionOptions::default().rotate_time(Some(Duration::from_millis(5))),

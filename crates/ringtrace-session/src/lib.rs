@@ -83,6 +83,6 @@ pub use options::{
 pub use pacer::Pacer;
 pub use process::{ProcessExit, ProcessInfo};
 pub use process_writer::{ProcessSummary, ProcessWriter};
-pub use reader::{Session, SessionProcess};
+pub use reader::{Session, SessionProcess, LOSS_NOT_WRITTEN, NOT_WRITTEN};
 pub use records::{FileRecords, RecordSource, RingRecords};
 pub use writer::{SessionSummary, SessionWriter};

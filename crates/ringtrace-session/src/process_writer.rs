@@ -462,7 +462,16 @@ impl ProcessWriter {
         self.finished = true;
         let path = self.dir.join("process");
         let bytes = process::encode(&self.info, Some(exit), self.exited_at);
-        if let Err((path, op, e)) = fsutil::replace(&path, &bytes) {
+        let mut replaced = fsutil::replace(&path, &bytes);
+        // On a full file system, how the process ended is worth a little
+        // of the reserve: without it the session would say it was still
+        // running.
+        if matches!(&replaced, Err((_, _, e)) if fsutil::is_no_space(e))
+            && self.shared.give_up_reserve_step()
+        {
+            replaced = fsutil::replace(&path, &bytes);
+        }
+        if let Err((path, op, e)) = replaced {
             let unwritten = self.count(0, |_| {});
             first = first.and(Err(write_error(path, op, e, unwritten)));
         }

@@ -12,7 +12,9 @@ use crate::loss::Loss;
 use crate::options::SessionOptions;
 use crate::process::{self, ProcessExit};
 use crate::shared::{cpu_dir, INDEX, LOCK};
-use ringtrace_ring::file::{FileClock, Recovery, RecoveryParts, UnreadableMetadata, WriterState};
+use ringtrace_ring::file::{
+    FileClock, LossNote, Recovery, RecoveryParts, UnreadableMetadata, WriterState,
+};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -297,6 +299,7 @@ impl Session {
                 // streamed event will carry: read now, from its last
                 // chunks back to the last holding an event.
                 recovery.loss_notes = cpu_read::trailing_notes(&cpu_dir(&dir, cpu), owner.clone());
+                recovery.loss_notes.extend(unwritten_notes(kept));
                 owners.push((cpu_dir(&dir, cpu), owner));
                 cpus.push(recovery);
                 continue;
@@ -318,6 +321,7 @@ impl Session {
                     }
                 }
             }
+            read.recovery.loss_notes.extend(unwritten_notes(kept));
             self.losses.append(&mut read.losses);
             cpus.push(read.recovery);
         }
@@ -440,6 +444,27 @@ impl Session {
     pub fn recoveries(&self) -> Vec<Recovery> {
         self.processes.iter().map(|p| p.recovery.clone()).collect()
     }
+}
+
+/// Why a CPU's events that its writer drained but could not write (a
+/// full file system) are missing, in a loss note's words.
+pub const NOT_WRITTEN: &str = "not written (the file system was full)";
+/// Why events whose loss a page or entry not written counted are missing
+/// from the losses a reader finds in the chunks.
+pub const LOSS_NOT_WRITTEN: &str = "lost, their record not written (the file system was full)";
+
+/// What the index counts as drained from a CPU buffer but not written,
+/// as loss notes after its last event (when is not recorded): the
+/// events of the pages not written, and the losses that pages and
+/// entries not written counted; so that a reader's events and counted
+/// losses add up to what the program wrote.
+fn unwritten_notes(kept: Option<&index::IndexCpu>) -> Vec<LossNote> {
+    let u = kept.map(|c| c.counters.unwritten).unwrap_or_default();
+    [(u.events, NOT_WRITTEN), (u.lost, LOSS_NOT_WRITTEN)]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, why)| LossNote::new(usize::MAX, n, why))
+        .collect()
 }
 
 /// `<pid>-<start>`, both decimal.

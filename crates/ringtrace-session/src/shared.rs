@@ -24,6 +24,11 @@ pub(crate) const RINGS: &str = "rings";
 pub(crate) const RESERVE: &str = "session.reserve";
 /// Its size.
 pub(crate) const RESERVE_LEN: usize = 64 << 10;
+/// What a `process` file's last rewrite may take of the reserve on a full
+/// file system (a file system block or a tmpfs page, with room to spare),
+/// so that the session says how each process ended; half the reserve is
+/// always kept for the final index.
+const RESERVE_STEP: u64 = 8 << 10;
 
 /// A finished chunk still on disk.
 #[derive(Debug, Clone)]
@@ -81,6 +86,25 @@ impl Shared {
     pub fn unlock(&self) {
         let _ = std::fs::remove_file(self.dir.join(RESERVE));
         self.lock.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Gives up [`RESERVE_STEP`] bytes of the reserve, for a small write
+    /// the full file system refused to be tried again (a process's last
+    /// `process` file): whether any was given up. Half the reserve is
+    /// never given up this way: it is the final index's.
+    pub fn give_up_reserve_step(&self) -> bool {
+        let path = self.dir.join(RESERVE);
+        let Ok(file) = std::fs::OpenOptions::new().write(true).open(&path) else {
+            return false;
+        };
+        let Ok(len) = file.metadata().map(|m| m.len()) else {
+            return false;
+        };
+        let floor = RESERVE_LEN as u64 / 2;
+        len > floor
+            && file
+                .set_len(len.saturating_sub(RESERVE_STEP).max(floor))
+                .is_ok()
     }
 
     /// Rewrites the index from `state`, by rename; the final one (the

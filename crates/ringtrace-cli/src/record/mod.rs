@@ -118,10 +118,10 @@ impl Recorded {
             } else {
                 format!("lost {}", lost.join(", "))
             };
-            let unwritten = if t.unwritten.events + t.unwritten.pages > 0 {
+            let unwritten = if t.unwritten.events + t.unwritten.pages + t.unwritten.lost > 0 {
                 format!(
-                    "; NOT WRITTEN: {} pages ({} events)",
-                    t.unwritten.pages, t.unwritten.events
+                    "; NOT WRITTEN: {} pages ({} events), the records of {} events lost",
+                    t.unwritten.pages, t.unwritten.events, t.unwritten.lost
                 )
             } else {
                 String::new()

@@ -54,8 +54,11 @@ impl RecordOptions {
     /// The environment the command starts with (see
     /// `ringtrace::TracerBuilder::from_env`).
     pub fn environment(&self, session: &SessionWriter) -> Vec<(&'static str, OsString)> {
+        // Absolute: a command that changes directory (`sh -c 'cd /x &&
+        // prog'`, a daemon's chdir("/")) still finds the session.
+        let dir = std::path::absolute(session.dir()).unwrap_or_else(|_| session.dir().to_owned());
         let mut env: Vec<(&'static str, OsString)> =
-            vec![(ringtrace::SESSION_ENV, session.dir().as_os_str().to_owned())];
+            vec![(ringtrace::SESSION_ENV, dir.into_os_string())];
         let mode = match self.mode {
             RecordedMode::Discard => "discard".into(),
             RecordedMode::Overwrite => "overwrite".into(),
