@@ -259,8 +259,8 @@ fn write_in_place(
     write_unsynced(target, file, fill)
 }
 
-/// How long [`open_fifo`] waits for a FIFO's reader: enough for one started
-/// just after the export (`ringtrace export -o p & cat p`).
+/// How long an export to a FIFO waits for the FIFO's reader: enough for
+/// one started just after the export (`ringtrace export -o p & cat p`).
 pub const FIFO_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Opens the FIFO `path` for writing once a reader has it open, polling
