@@ -139,7 +139,7 @@ fn monotonic_ns() -> u64 {
     ringtrace_clock::monotonic_ns().max(1)
 }
 
-const STOPPING: &[u8] = b"\nringtrace: stopping; what was measured so far follows \
+const STOPPING: &[u8] = b"\nringtrace: stopping; what was measured or recorded so far follows \
 (another signal more than 3 s from now ends the run at once)\n";
 
 extern "C" fn on_stop(signal: libc::c_int) {

@@ -1,6 +1,7 @@
 //! `ringtrace record` against programs and file systems that do not
 //! cooperate: a command that changes directory before its tracer starts,
-//! and a file system that fills up while the session is written. Every
+//! one that outlives the recorder, and a file system that fills up while
+//! the session is written. Every
 //! event the program fired is in the session or counted lost with a
 //! cause, read back by `Session::open` and `ringtrace dump`.
 
@@ -20,6 +21,9 @@ tracepoint! {
 /// fills the file system the session is on but for 1 MiB, then writes
 /// far more than that).
 const ROLE: &str = "RINGTRACE_TEST_ADVERSARIAL_ROLE";
+/// Set in a `stubborn` traced program: where it says `ready` and `done`
+/// and waits for `go`.
+const ROLE_DIR: &str = "RINGTRACE_TEST_ADVERSARIAL_DIR";
 
 /// The traced program: does nothing unless started in a role. It prints
 /// `FIRED N`: how many events it tried to write (taken or refused).
@@ -40,6 +44,26 @@ fn traced_program() {
             let filler = Path::new(&session).parent().unwrap().join("filler");
             fill_but(&filler, 1 << 20);
             200_000
+        }
+        "stubborn" => {
+            // Outlives the recorder: deaf to its SIGTERM, half its
+            // events before the recorder stops, half after.
+            // SAFETY: ignoring a signal has no preconditions.
+            unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+            let dir = std::path::PathBuf::from(std::env::var_os(ROLE_DIR).unwrap());
+            for seq in 0..500 {
+                trace!(step(seq));
+            }
+            std::fs::write(dir.join("ready"), b"").unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while !dir.join("go").exists() && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            for seq in 500..1000 {
+                trace!(step(seq));
+            }
+            std::fs::write(dir.join("done"), b"").unwrap();
+            std::process::exit(0);
         }
         other => panic!("unknown role {other}"),
     };
@@ -225,4 +249,80 @@ fn a_full_file_system_reads_back_what_was_not_written_and_how_the_process_ended(
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// A command deaf to SIGTERM outlives its recorder: the summary says
+/// where its ring stays, `dump` of the session says so too, and the
+/// session read with that ring holds every event, once.
+#[test]
+fn a_command_that_outlives_the_recorder_leaves_its_ring_named() {
+    let tmp = TempDir::new("rec-adv-stubborn");
+    let dir = tmp.path().join("s");
+    let program = traced("stubborn");
+    // To a file, not a pipe: the program, which outlives the recorder,
+    // holds the recorder's stderr open.
+    let log = tmp.path().join("recorder.err");
+    let mut recorder = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+        .arg("record")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(program.get_program())
+        .args(program.get_args())
+        .env(ROLE, "stubborn")
+        .env(ROLE_DIR, tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let wait_for = |name: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !tmp.path().join(name).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {name} within 60 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    };
+    wait_for("ready");
+    // SAFETY: kill has no memory preconditions; the pid is our child's.
+    unsafe { libc::kill(recorder.id() as i32, libc::SIGTERM) };
+    recorder.wait().unwrap();
+    let stderr = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(tmp.path().join("go"), b"").unwrap();
+    wait_for("done");
+    let rings: Vec<_> = std::fs::read_dir(dir.join("rings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let [ring] = &rings[..] else {
+        panic!("one ring left: {rings:?}; {stderr}");
+    };
+    assert!(
+        stderr.contains(&format!("its ring stays at {}", ring.display())),
+        "{stderr}"
+    );
+    let dump = |inputs: &[&Path]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
+            .arg("dump")
+            .args(inputs)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", said(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let alone = dump(&[&dir]);
+    assert!(alone.contains("the rest is in its ring"), "{alone}");
+    let both = dump(&[&dir, ring]);
+    let mut seqs: Vec<u64> = both
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            l.split_once("seq=")
+                .and_then(|(_, n)| n.trim().parse().ok())
+        })
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..1000).collect::<Vec<u64>>(), "{both}");
 }

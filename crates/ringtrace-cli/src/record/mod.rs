@@ -59,6 +59,8 @@ pub struct RecordedProcess {
     pub clock: String,
     /// How it ended.
     pub exit: Option<ringtrace_session::ProcessExit>,
+    /// Its ring file.
+    pub ring: std::path::PathBuf,
 }
 
 /// What a recording did.
@@ -126,9 +128,18 @@ impl Recorded {
             } else {
                 String::new()
             };
-            let exit = p
+            let mut exit = p
                 .exit
                 .map_or_else(|| "not finished".to_owned(), |e| e.to_string());
+            // Still writing: what it writes from now on is in its ring,
+            // which is left for a recorder to go on with.
+            if p.exit == Some(ringtrace_session::ProcessExit::Running) && p.ring.exists() {
+                exit.push_str(&format!(
+                    "; its ring stays at {} (`ringtrace record -o DIR --attach {}` drains the rest into another session)",
+                    p.ring.display(),
+                    p.ring.display()
+                ));
+            }
             lines.push(format!(
                 "{}-{} (clock {}): {} events in {} pages, {} bytes on disk, {lost}{unwritten}; {exit}",
                 ringtrace_export::text::escape(&p.comm),
@@ -284,24 +295,43 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
     // The pids the stop signal was passed on to.
     let mut signalled: Vec<u32> = Vec::new();
     let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(GATHER_PAGES);
+    // Clocks said not to compare across processes.
+    let mut said_clocks: Vec<String> = Vec::new();
     loop {
         let found = finder.look();
         for (live, start) in found.opened {
             // A ring the user named (`--attach`) is theirs: never removed.
             let keep = options.keep_rings || options.attach.is_some();
             // Processes whose clocks do not compare are recorded, but
-            // merge only aligned by their wall-clock anchors: said now.
-            if let Some(first) = tracked.first() {
-                let (a, b) = (&first.header().clock, &live.header().clock);
-                if let Some(why) = ringtrace_export::clocks_incomparable(a, b) {
-                    let line = format!(
-                        "{}: its clock does not compare with {}'s: {why}; `ringtrace dump` and `export` read this session with --align-wall-clock (give every program one clock with --clock)",
-                        live.path().display(),
-                        first.path().display()
-                    );
-                    eprintln!("ringtrace record: {line}");
-                    noted.lines.push(line);
+            // merge only aligned by their wall-clock anchors: said now,
+            // once per clock that compares with no other process's, and
+            // once per process whose clock differs from the first's.
+            let clock = &live.header().clock;
+            let alone = ringtrace_export::clocks_incomparable(clock, clock);
+            let line = match (alone, tracked.first()) {
+                // `--clock` named it: said when the recording started.
+                (Some(_), _) if options.clock.is_some() => None,
+                (Some(why), _) if !said_clocks.contains(&clock.name) => {
+                    said_clocks.push(clock.name.clone());
+                    Some(format!(
+                        "clock `{}` does not compare across processes ({why}): `ringtrace dump` and `export` read this session's processes together only with --align-wall-clock; give the programs a global clock (--clock mono, boot or tsc-ordered) to merge them by time",
+                        clock.name
+                    ))
                 }
+                (None, Some(first)) => {
+                    ringtrace_export::clocks_incomparable(&first.header().clock, clock).map(|why| {
+                        format!(
+                            "{}: its clock does not compare with {}'s: {why}; `ringtrace dump` and `export` read this session with --align-wall-clock (give every program one global clock with --clock)",
+                            live.path().display(),
+                            first.path().display()
+                        )
+                    })
+                }
+                _ => None,
+            };
+            if let Some(line) = line {
+                eprintln!("ringtrace record: {line}");
+                noted.lines.push(line);
             }
             tracked.push(Tracked::open(&session, live, start, keep)?);
             noted.order.push(None);

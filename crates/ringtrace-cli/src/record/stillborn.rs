@@ -88,6 +88,7 @@ pub fn note(
                 comm,
                 clock,
                 exit: Some(how),
+                ring: ring.path.clone(),
             })
         }
         None => None,

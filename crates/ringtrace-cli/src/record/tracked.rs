@@ -81,6 +81,7 @@ impl Tracked {
             comm: h.comm.clone(),
             clock: h.clock.name.clone(),
             exit: self.exit,
+            ring: self.live.path().to_owned(),
         }
     }
 

@@ -40,9 +40,25 @@ pub fn writer_words(r: &Recovery) -> String {
         ),
         // A session's process (read from its directory): the session
         // says only that its recorder had not seen it end.
-        WriterState::Live if r.path.is_dir() => format!(
-            "not ended: {who} was still running when the session was last written (its recorder is still recording, or stopped first: events written after that are not in the session)"
-        ),
+        WriterState::Live if r.path.is_dir() => {
+            // `ringtrace record` keeps each process's ring as
+            // `SESSION/rings/PID-START.ring` until it has drained it.
+            let ring = r.path.file_name().and_then(|name| {
+                let mut file = name.to_owned();
+                file.push(".ring");
+                let ring = r.path.parent()?.join("rings").join(file);
+                ring.is_file().then_some(ring)
+            });
+            let rest = ring.map_or_else(String::new, |ring| {
+                format!(
+                    "; the rest is in its ring, {} (`ringtrace dump` reads it with the session, `ringtrace record --attach` drains it)",
+                    ring.display()
+                )
+            });
+            format!(
+                "not ended: {who} was still running when the session was last written (its recorder is still recording, or stopped first: events written after that are not in the session){rest}"
+            )
+        }
         WriterState::Live => format!(
             "live snapshot: {who} is still writing; what follows was read while it wrote"
         ),
