@@ -228,14 +228,8 @@ fn pin_to_cpu(cpu: usize) {
 
 /// This test binary, to be started in `role`.
 fn traced_command(role: &str) -> Command {
-    let mut c = ringtrace_testkit::self_command();
-    c.args([
-        "--exact",
-        "traced_program",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(ROLE, role);
+    let mut c = ringtrace_testkit::child_test("traced_program");
+    c.env(ROLE, role);
     c
 }
 
@@ -1379,18 +1373,7 @@ fn realtime_runs_the_recorder_under_fifo_and_the_command_as_usual() {
 /// session reads back.
 #[test]
 fn a_full_file_system_is_said_and_the_recording_goes_on() {
-    let dir = TempDir::new("record-full");
-    let mount = dir.path().join("small");
-    std::fs::create_dir(&mount).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=12m,mode=0755", "tmpfs"])
-        .arg(&mount)
-        .output();
-    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
-        println!("skipped: a small file system to fill is needed, and mount failed: {mounted:?}");
-        return;
-    }
-    let result = std::panic::catch_unwind(|| {
+    ringtrace_testkit::on_tmpfs("record-full", "12m", |mount| {
         let session = mount.join("s");
         let mut recorder = record_command(&session, &["--buffer-size", "16K"], "forever")
             .stdout(Stdio::null())
@@ -1414,10 +1397,6 @@ fn a_full_file_system_is_said_and_the_recording_goes_on() {
         let dump = ringtrace(&["dump".as_ref(), session.as_os_str()]);
         assert!(dump.status.success(), "{}", text(&dump.stderr));
     });
-    let _ = Command::new("umount").arg(&mount).status();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 /// One ring given twice, as a hard link or a copy, to `record --attach`,

@@ -94,14 +94,8 @@ fn fill_but(path: &Path, room: u64) {
 }
 
 fn traced(role: &str) -> Command {
-    let mut c = ringtrace_testkit::self_command();
-    c.args([
-        "--exact",
-        "traced_program",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(ROLE, role);
+    let mut c = ringtrace_testkit::child_test("traced_program");
+    c.env(ROLE, role);
     c
 }
 
@@ -168,19 +162,8 @@ fn a_command_that_changes_directory_still_records_into_a_relative_session() {
 
 #[test]
 fn a_full_file_system_reads_back_what_was_not_written_and_how_the_process_ended() {
-    let tmp = TempDir::new("rec-adv-full");
-    let mount = tmp.path().join("small");
-    std::fs::create_dir(&mount).unwrap();
     // Large enough for any machine's ring: the program fills it.
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256m,mode=0755", "tmpfs"])
-        .arg(&mount)
-        .output();
-    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
-        println!("skipped: a small file system is needed to fill, and mount -t tmpfs failed");
-        return;
-    }
-    let result = std::panic::catch_unwind(|| {
+    ringtrace_testkit::on_tmpfs("rec-adv-full", "256m", |mount| {
         let dir = mount.join("s");
         let out = Command::new(env!("CARGO_BIN_EXE_ringtrace"))
             .arg("record")
@@ -245,10 +228,6 @@ fn a_full_file_system_reads_back_what_was_not_written_and_how_the_process_ended(
         assert!(text.contains(NOT_WRITTEN), "{}", said(&dump));
         assert!(text.contains("# writer: exited"), "{}", said(&dump));
     });
-    let _ = Command::new("umount").arg(&mount).status();
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
 }
 
 /// A command deaf to SIGTERM outlives its recorder: the summary says

@@ -8,28 +8,10 @@ use common::*;
 use ringtrace_session::{
     Compression, LossCause, ProcessExit, Session, SessionOptions, SessionWriter, WriteError,
 };
-use ringtrace_testkit::TempDir;
-
-/// Runs `f` on a tmpfs of `size` mounted for it (skipped, saying why,
-/// where this machine cannot mount one), unmounted whatever `f` does.
-fn on_small_fs(label: &str, size: &str, f: impl FnOnce(&std::path::Path)) {
-    let tmp = TempDir::new(label);
-    let mount = tmp.path().join("small");
-    std::fs::create_dir(&mount).unwrap();
-    if let Err(why) = mount_tmpfs(&mount, size, "") {
-        println!("skipped: a small file system is needed to fill, and {why}");
-        return;
-    }
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mount)));
-    umount(&mount);
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
-}
 
 #[test]
 fn writing_past_a_full_disk_is_a_typed_error_and_counted() {
-    on_small_fs("session-full", "256k", fill);
+    ringtrace_testkit::on_tmpfs("session-full", "256k", fill);
 }
 
 /// A session in `mount/s` with one process of a one-CPU ring, rotating
@@ -122,7 +104,7 @@ fn fill(mount: &std::path::Path) {
 /// counted as unwritten, none lost without a count.
 #[test]
 fn a_drained_batch_past_a_full_disk_counts_every_event() {
-    on_small_fs("session-full-batch", "128k", fill_by_rounds);
+    ringtrace_testkit::on_tmpfs("session-full-batch", "128k", fill_by_rounds);
 }
 
 fn fill_by_rounds(mount: &std::path::Path) {

@@ -116,6 +116,15 @@ pub fn self_command() -> Command {
     }
 }
 
+/// This test binary ([`self_command`]) running only the test `test`, on
+/// one thread, its output not captured: a child whose role the test
+/// `test` reads from the environment.
+pub fn child_test(test: &str) -> Command {
+    let mut c = self_command();
+    c.args(["--exact", test, "--nocapture", "--test-threads=1"]);
+    c
+}
+
 /// The wall clock now, ns since the Unix epoch.
 pub fn wall_ns() -> u64 {
     std::time::SystemTime::now()
@@ -310,6 +319,54 @@ pub fn have_tool(tool: &str) -> bool {
         eprintln!("skipped: {tool} is not installed");
     }
     found
+}
+
+/// Mounts a tmpfs of `size` (e.g. "256k") at `dir`, with `options` added
+/// (e.g. ",ro"); `Err` with the reason when this machine cannot (not
+/// root, no `mount`).
+pub fn mount_tmpfs(dir: &Path, size: &str, options: &str) -> Result<(), String> {
+    let out = Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0755{options}"),
+            "tmpfs",
+        ])
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("cannot run mount: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "mount -t tmpfs failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Unmounts `dir`.
+pub fn umount(dir: &Path) {
+    let _ = Command::new("umount").arg(dir).status();
+}
+
+/// Runs `f` on a tmpfs of `size` mounted for it in a scratch directory
+/// named after `label` (skipped, saying why, where this machine cannot
+/// mount one), unmounted whatever `f` does, a failed assertion included.
+pub fn on_tmpfs(label: &str, size: &str, f: impl FnOnce(&Path)) {
+    let tmp = TempDir::new(label);
+    let mount = tmp.path().join("small");
+    std::fs::create_dir(&mount).expect("a directory to mount on");
+    if let Err(why) = mount_tmpfs(&mount, size, "") {
+        println!("skipped: a small file system is needed to fill, and {why}");
+        return;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mount)));
+    umount(&mount);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 #[cfg(test)]

@@ -135,31 +135,5 @@ pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-/// Mounts a tmpfs of `size` (e.g. "256k") at `dir`, with `options` added
-/// (e.g. ",ro"); `Err` with the reason when this machine cannot.
-pub fn mount_tmpfs(dir: &std::path::Path, size: &str, options: &str) -> Result<(), String> {
-    let out = std::process::Command::new("mount")
-        .args([
-            "-t",
-            "tmpfs",
-            "-o",
-            &format!("size={size},mode=0755{options}"),
-            "tmpfs",
-        ])
-        .arg(dir)
-        .output()
-        .map_err(|e| format!("cannot run mount: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "mount -t tmpfs failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// Unmounts `dir`.
-pub fn umount(dir: &std::path::Path) {
-    let _ = std::process::Command::new("umount").arg(dir).status();
-}
+#[allow(unused_imports)] // not every test binary that includes this uses them
+pub use ringtrace_testkit::{mount_tmpfs, umount};
