@@ -32,9 +32,20 @@ fn records_made_in_a_thread_locals_destructor_are_written_and_counted() {
     let ring = common::ring();
     let dispatch = tracing::Dispatch::new(RingSubscriber::new(ring.clone()));
     tracing::dispatcher::set_global_default(dispatch.clone()).unwrap();
+    // A thread that records, leaves a span entered, and exits: the next
+    // thread is given its `ThreadLocal` id, and with it its entries.
     std::thread::spawn(|| {
+        tracing::info!("an earlier thread");
+        std::mem::forget(tracing::info_span!("left_entered").entered());
+    })
+    .join()
+    .unwrap();
+    std::thread::spawn(|| {
+        // The thread-local first, the subscriber's entry after: its
+        // destructor runs after the entry can no longer be reached.
         GUARD.with(|g| g.set(Some(LogOnDrop)));
         tracing::info!("before the thread ends");
+        drop(tracing::info_span!("fresh_root"));
     })
     .join()
     .unwrap();
@@ -47,17 +58,25 @@ fn records_made_in_a_thread_locals_destructor_are_written_and_counted() {
     assert_eq!(
         events,
         [
+            "an earlier thread",
             "before the thread ends",
             "from a thread-local's destructor",
             "inside a span, in teardown"
         ],
         "{json:#?}"
     );
-    // The event, then a span made, entered, exited and closed, and the
-    // event inside it: every record counted.
+    // The span the earlier thread left entered is not the new thread's.
+    let fresh = json
+        .iter()
+        .find(|r| r["event"] == "tracing:span_new" && r["callsite"] == "fresh_root")
+        .unwrap();
+    assert_eq!(fresh["parent"].as_u64().unwrap_or(0), 0, "{json:#?}");
+    // An event and a span made and entered; an event and a span made and
+    // closed; then in teardown an event, a span made, entered, exited and
+    // closed, and the event inside it: every record counted.
     let subscriber = dispatch
         .downcast_ref::<RingSubscriber<ringtrace_clock::AnyClock>>()
         .unwrap();
     assert_eq!(subscriber.stats().recorded, json.len() as u64, "{json:#?}");
-    assert_eq!(json.len(), 7, "{json:#?}");
+    assert_eq!(json.len(), 3 + 3 + 6, "{json:#?}");
 }

@@ -11,13 +11,22 @@
 //! Entering a span already on the stack pushes it again, as the
 //! registry does; its exit removes one entry.
 //!
+//! `ThreadLocal` hands an exited thread's entry to the next thread given
+//! its id. Its count goes on (the sum stays exact), but its stack must
+//! not: spans a thread left entered (an `Entered` guard forgotten, or
+//! exited during teardown, when the stack cannot be reached) would become
+//! the next thread's current spans, and the parents of its new spans. An
+//! entry keeps the token of the thread it serves
+//! ([`crate::thread_exit::token`]); a thread that finds another's token
+//! there empties the stack and takes the entry.
+//!
 //! A thread past the point of its teardown where its entry can be
 //! reached ([`crate::thread_exit`]: a `Drop` of a thread-local that logs)
 //! has no stack (its spans have no contextual parent) and counts its
 //! records in a word shared by such threads.
 
 use crate::stats::Tally;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use thread_local::ThreadLocal;
@@ -27,15 +36,20 @@ use thread_local::ThreadLocal;
 struct ThreadState {
     /// Records this thread wrote: written by it alone, read by any.
     recorded: AtomicU64,
+    /// The token of the thread the entry serves.
+    owner: Cell<u64>,
     /// The entered spans; only the entry's own thread touches it.
     stack: RefCell<Vec<u64>>,
 }
 
 // SAFETY: other threads reach an entry only through `ThreadLocal::iter`
 // (in `Threads::recorded`), which reads `recorded`, an atomic. `stack` (a
-// `RefCell`, whose borrow flag is not atomic) is reached only through
-// `Mine`, made from the calling thread's own entry and `!Send`, so only
-// that thread ever touches it or its flag.
+// `RefCell`, whose borrow flag is not atomic) and `owner` are reached only
+// by the thread `ThreadLocal` gives the entry to (through `Mine`, made
+// from the calling thread's own entry and `!Send`, or `Threads::current`),
+// so only that thread touches them. An entry passes to another thread
+// only once its thread has exited, and `ThreadLocal` hands its id on
+// under a lock, which orders the two threads' accesses.
 unsafe impl Sync for ThreadState {}
 
 /// Every thread's state.
@@ -54,17 +68,22 @@ impl Threads {
     /// The calling thread's state.
     #[inline]
     pub(crate) fn mine(&self) -> Mine<'_> {
-        let state = if crate::thread_exit::exiting() {
-            None
-        } else {
-            Some(&**self.states.get_or(|| {
-                crate::thread_exit::arm();
+        let state = crate::thread_exit::token().map(|token| {
+            let state = &**self.states.get_or(|| {
                 Box::new(ThreadState {
                     recorded: AtomicU64::new(0),
+                    owner: Cell::new(token),
                     stack: RefCell::new(Vec::with_capacity(16)),
                 })
-            }))
-        };
+            });
+            // After the lookup, which may have taken the thread's id (and
+            // an exited thread's entry with it) for the first time.
+            crate::thread_exit::arm();
+            if state.owner.get() != token {
+                state.adopt(token);
+            }
+            state
+        });
         Mine {
             state,
             exiting: &self.exiting,
@@ -72,14 +91,19 @@ impl Threads {
         }
     }
 
-    /// The innermost span entered on the calling thread, if it has a state.
+    /// The innermost span entered on the calling thread, if it has a state
+    /// of its own.
     #[inline]
     pub(crate) fn current(&self) -> Option<u64> {
-        if crate::thread_exit::exiting() {
+        let token = crate::thread_exit::token()?;
+        let state = self.states.get()?;
+        crate::thread_exit::arm();
+        if state.owner.get() != token {
+            // An exited thread's: this thread has entered nothing.
             return None;
         }
         Mine {
-            state: Some(self.states.get()?),
+            state: Some(state),
             exiting: &self.exiting,
             _not_send: PhantomData,
         }
@@ -94,6 +118,17 @@ impl Threads {
             .map(|s| s.recorded.load(Ordering::Relaxed))
             .sum::<u64>()
             + self.exiting.load(Ordering::Relaxed)
+    }
+}
+
+impl ThreadState {
+    /// Takes an exited thread's entry for the thread of `token`: its
+    /// count goes on, its entered spans are not this thread's.
+    #[cold]
+    #[inline(never)]
+    fn adopt(&self, token: u64) {
+        self.owner.set(token);
+        self.stack.borrow_mut().clear();
     }
 }
 
@@ -181,6 +216,30 @@ mod tests {
         assert_eq!(t.current(), Some(2));
         mine.pop(2);
         assert_eq!(t.current(), Some(1));
+    }
+
+    #[test]
+    fn a_thread_given_an_exited_threads_entry_starts_with_no_span_entered() {
+        let t = Threads::default();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                t.mine().push(7);
+                t.mine().recorded();
+            });
+        });
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // `ThreadLocal` gives the exited thread's id, and its
+                // entry, to the next thread: nothing of its stack shows.
+                assert_eq!(t.current(), None);
+                let mine = t.mine();
+                assert_eq!(mine.current(), None);
+                mine.push(8);
+                assert_eq!(t.current(), Some(8));
+                mine.recorded();
+            });
+        });
+        assert_eq!(t.recorded(), 2);
     }
 
     #[test]
