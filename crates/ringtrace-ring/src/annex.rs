@@ -110,13 +110,21 @@ enum Store {
 }
 
 /// A file annex: its committed-length word and the bytes after it.
+///
+/// A child forked with the ring appends to the same annex as its parent
+/// (the map is shared), each with its own copy of the in-process lock: an
+/// append also takes a POSIX record lock on the committed word (`lock`, a
+/// descriptor of the file), which excludes other processes, and reads the
+/// committed length from the file under it rather than from memory of
+/// its own.
 #[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct FileStore {
     committed: crate::page::zeroed::ZeroedBox<crate::sync::AtomicU64>,
     bytes: crate::page::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
-    /// What `committed` holds: read from the file once, when checked.
-    used: usize,
+    /// The file, and where in it the committed word is, for the record
+    /// lock (`None`: this process alone appends, as in the tests).
+    lock: Option<(std::fs::File, u64)>,
 }
 
 #[cfg(not(loom))]
@@ -129,20 +137,20 @@ impl FileStore {
     pub(crate) fn adopt(
         committed: crate::page::zeroed::ZeroedBox<crate::sync::AtomicU64>,
         bytes: crate::page::zeroed::ZeroedSlice<crate::sync::AtomicU8>,
+        lock: Option<(std::fs::File, u64)>,
     ) -> Result<FileStore, String> {
         // Relaxed: nothing else touches the words (see above).
         let word = committed.load(Ordering::Relaxed);
         let capacity = bytes.len();
-        let used = usize::try_from(word)
-            .ok()
-            .filter(|&u| u <= capacity)
-            .ok_or_else(|| {
-                format!("its committed length {word} is past its capacity of {capacity} bytes")
-            })?;
+        if usize::try_from(word).map_or(true, |u| u > capacity) {
+            return Err(format!(
+                "its committed length {word} is past its capacity of {capacity} bytes"
+            ));
+        }
         let store = FileStore {
             committed,
             bytes,
-            used,
+            lock,
         };
         match parse(&store.framed()) {
             (_, Some(why)) => Err(why),
@@ -150,14 +158,81 @@ impl FileStore {
         }
     }
 
+    /// Bytes of records committed, by any process (never past the
+    /// capacity, whatever the word says).
+    fn used(&self) -> usize {
+        // Acquire: pairs with the Release of the append that stored the
+        // word (in this process or a forked one), so its bytes are seen.
+        let word = self.committed.load(Ordering::Acquire);
+        usize::try_from(word).map_or(self.bytes.len(), |u| u.min(self.bytes.len()))
+    }
+
     /// The framed records, copied out.
     fn framed(&self) -> Vec<u8> {
-        // Relaxed: only this process writes the annex, under the lock
-        // the caller holds (or before the ring is shared).
-        self.bytes[..self.used]
+        // Relaxed: covered by the committed word read with Acquire.
+        self.bytes[..self.used()]
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .collect()
+    }
+
+    /// Takes the record lock that excludes other processes' appends, until
+    /// the guard is dropped. Without one (no descriptor, or the lock
+    /// refused), appends are excluded within this process only.
+    fn lock_processes(&self) -> Option<ProcessLock<'_>> {
+        let (file, at) = self.lock.as_ref()?;
+        ProcessLock::take(file, *at)
+    }
+}
+
+/// A POSIX record lock on the committed word, released when dropped.
+#[cfg(not(loom))]
+struct ProcessLock<'f> {
+    file: &'f std::fs::File,
+    at: u64,
+}
+
+#[cfg(not(loom))]
+impl<'f> ProcessLock<'f> {
+    fn take(file: &'f std::fs::File, at: u64) -> Option<ProcessLock<'f>> {
+        if Self::set(file, at, libc::F_WRLCK) {
+            Some(ProcessLock { file, at })
+        } else {
+            None
+        }
+    }
+
+    /// F_SETLKW of `kind` on the 8 bytes at `at`, retried when a signal
+    /// interrupts the wait; whether it was set.
+    fn set(file: &std::fs::File, at: u64, kind: libc::c_int) -> bool {
+        use std::os::fd::AsRawFd;
+        let Ok(start) = libc::off_t::try_from(at) else {
+            return false;
+        };
+        // SAFETY: a zeroed flock is a valid value of the plain C struct.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = kind as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = start;
+        lock.l_len = COMMITTED_WORD as libc::off_t;
+        loop {
+            // SAFETY: the descriptor is open (owned by `file`) and `lock`
+            // is a valid flock for F_SETLKW to read.
+            let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLKW, &lock) };
+            if r == 0 {
+                return true;
+            }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for ProcessLock<'_> {
+    fn drop(&mut self) {
+        Self::set(self.file, self.at, libc::F_UNLCK);
     }
 }
 
@@ -192,7 +267,7 @@ impl Annex {
         match &*self.store.lock() {
             Store::Memory(framed) => framed.len(),
             #[cfg(not(loom))]
-            Store::File(f) => f.used,
+            Store::File(f) => f.used(),
         }
     }
 
@@ -201,32 +276,21 @@ impl Annex {
         if record.is_empty() {
             return Err(AppendMetadataError::Empty);
         }
-        let needed = record.len().saturating_add(RECORD_HEADER);
         let mut store = self.store.lock();
-        let used = match &*store {
-            Store::Memory(framed) => framed.len(),
-            #[cfg(not(loom))]
-            Store::File(f) => f.used,
-        };
-        let free = self.capacity.saturating_sub(used);
-        // A record that fits is under MAX_METADATA_CAPACITY, so its length
-        // fits in the u32.
-        let len = u32::try_from(record.len()).ok().filter(|_| needed <= free);
-        let Some(len) = len else {
-            return Err(AppendMetadataError::Full {
-                needed,
-                free,
-                capacity: self.capacity,
-            });
-        };
         match &mut *store {
             Store::Memory(framed) => {
+                let len = self.fits(record, framed.len())?;
                 framed.extend_from_slice(&len.to_le_bytes());
                 framed.extend_from_slice(record);
             }
             #[cfg(not(loom))]
             Store::File(f) => {
-                let end = used + needed;
+                let _processes = f.lock_processes();
+                // Read under the process lock: a forked process may have
+                // appended since.
+                let used = f.used();
+                let len = self.fits(record, used)?;
+                let end = used + RECORD_HEADER + record.len();
                 let framed = len.to_le_bytes().into_iter().chain(record.iter().copied());
                 for (at, byte) in f.bytes[used..end].iter().zip(framed) {
                     // Relaxed: published by the Release store below.
@@ -237,12 +301,27 @@ impl Annex {
                 // is what a crash needs (a killed thread stops between two
                 // instructions, and every store it made before reaches the
                 // page cache); this process's readers take the lock, and
-                // another process's read the word first.
+                // another process's read the word first (Acquire).
                 f.committed.store(end as u64, order::ANNEX_COMMITTED);
-                f.used = end;
             }
         }
         Ok(())
+    }
+
+    /// `record`'s length word, if it fits after `used` bytes of records.
+    fn fits(&self, record: &[u8], used: usize) -> Result<u32, AppendMetadataError> {
+        let needed = record.len().saturating_add(RECORD_HEADER);
+        let free = self.capacity.saturating_sub(used);
+        // A record that fits is under MAX_METADATA_CAPACITY, so its length
+        // fits in the u32.
+        u32::try_from(record.len())
+            .ok()
+            .filter(|_| needed <= free)
+            .ok_or(AppendMetadataError::Full {
+                needed,
+                free,
+                capacity: self.capacity,
+            })
     }
 
     /// The records so far, in order.

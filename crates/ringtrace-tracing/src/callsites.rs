@@ -21,6 +21,21 @@ use tracing_core::Metadata;
 /// layers (and local spans) on one ring never share an id.
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
+/// Where a fork child's callsite ids start: past any its parent gives
+/// (a process never describes 2^31 callsites), with 2^30 draws apart.
+const CHILD_FIRST_ID: u32 = 1 << 31;
+
+/// In a fork child (from its fork handler, `crate::forks`): takes its
+/// callsite ids from a range drawn from `value`, so that a callsite it
+/// describes in a ring it shares with its parent (a file ring) never
+/// takes an id its parent gives another.
+pub(crate) fn start_afresh(value: u64) {
+    let start = CHILD_FIRST_ID + (value % (1 << 30)) as u32;
+    // Relaxed: the child's only thread runs the handler, before any
+    // record.
+    NEXT_ID.store(start, Ordering::Relaxed);
+}
+
 /// A fresh callsite id.
 pub(crate) fn next_id() -> u32 {
     // Relaxed: only uniqueness matters.

@@ -247,10 +247,11 @@ impl<C: Clock> RingLayer<C> {
         }
     }
 
-    /// The id span `id` of this layer's registry has in the ring.
+    /// The id span `id` of this layer's registry has in the ring (in a
+    /// fork child, apart from its parent's: `crate::forks`).
     #[inline(always)]
     fn ring_id(&self, id: &Id) -> u64 {
-        ring_id(id.into_u64(), self.salt)
+        ring_id(id.into_u64(), self.salt ^ crate::forks::salt())
     }
 }
 

@@ -87,6 +87,7 @@
 
 mod callsites;
 mod encode;
+mod forks;
 mod layer;
 mod local_span;
 mod one_pass;

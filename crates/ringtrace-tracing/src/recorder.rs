@@ -26,6 +26,8 @@ impl<C: Clock> Recorder<C> {
         // Records carry the thread's id; a fork child must not carry its
         // parent's.
         ringtrace_tracepoint::forget_thread_ids_in_fork_children();
+        // Nor its parent's span ids.
+        crate::forks::register();
         Recorder {
             ring,
             callsites: CallsiteTable::new(callsites),

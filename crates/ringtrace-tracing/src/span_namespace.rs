@@ -63,7 +63,7 @@ pub(crate) fn ring_id(id: u64, salt: u64) -> u64 {
 }
 
 /// SplitMix64's output for `n`: constants far apart for nearby `n`.
-fn splitmix64(n: u64) -> u64 {
+pub(crate) fn splitmix64(n: u64) -> u64 {
     let mut z = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

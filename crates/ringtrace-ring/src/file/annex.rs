@@ -79,11 +79,13 @@ pub(crate) fn read(source: &Source, h: &FileHeader, path: &Path) -> Result<Recov
 
 /// The writer's annex over `map`, laid out by `layout`: empty in a new
 /// file, the earlier runs' records in a file appended to (or what is
-/// wrong with them).
+/// wrong with them). `file` (the mapped file) is what appends lock
+/// against a forked process's.
 #[cfg(not(loom))]
 pub(crate) fn in_map(
     map: &std::sync::Arc<memmap2::MmapMut>,
     layout: &super::FileLayout,
+    file: Option<std::fs::File>,
 ) -> Result<crate::annex::Annex, String> {
     let capacity = usize::try_from(layout.annex_capacity)
         .map_err(|_| format!("{} bytes do not fit in memory", layout.annex_capacity))?;
@@ -98,6 +100,7 @@ pub(crate) fn in_map(
     .map_err(failed)?;
     let bytes = crate::page::zeroed::ZeroedSlice::in_file(map, at + COMMITTED_WORD, capacity)
         .map_err(failed)?;
-    let store = crate::annex::FileStore::adopt(committed, bytes)?;
+    let lock = file.map(|f| (f, layout.annex_offset));
+    let store = crate::annex::FileStore::adopt(committed, bytes, lock)?;
     Ok(crate::annex::Annex::in_file(store))
 }

@@ -218,7 +218,9 @@ impl RingFile {
             status_words[0].store(STATUS_SETTING_UP, Ordering::Relaxed);
         }
         // Checked before anything is changed, as the CPUs' words are below.
-        let annex = super::annex::in_map(&map, &layout).map_err(|why| {
+        // A descriptor of its own for the annex's record lock (a failure
+        // only leaves appends unlocked against forked processes).
+        let annex = super::annex::in_map(&map, &layout, file.try_clone().ok()).map_err(|why| {
             if adopt {
                 FileError::Mismatch {
                     path: path.to_owned(),

@@ -3,7 +3,7 @@
 
 mod clones;
 mod filter;
-mod span_ids;
+pub(crate) mod span_ids;
 mod threads;
 
 use crate::callsites::REFUSED;

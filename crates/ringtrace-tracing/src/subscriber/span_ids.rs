@@ -53,6 +53,29 @@ fn next_serial() -> u64 {
     })
 }
 
+/// Where a fork child's serials start: at least this far past its
+/// parent's first (a parent never makes 2^32 spans)...
+const CHILD_FIRST: u64 = 1 << 32;
+/// ...and below this, so that 2^41 more fit under the widest slot field
+/// (21 bits, for the largest callsite table).
+const CHILD_END: u64 = 1 << 41;
+
+/// In a fork child (from its fork handler, `crate::forks`): numbers its
+/// spans from a block of its own, drawn from `value`, rather than from
+/// the parent's next, which the parent goes on numbering from.
+pub(crate) fn start_afresh(value: u64) {
+    let start = child_start(value);
+    // Relaxed: the child's only thread runs the handler, before any span.
+    NEXT_BLOCK.store(start, Ordering::Relaxed);
+    // Const, no destructor: reachable in a fork child.
+    SERIALS.with(|serials| serials.set((0, 0)));
+}
+
+/// The first serial of a fork child that drew `value`.
+fn child_start(value: u64) -> u64 {
+    CHILD_FIRST + (value % (CHILD_END - CHILD_FIRST)) / BLOCK * BLOCK
+}
+
 /// How a subscriber packs slots into ids.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct IdLayout {
@@ -99,6 +122,20 @@ mod tests {
             assert_ne!(id, 0);
             assert_eq!(layout.slot(id), slot.map(|s| s as usize));
             assert!(seen.insert(id >> 4), "serial repeated");
+        }
+    }
+
+    #[test]
+    fn a_fork_child_numbers_from_a_block_of_its_own_under_every_layout() {
+        // The widest slot field, for the largest callsite table.
+        let widest = IdLayout::for_slots(1 << 20).slot_bits;
+        for value in [0, 1, u64::MAX, 0x1234_5678_9abc_def0] {
+            let start = child_start(value);
+            assert!((CHILD_FIRST..CHILD_END).contains(&start), "{start:#x}");
+            assert_eq!(start % BLOCK, 0);
+            // 2^40 serials on, the id still keeps every serial bit.
+            let last = start + (1 << 40);
+            assert_eq!((last << widest) >> widest, last);
         }
     }
 
