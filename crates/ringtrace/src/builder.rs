@@ -396,6 +396,15 @@ impl TracerBuilder {
     /// reads the two as one process, the file's events after the
     /// session's, with that last round counted lost where it was.
     ///
+    /// The stream is the process's that built the tracer. A child forked
+    /// from it has a copy of the tracer and none of its consumer thread:
+    /// with a [`file`](Self::file) ring, which parent and child share,
+    /// the child's events are streamed by the parent (while it streams);
+    /// with an in-memory ring, the child's copy is its own and nothing
+    /// streams it, so the child's `finish` and `finish_stream` say so
+    /// (the tracer's stats count what it wrote). Neither the child's drop
+    /// nor its exit waits for its parent's thread.
+    ///
     /// ```
     /// use ringtrace::{Mode, Tracer};
     /// let dir = std::env::temp_dir().join(format!("ringtrace-stream-doc-{}", std::process::id()));

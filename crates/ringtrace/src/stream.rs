@@ -45,6 +45,9 @@ pub(crate) struct Stream {
     exited_at: Arc<Mutex<Option<ExitTime>>>,
     thread: Mutex<Option<JoinHandle<Result<SessionSummary, StreamFailure>>>>,
     dir: PathBuf,
+    /// The process whose thread streams: a child forked from it has a
+    /// copy of this value but not the thread.
+    pid: u32,
 }
 
 /// Every stream of the process not finished yet: what the exit handler
@@ -70,7 +73,9 @@ impl ExitHandler for FinishAll {
 fn finish_all(code: Option<u8>) {
     let streams: Vec<Arc<Stream>> =
         std::mem::take(&mut *LIVE.lock().unwrap_or_else(PoisonError::into_inner));
-    for s in streams {
+    // A forked child's copies of its parent's streams have no thread here
+    // to wait for.
+    for s in streams.into_iter().filter(|s| s.is_here()) {
         // A clock that panics loses the ticks, not the exit (nothing may
         // unwind out of an exit handler).
         let ticks =
@@ -176,6 +181,7 @@ impl Stream {
             exited_at,
             thread: Mutex::new(Some(thread)),
             dir: target.dir.clone(),
+            pid,
         });
         AT_EXIT.call_once(|| {
             // By `on_exit` where glibc has it (the exit code then goes into
@@ -193,9 +199,37 @@ impl Stream {
         &self.dir
     }
 
+    /// Whether the stream's thread is in this process (not in the parent
+    /// this process was forked from).
+    pub(crate) fn is_here(&self) -> bool {
+        self.pid == std::process::id()
+    }
+
+    /// Why a forked child cannot finish its parent's stream, and what
+    /// became of what it wrote: a file ring's events reach the session
+    /// through the parent's stream, while an in-memory ring's copy is
+    /// the child's alone.
+    pub(crate) fn not_here(&self, shared_ring: bool) -> StreamFailure {
+        let written = if shared_ring {
+            "what it writes into the file ring they share is streamed by the parent while the parent streams"
+        } else {
+            "what it writes into its copy of the in-memory ring is not streamed (the tracer's stats count it); build a tracer of its own in the child"
+        };
+        format!(
+            "this tracer streams to {} from process {}; this process ({}) is a child forked from it, with no stream of its own: {written}",
+            self.dir.display(),
+            self.pid,
+            std::process::id()
+        )
+    }
+
     /// Drains the ring to its end, finishes the session, and says what it
-    /// holds; an error if it was finished already or writing failed.
+    /// holds; an error if it was finished already or writing failed, or
+    /// in a forked child (the stream is its parent's).
     pub(crate) fn finish(&self) -> Result<SessionSummary, StreamFailure> {
+        if !self.is_here() {
+            return Err(self.not_here(self.ring.file_path().is_some()));
+        }
         LIVE.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|s| !std::ptr::eq(Arc::as_ptr(s), self));

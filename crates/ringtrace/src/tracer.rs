@@ -482,6 +482,15 @@ impl Tracer {
     pub fn finish(self) -> Result<TracerStats, TracerError> {
         #[cfg(feature = "stream")]
         if let Some(stream) = &self.stream {
+            // A forked child's copy of an in-memory ring is its alone, and
+            // nothing streams it: said, not finished as if streamed. (A
+            // file ring's events are streamed by the parent.)
+            if !stream.is_here() && self.ring.file_path().is_none() {
+                return Err(TracerError::Stream(stream.not_here(false)));
+            }
+        }
+        #[cfg(feature = "stream")]
+        if let Some(stream) = self.stream.as_ref().filter(|s| s.is_here()) {
             if let Err(e) = stream.finish() {
                 if !e.contains("finished already") {
                     return Err(TracerError::Stream(e));
@@ -508,7 +517,7 @@ impl Drop for Tracer {
         // A stream whose ring nobody else holds ends here, drained to its
         // end; one whose ring lives on streams until the process exits.
         #[cfg(feature = "stream")]
-        if let Some(stream) = self.stream.take() {
+        if let Some(stream) = self.stream.take().filter(|s| s.is_here()) {
             if Arc::strong_count(&self.ring) <= self.ring_holders {
                 let _ = stream.finish();
             }

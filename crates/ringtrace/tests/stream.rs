@@ -27,6 +27,7 @@ fn child_entry() {
     match std::env::var(HOW).as_deref() {
         Ok("killed") => killed_with_its_ring_in_a_file(std::path::Path::new(&dir), false),
         Ok("killed-discard") => killed_with_its_ring_in_a_file(std::path::Path::new(&dir), true),
+        Ok(how @ ("fork-finish" | "fork-exit")) => forks_while_streaming(&dir, how),
         _ => {}
     }
     let tracer = Tracer::builder()
@@ -54,6 +55,55 @@ fn child_entry() {
         tracer.install().unwrap();
     }
     std::process::exit(3);
+}
+
+/// The child, forking: streams EVENTS events from an in-memory ring,
+/// forks, and its fork child writes more into its copy, then finishes the
+/// tracer (`fork-finish`: refused, naming the fork) or exits at once
+/// (`fork-exit`). Exits 3 when the fork child did as expected within a
+/// second, 5 when it did not, 6 when it took longer.
+fn forks_while_streaming(dir: &str, how: &str) -> ! {
+    let tracer = Tracer::builder()
+        .blocking(Duration::from_secs(5))
+        .buffer_size(64 * 1024)
+        .stream_to(dir)
+        .build()
+        .unwrap();
+    for i in 0..EVENTS {
+        tracer.write(&i.to_le_bytes()).unwrap();
+    }
+    let started = std::time::Instant::now();
+    // SAFETY: this process's other threads (the stream's, the harness's)
+    // are not needed in the child, which only writes, finishes and exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        for i in EVENTS..EVENTS + 100 {
+            let _ = tracer.write(&i.to_le_bytes());
+        }
+        if how == "fork-exit" {
+            std::process::exit(0);
+        }
+        let code = match tracer.finish() {
+            Err(ringtrace::TracerError::Stream(why)) if why.contains("forked") => 0,
+            _ => 1,
+        };
+        // SAFETY: leaves without running the parent's exit handlers twice.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child, its status into a local.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let took = started.elapsed();
+    tracer.finish().unwrap();
+    let code = if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        5
+    } else if took > Duration::from_secs(1) {
+        6
+    } else {
+        3
+    };
+    std::process::exit(code);
 }
 
 /// The child, killed: its ring in a file beside the session, streamed;
@@ -129,6 +179,25 @@ fn exits_without_finishing(how: &str) {
     assert!(at.ticks.unwrap() >= last, "{at:?}, last event at {last}");
     let wall = at.wall_ns.unwrap();
     assert!(wall >= recovery.header.wall_ns, "{at:?}");
+}
+
+#[test]
+fn a_fork_child_of_a_streaming_program_neither_waits_for_nor_finishes_its_parents_stream() {
+    for how in ["fork-finish", "fork-exit"] {
+        let tmp = TempDir::new("stream-fork");
+        let dir = tmp.path().join("trace");
+        let status = self_command()
+            .args(["--exact", "child_entry", "--test-threads=1"])
+            .env(DIR, &dir)
+            .env(HOW, how)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        // 5: the fork child's finish was not refused; 6: it waited.
+        assert_eq!(status.code(), Some(3), "{how}");
+        // The parent's events, whole; the child's copy was its own.
+        assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>(), "{how}");
+    }
 }
 
 #[test]
