@@ -11,7 +11,7 @@ use crate::sections::{preemptirq_edge, Sections};
 use crate::Origins;
 use ringtrace_export::text::hex;
 use ringtrace_export::{Decoded, Trace};
-use ringtrace_tracepoint::tracing_record::{Level, RecordKind, TracingRecord};
+use ringtrace_tracepoint::tracing_record::{Level, TracingRecord};
 use ringtrace_tracepoint::FieldValue;
 use std::collections::HashMap;
 
@@ -166,7 +166,7 @@ impl<'d> Event<'d> {
                 target: None,
                 fields: shown(d.fields()),
             },
-            Decoded::Tracing(r) if r.kind == RecordKind::Event => tracing_event(r),
+            Decoded::Tracing(r) if r.kind.is_event() => tracing_event(r),
             Decoded::Tracing(_) => return None,
             Decoded::Raw { why } => Event {
                 tid: pid,

@@ -106,7 +106,11 @@ fn metadata_records_appended_by_a_parent_and_its_forked_child_are_all_kept() {
             .iter()
             .map(|r| String::from_utf8_lossy(r).into_owned())
             .collect();
-        assert_eq!(text.first().map(String::as_str), Some("before the fork"), "{how}");
+        assert_eq!(
+            text.first().map(String::as_str),
+            Some("before the fork"),
+            "{how}"
+        );
         for who in ["parent", "child"] {
             let mine: Vec<&String> = text.iter().filter(|t| t.starts_with(who)).collect();
             assert_eq!(mine.len(), EACH as usize, "{how}: {who}'s records");
@@ -116,10 +120,17 @@ fn metadata_records_appended_by_a_parent_and_its_forked_child_are_all_kept() {
         }
         assert_eq!(text.len(), 1 + 2 * EACH as usize, "{how}");
     };
-    check(&ring.snapshot(Vec::new()).metadata_records().to_vec(), "the writer's snapshot");
+    check(
+        &ring.snapshot(Vec::new()).metadata_records().to_vec(),
+        "the writer's snapshot",
+    );
     drop(ring);
     let recovered = ringtrace_ring::file::recover(&path).unwrap();
-    assert!(recovered.annex_problems().is_empty(), "{:?}", recovered.annex_problems());
+    assert!(
+        recovered.annex_problems().is_empty(),
+        "{:?}",
+        recovered.annex_problems()
+    );
     check(recovered.metadata_records(), "the file recovered");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,6 +14,7 @@
 //! | kind | after the callsite id |
 //! |------|-----------------------|
 //! | [`RecordKind::Event`] | field count (u8), fields |
+//! | [`RecordKind::EventIn`] | its parent span's id (u64, 0: none), field count (u8), fields |
 //! | [`RecordKind::SpanNew`] | span id (u64), parent span id (u64, 0: a root), field count (u8), fields |
 //! | [`RecordKind::SpanRecord`] | span id (u64), field count (u8), fields |
 //! | [`RecordKind::SpanEnter`], [`SpanExit`](RecordKind::SpanExit), [`SpanClose`](RecordKind::SpanClose) | span id (u64) |
@@ -95,10 +96,15 @@ pub enum RecordKind {
     /// that is not a parent, as a task woken by another's message); the
     /// callsite is the span's.
     SpanFollows = 0xFFFF_FF08,
+    /// A `tracing` event whose parent was given where it was made
+    /// (`parent: &span`, or `parent: None` for an event in no span),
+    /// rather than taken from the thread's current span as an
+    /// [`Event`](RecordKind::Event)'s is. Read as `tracing:event`.
+    EventIn = 0xFFFF_FF09,
 }
 
 impl RecordKind {
-    const ALL: [RecordKind; 8] = [
+    const ALL: [RecordKind; 9] = [
         RecordKind::Event,
         RecordKind::SpanNew,
         RecordKind::SpanRecord,
@@ -107,6 +113,7 @@ impl RecordKind {
         RecordKind::SpanClose,
         RecordKind::LocalSpan,
         RecordKind::SpanFollows,
+        RecordKind::EventIn,
     ];
 
     /// The kind whose id is `id`.
@@ -122,7 +129,7 @@ impl RecordKind {
     /// The name readers show: `tracing:event`, `tracing:span_enter`, ...
     pub fn name(self) -> &'static str {
         match self {
-            RecordKind::Event => "tracing:event",
+            RecordKind::Event | RecordKind::EventIn => "tracing:event",
             RecordKind::SpanNew => "tracing:span_new",
             RecordKind::SpanRecord => "tracing:span_record",
             RecordKind::SpanEnter => "tracing:span_enter",
@@ -150,8 +157,14 @@ impl RecordKind {
     pub fn has_fields(self) -> bool {
         matches!(
             self,
-            RecordKind::Event | RecordKind::SpanNew | RecordKind::SpanRecord
+            RecordKind::Event | RecordKind::EventIn | RecordKind::SpanNew | RecordKind::SpanRecord
         )
+    }
+
+    /// Whether it is an event ([`Event`](RecordKind::Event) or
+    /// [`EventIn`](RecordKind::EventIn)).
+    pub fn is_event(self) -> bool {
+        matches!(self, RecordKind::Event | RecordKind::EventIn)
     }
 }
 
@@ -472,7 +485,8 @@ pub struct TracingRecord<'d> {
     pub callsite: &'d Callsite,
     /// The span, for span records.
     pub span: Option<u64>,
-    /// A new span's parent (none for a root).
+    /// A new span's parent (none for a root); an
+    /// [`EventIn`](RecordKind::EventIn)'s given parent (none: in no span).
     pub parent: Option<u64>,
     /// The span a [`RecordKind::SpanFollows`] record's span follows from.
     pub follows: Option<u64>,
@@ -509,7 +523,9 @@ pub fn decode<'d>(
         })?;
     let span = kind.has_span().then(|| c.u64("the span id")).transpose()?;
     let parent = match kind {
-        RecordKind::SpanNew => Some(c.u64("the parent span id")?).filter(|&p| p != 0),
+        RecordKind::SpanNew | RecordKind::EventIn => {
+            Some(c.u64("the parent span id")?).filter(|&p| p != 0)
+        }
         _ => None,
     };
     let start = match kind {
@@ -614,7 +630,7 @@ impl TracingRecord<'_> {
         let start = out.len();
         let c = self.callsite;
         let verb = match self.kind {
-            RecordKind::Event => "",
+            RecordKind::Event | RecordKind::EventIn => "",
             RecordKind::SpanNew => "new",
             RecordKind::SpanRecord => "record",
             RecordKind::SpanEnter => "enter",

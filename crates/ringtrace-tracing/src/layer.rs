@@ -263,7 +263,14 @@ where
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let inner = &*self.inner;
         if let Some(callsite) = inner.callsite(event.metadata()) {
-            inner.write(Head::event(callsite), Some(&|v| event.record(v)));
+            // Contextual: readers take the thread's current span, which
+            // they know from its enters and exits.
+            let head = if event.is_contextual() {
+                Head::event(callsite)
+            } else {
+                Head::event_in(callsite, event.parent().map_or(0, |p| self.ring_id(p)))
+            };
+            inner.write(head, Some(&|v| event.record(v)));
         }
     }
 

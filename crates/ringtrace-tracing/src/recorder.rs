@@ -71,6 +71,17 @@ impl Head {
         }
     }
 
+    /// An event of `callsite` whose parent was given where it was made:
+    /// `parent` (0: in no span, `parent: None`).
+    pub(crate) fn event_in(callsite: u32, parent: u64) -> Head {
+        Head {
+            kind: RecordKind::EventIn,
+            callsite,
+            span: None,
+            other: Some(parent),
+        }
+    }
+
     /// A record about `span` alone: its values, enter, exit or close.
     pub(crate) fn span(kind: RecordKind, callsite: u32, span: u64) -> Head {
         Head {

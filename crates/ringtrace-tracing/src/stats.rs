@@ -91,9 +91,7 @@ impl Counters {
             self.recorded_exiting.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let mine = self
-            .recorded
-            .get_or(|| CachePadded::new(AtomicU64::new(0)));
+        let mine = self.recorded.get_or(|| CachePadded::new(AtomicU64::new(0)));
         // After the lookup, which may have taken the thread's id (and an
         // exited thread's entry with it) for the first time.
         crate::thread_exit::arm();

@@ -63,9 +63,16 @@ fn file_ring(dir: &std::path::Path) -> Arc<RingBuffer<AnyClock>> {
 }
 
 fn assert_apart(ids: &[(u64, u64)]) {
-    assert_eq!(ids.len(), 2, "a span in the parent and one in the child: {ids:?}");
+    assert_eq!(
+        ids.len(),
+        2,
+        "a span in the parent and one in the child: {ids:?}"
+    );
     assert_ne!(ids[0].1, ids[1].1, "made by two threads: {ids:?}");
-    assert_ne!(ids[0].0, ids[1].0, "the parent's and the child's span share an id");
+    assert_ne!(
+        ids[0].0, ids[1].0,
+        "the parent's and the child's span share an id"
+    );
 }
 
 #[test]
@@ -73,7 +80,10 @@ fn assert_apart(ids: &[(u64, u64)]) {
 fn a_fork_childs_spans_and_its_parents_have_ids_apart_through_the_subscriber() {
     let dir = ringtrace_testkit::TempDir::new("fork-ids-subscriber");
     let ring = file_ring(dir.path());
-    let ids = ids_after_a_fork(&ring, tracing::Dispatch::new(RingSubscriber::new(ring.clone())));
+    let ids = ids_after_a_fork(
+        &ring,
+        tracing::Dispatch::new(RingSubscriber::new(ring.clone())),
+    );
     assert_apart(&ids);
 }
 

@@ -188,7 +188,7 @@ impl Assembler {
         let process = key.index;
         let id = r.span.unwrap_or(0);
         match r.kind {
-            RecordKind::Event => return self.event(process, r, cpu, at),
+            RecordKind::Event | RecordKind::EventIn => return self.event(process, r, cpu, at),
             RecordKind::SpanNew => return self.new_span(key, r, cpu, at),
             RecordKind::LocalSpan => {
                 let start = start.map_or(at, |s| s.min(at));
@@ -318,7 +318,13 @@ impl Assembler {
             fields: owned(r, skip),
             span: None,
         };
-        match self.current(process, r.tid) {
+        // An event made with its parent given is in that span (or in none,
+        // for `parent: None`); any other in its thread's current span.
+        let live = match r.kind {
+            RecordKind::EventIn => r.parent.and_then(|p| self.live.get(&(process, p)).copied()),
+            _ => self.current(process, r.tid),
+        };
+        match live {
             Some(live) => {
                 let span = self.span_mut(process, live);
                 event.span = Some(span.uid);

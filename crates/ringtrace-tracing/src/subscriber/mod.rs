@@ -339,7 +339,14 @@ impl<C: Clock + 'static> Subscriber for RingSubscriber<C> {
         if let Some(callsite) = rec.callsite(event.metadata()) {
             let fields: Fields<'_> = &|v| event.record(v);
             let mine = self.threads.mine();
-            rec.write_counted(Head::event(callsite), Some(fields), &mine);
+            // Contextual: readers take the thread's current span, which
+            // they know from its enters and exits.
+            let head = if event.is_contextual() {
+                Head::event(callsite)
+            } else {
+                Head::event_in(callsite, event.parent().map_or(0, Id::into_u64))
+            };
+            rec.write_counted(head, Some(fields), &mine);
         }
     }
 

@@ -66,7 +66,7 @@ pub(super) fn place(
         begins,
     };
     match (r.kind, r.span) {
-        (RecordKind::Event, _) => {
+        (RecordKind::Event | RecordKind::EventIn, _) => {
             let mut args = base_args(cpu, r);
             put_fields(&mut args, r);
             let title = r

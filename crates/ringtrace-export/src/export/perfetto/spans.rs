@@ -65,7 +65,7 @@ impl<'t> Walk<'t, '_, '_> {
         let cpu_v = FieldValue::Unsigned(cpu as u64);
         let level = FieldValue::Str(r.callsite.level.name().to_owned());
         match (r.kind, r.span) {
-            (RecordKind::Event, _) => {
+            (RecordKind::Event | RecordKind::EventIn, _) => {
                 let message = r.fields.iter().find_map(|f| match (&f.value, f.name) {
                     (FieldValue::Str(s), "message") => Some(s.clone()),
                     _ => None,
