@@ -148,3 +148,40 @@ fn stats_of_a_symlink_loop_names_the_loop_not_a_missing_file() {
     assert!(!err.contains("does not exist"), "{err}");
     assert!(err.contains("symbolic links"), "{err}");
 }
+
+#[test]
+fn a_file_format_given_a_directory_says_it_is_one() {
+    let tmp = TempDir::new("export-to-dir");
+    let ring = ring_file(tmp.path());
+    let dir = tmp.path().join("out");
+    std::fs::create_dir(&dir).unwrap();
+    let missing = format!("{}/", tmp.path().join("missing").display());
+    let given = [
+        (dir.display().to_string(), "it is a directory"),
+        (format!("{}/", dir.display()), "it is a directory"),
+        (missing.clone(), "names a directory"),
+    ];
+    for (output, says) in given {
+        let out = ringtrace(&[
+            "export",
+            ring.to_str().unwrap(),
+            "--format",
+            "chrome",
+            "-o",
+            &output,
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{output}: {err}");
+        assert!(
+            err.contains(says) && err.contains("give the file's name"),
+            "{output}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written in it"
+    );
+    assert!(!Path::new(&missing).exists());
+}

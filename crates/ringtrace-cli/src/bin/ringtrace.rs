@@ -606,12 +606,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Prints `message` on standard error as one line, escaped as a dump's
-/// strings are: a file name or a trace's string in an error reaches the
-/// terminal as text, never as a control sequence it obeys or a line break
-/// that forges another message.
+/// Prints `message` on standard error as one line, its controls escaped
+/// as a dump's strings are (its backslashes kept: a value in it quoted
+/// with `{:?}` is escaped already): a file name or a trace's string in an
+/// error reaches the terminal as text, never as a control sequence it
+/// obeys or a line break that forges another message.
 fn say(message: std::fmt::Arguments<'_>) {
-    eprintln!("{}", ringtrace::export::text::escape(&message.to_string()));
+    eprintln!(
+        "{}",
+        ringtrace::export::text::escape_message(&message.to_string())
+    );
 }
 
 /// What `Cli::parse` does with a usage error, `--help` or `--version`

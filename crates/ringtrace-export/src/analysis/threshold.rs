@@ -68,6 +68,9 @@ impl FromStr for Threshold {
             given: text.to_owned(),
             why,
         };
+        if text.starts_with('-') {
+            return Err(fail("it is negative"));
+        }
         let digits_end = text
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .ok_or_else(|| fail("it has no unit"))?;
@@ -154,7 +157,7 @@ mod tests {
             ("1.5ns", "finer than 1 ns"),
             ("1.2.3us", "one decimal point"),
             ("99999999999999999999s", "too large"),
-            ("-5us", "unknown unit"),
+            ("-5us", "negative"),
         ] {
             let e = ns(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");

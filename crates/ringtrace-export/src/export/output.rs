@@ -92,6 +92,22 @@ fn destination(target: &Path) -> Result<Destination, ExportError> {
             .map(Destination::Descriptor)
             .map_err(|e| failed(target, e));
     }
+    // A directory (or a name ending in `/`, which only a directory can
+    // have) is no file to write: said so, not as the rename's error.
+    let slash = target.as_os_str().as_encoded_bytes().ends_with(b"/");
+    let what = if std::fs::metadata(target).is_ok_and(|m| m.is_dir()) {
+        Some("it is a directory")
+    } else if slash {
+        Some("a name ending in `/` names a directory")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Err(ExportError::refused(
+            target,
+            format!("{what}, and this format writes one file: give the file's name"),
+        ));
+    }
     let path = follow_links(target)?;
     if is_system(&path) || is_special(&path) {
         Ok(Destination::InPlace(path))

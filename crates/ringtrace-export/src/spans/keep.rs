@@ -38,6 +38,9 @@ pub struct KeepRuleError {
 
 /// Parses `250ms`, `1.5s`, `80us`, `500ns` as ns.
 fn duration_ns(s: &str) -> Result<u64, String> {
+    if s.starts_with('-') {
+        return Err(format!("duration `{s}` is negative"));
+    }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| format!("duration `{s}` has no unit"))?;
@@ -263,6 +266,7 @@ mod tests {
         assert_eq!(duration_ns("7ns"), Ok(7));
         assert!(duration_ns("250").unwrap_err().contains("no unit"));
         assert!(duration_ns("3h").unwrap_err().contains("unknown unit"));
+        assert!(duration_ns("-5ms").unwrap_err().contains("negative"));
         assert!(duration_ns("1.2.3s").unwrap_err().contains("not a number"));
         assert!(duration_ns("99999999999999999999s")
             .unwrap_err()

@@ -65,6 +65,32 @@ pub fn escape_bytes(bytes: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A message for people (an error naming a value, often already quoted
+/// with `{:?}`): its control, bidi and separator characters escaped as
+/// [`escape`] does, its backslashes kept as they are, so that an escape
+/// the message already holds is not escaped twice. Not for output that
+/// must read back unambiguously: that is [`escape`].
+///
+/// ```
+/// use ringtrace_export::text::escape_message;
+/// assert_eq!(escape_message(r#"bad name "a\nb""#), r#"bad name "a\nb""#);
+/// assert_eq!(escape_message("raw \u{1b}[2J here"), r"raw \x1b[2J here");
+/// ```
+pub fn escape_message(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c != '\\' && needs_escape(c)) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if c == '\\' {
+            out.push(c);
+        } else {
+            push_escaped(&mut out, c.encode_utf8(&mut [0; 4]));
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// JSON text (as serde_json writes it) with the characters it leaves raw
 /// that a terminal or an editor acts on (DEL, the C1 controls, the bidi
 /// controls, the line and paragraph separators) written as `\uXXXX`: the

@@ -9,7 +9,7 @@ mod escape;
 mod time;
 mod words;
 
-pub use escape::{escape, escape_bytes, escape_json};
+pub use escape::{escape, escape_bytes, escape_json, escape_message};
 pub use time::{seconds, utc_time};
 pub use words::{clock_words, comm, exit_time_words, writer_name, writer_words};
 

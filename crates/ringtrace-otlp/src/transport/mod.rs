@@ -13,7 +13,7 @@
 //!            POST {endpoint}/v1/traces | /v1/logs (application/x-protobuf)
 //!              2xx ─────────────► delivered (+ partial_success rejected)
 //!              429 502 503 504,
-//!              refused, timeout ─► wait (doubling, or Retry-After; capped)
+//!              refused, timeout ─► wait (doubling, or a longer Retry-After; capped)
 //!                                  and retry, up to max_retries
 //!              other status,
 //!              retries exhausted ─► undelivered, SendError::Undelivered

@@ -114,13 +114,15 @@ impl TransportOptions {
 
     /// The wait before retry number `retry` (1 for the first retry): the
     /// initial backoff doubled `retry - 1` times, or the server's
-    /// `Retry-After` when it sent one, either way at most the maximum.
+    /// `Retry-After` when it asked for longer (a shorter one, `0` say,
+    /// does not make the retries come back to back), either way at most
+    /// the maximum.
     pub(super) fn backoff(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
-        let computed = || {
-            let doublings = retry.saturating_sub(1).min(31);
-            self.initial_backoff.saturating_mul(1 << doublings)
-        };
-        retry_after.unwrap_or_else(computed).min(self.max_backoff)
+        let doublings = retry.saturating_sub(1).min(31);
+        let computed = self.initial_backoff.saturating_mul(1 << doublings);
+        retry_after
+            .map_or(computed, |asked| asked.max(computed))
+            .min(self.max_backoff)
     }
 }
 
@@ -191,7 +193,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_doubles_up_to_the_cap_and_caps_retry_after() {
+    fn backoff_doubles_up_to_the_cap_and_retry_after_only_lengthens_it() {
         let options = TransportOptions::default()
             .initial_backoff(Duration::from_millis(100))
             .max_backoff(Duration::from_millis(500));
@@ -200,8 +202,13 @@ mod tests {
             .collect();
         assert_eq!(waits, [100, 200, 400, 500, 500]);
         assert_eq!(options.backoff(u32::MAX, None), Duration::from_millis(500));
+        // Retry-After lengthens a wait, never shortens it.
         let asked = Some(Duration::from_millis(50));
-        assert_eq!(options.backoff(4, asked), Duration::from_millis(50));
+        assert_eq!(options.backoff(2, asked), Duration::from_millis(200));
+        let asked = Some(Duration::ZERO);
+        assert_eq!(options.backoff(1, asked), Duration::from_millis(100));
+        let asked = Some(Duration::from_millis(300));
+        assert_eq!(options.backoff(1, asked), Duration::from_millis(300));
         let asked = Some(Duration::from_secs(3600));
         assert_eq!(options.backoff(1, asked), Duration::from_millis(500));
     }
