@@ -162,6 +162,10 @@ impl<C: Clock> Recorder<C> {
         fields: Option<Fields<'_>>,
         tally: &T,
     ) {
+        // A field's `Debug` that panics unwinds through here, the record
+        // unwritten (or, in its reservation, turned into a discard by the
+        // ring): counted dropped. (No cost unless it unwinds.)
+        let unwinding = DroppedIfUnwinding(&self.counters);
         let mut pass = OnePass::new(self.string_limit);
         head.put(|b| pass.put(b));
         if let Some(fields) = fields {
@@ -176,6 +180,7 @@ impl<C: Clock> Recorder<C> {
             },
             None => self.write_measured(head, fields, tally),
         }
+        std::mem::forget(unwinding);
     }
 
     /// A record written: counted, and its cut strings.
@@ -248,5 +253,15 @@ impl<C: Clock> Recorder<C> {
         }
         r.commit();
         self.recorded(measure.cuts(), measure.skipped, tally);
+    }
+}
+
+/// Counts a record dropped when dropped itself: only while unwinding out
+/// of a write (it is forgotten once the record is committed).
+struct DroppedIfUnwinding<'c>(&'c Counters);
+
+impl Drop for DroppedIfUnwinding<'_> {
+    fn drop(&mut self) {
+        self.0.dropped();
     }
 }
