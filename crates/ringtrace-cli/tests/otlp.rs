@@ -175,6 +175,38 @@ fn record_sends_the_kept_trees_as_it_drains() {
     let out = ringtrace(&["dump", "--json"], &[dir.0.join("s").as_os_str()]);
     let spans = text(&out.stdout).matches("tracing:span_new").count();
     assert_eq!(spans, 2 * REQUESTS as usize);
+    // What was sent live has the times an export of the session sends.
+    let again = Receiver::start().unwrap();
+    let url = again.url();
+    let out = ringtrace(
+        &[
+            "export",
+            "--format",
+            "otlp",
+            "--keep",
+            "error",
+            "--endpoint",
+            &url,
+        ],
+        &[dir.0.join("s").as_os_str()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let times = |r: &Receiver| {
+        let mut t: Vec<(Vec<u8>, u64, u64)> = r
+            .spans()
+            .into_iter()
+            .map(|s| {
+                (
+                    s.span.span_id,
+                    s.span.start_time_unix_nano,
+                    s.span.end_time_unix_nano,
+                )
+            })
+            .collect();
+        t.sort();
+        t
+    };
+    assert_eq!(times(&receiver), times(&again));
 }
 
 #[test]

@@ -161,6 +161,13 @@ impl Resources {
         self.processes.len() - 1
     }
 
+    /// Maps the times of the process at `process` by `wall` from now on.
+    pub(crate) fn set_wall(&mut self, process: usize, wall: WallClock) {
+        if let Some((_, w)) = self.processes.get_mut(process) {
+            *w = wall;
+        }
+    }
+
     fn resource(&self, process: usize) -> Resource {
         self.processes
             .get(process)

@@ -23,6 +23,11 @@ enum Message {
         wall: WallClock,
     },
     Piece(Assembled),
+    /// A process's times map to Unix time otherwise from now on.
+    Wall {
+        process: usize,
+        wall: WallClock,
+    },
 }
 
 /// A process of a live export, as its ring's header describes it.
@@ -109,6 +114,7 @@ impl LiveExport {
                             pipeline.add_process(&info, service.as_deref(), &host);
                         }
                         Message::Piece(a) => pipeline.take(a),
+                        Message::Wall { process, wall } => pipeline.set_wall(process, wall),
                     }
                 }
                 (pipeline, rx)
@@ -139,6 +145,15 @@ impl LiveExport {
             });
         }
         index
+    }
+
+    /// From now on, the times of the process of key index `process` map
+    /// to Unix time by `wall` (its clock anchors record has come, say,
+    /// where [`add_process`](Self::add_process) had its header's anchor).
+    pub fn set_wall(&mut self, process: usize, wall: WallClock) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Message::Wall { process, wall });
+        }
     }
 
     /// Applies a `tracing` record (see [`Assembler::record`]).

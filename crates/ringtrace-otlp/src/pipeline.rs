@@ -66,6 +66,11 @@ impl Pipeline {
         self.resources.add(p, service, host)
     }
 
+    /// Maps the times of the process at `process` by `wall` from now on.
+    pub(crate) fn set_wall(&mut self, process: usize, wall: ringtrace_export::WallClock) {
+        self.resources.set_wall(process, wall);
+    }
+
     /// Counts spans that never reached the pipeline.
     pub(crate) fn not_sent(&mut self, spans: u64, logs: u64) {
         self.not_sent_spans += spans;

@@ -20,6 +20,8 @@ struct Known {
     decoder: Decoder,
     records: usize,
     clock: FileClock,
+    /// How its times map to Unix time, as last told to the export.
+    wall: WallClock,
 }
 
 /// One event of a round, waiting to be put in order: its CPU and bytes.
@@ -63,10 +65,17 @@ impl OtlpStream {
             .is_none_or(|k| k.records != records.len());
         if stale {
             let decoder = Decoder::for_ring(metadata, records);
+            // Its clock anchors record may have come since (the reader of a
+            // finished session maps by it too): the export is told.
+            let wall = WallClock::of_process(header, records);
             let key = match self.known.get(&id) {
-                Some(k) => k.key,
+                Some(k) => {
+                    if k.wall != wall {
+                        self.export.set_wall(k.key.index, wall);
+                    }
+                    k.key
+                }
                 None => {
-                    let wall = WallClock::of_process(header, records);
                     let p = LiveProcess::new(header.pid, &header.comm, &header.clock.name, wall);
                     let index = self.export.add_process(p);
                     ProcessKey::new(index, header.pid, header.anchor_ticks)
@@ -79,6 +88,7 @@ impl OtlpStream {
                     decoder,
                     records: records.len(),
                     clock: header.clock.clone(),
+                    wall,
                 },
             );
         }
