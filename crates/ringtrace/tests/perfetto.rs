@@ -510,3 +510,26 @@ fn the_clock_snapshot_places_the_trace_on_the_machines_clocks() {
         );
     }
 }
+
+#[test]
+fn a_follows_from_link_to_a_span_never_entered_is_said_so_not_called_missing() {
+    let dir = ringtrace_testkit::TempDir::new("perfetto-unentered");
+    let tracer = Tracer::builder().cpus(1).build().unwrap();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(tracer.layer()));
+    tracing::dispatcher::with_default(&dispatch, || {
+        let cause = tracing::info_span!("never_entered");
+        let task = tracing::info_span!("task");
+        task.follows_from(&cause);
+        task.in_scope(|| tracing::info!("working"));
+    });
+    let out = dir.0.join("u.pftrace");
+    let summary = tracer.export(ExportFormat::Perfetto, &out).unwrap();
+    let said: Vec<&String> = summary
+        .warnings
+        .iter()
+        .filter(|w| w.contains("follows_from"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", summary.warnings);
+    assert!(said[0].contains("never entered"), "{said:?}");
+    assert!(!said[0].contains("not in the trace"), "{said:?}");
+}

@@ -73,7 +73,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
     let tasks = Tasks::find(trace);
     let mut counts = walk::Counts::default();
     let mut per_cpu = Default::default();
-    let mut links_dropped = 0;
+    let (mut links_dropped, mut links_unentered) = (0, 0);
     output::write_file(out, |w| {
         let mut sink = Sink::new(w, time);
         let mut walk = Walk::new(trace, &mut sink, tasks);
@@ -95,6 +95,7 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
         counts = walk.counts;
         per_cpu = std::mem::take(&mut walk.per_cpu);
         links_dropped = walk.tasks.links_dropped;
+        links_unentered = walk.tasks.links_unentered;
         written
             .and_then(|()| sink.flush())
             .map_err(|e| ExportError::io(out, &e))
@@ -119,6 +120,11 @@ pub(super) fn export(trace: &Trace<'_>, out: &Path) -> Result<ExportSummary, Exp
         warnings.push(format!(
             "{links_dropped} follows_from links are not drawn: a span they join is not in the trace (overwritten), or closed more than {} span closes before the link",
             tasks::RECENT
+        ));
+    }
+    if links_unentered > 0 {
+        warnings.push(format!(
+            "{links_unentered} follows_from links are not drawn: a span they join was never entered, so it has no slice for a flow to start or end at"
         ));
     }
     if counts.unmatched > 0 {

@@ -66,10 +66,12 @@ pub(super) struct Tasks {
     follows: HashMap<SpanKey, Vec<u64>>,
     /// Spans that are tasks.
     tasks: HashSet<SpanKey>,
-    /// `follows_from` links drawn as flows, and those not drawn: an end
-    /// not drawn, or a span closed too long before.
+    /// `follows_from` links drawn as flows, and those not drawn: a span
+    /// they join not in the trace (or closed too long before), or in it
+    /// but never entered (it has no slice to draw a flow from).
     pub links: u64,
     pub links_dropped: u64,
+    pub links_unentered: u64,
 }
 
 /// The pass's state.
@@ -225,7 +227,7 @@ impl Tasks {
                 pass.found.follows.entry(span).or_default().push(flow);
                 pass.found.links += 1;
             } else {
-                pass.found.links_dropped += 1;
+                pass.found.links_unentered += 1;
             }
         }
         pass.found
