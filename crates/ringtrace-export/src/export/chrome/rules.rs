@@ -5,6 +5,9 @@
 use crate::metadata::FieldDesc;
 use ringtrace_tracepoint::FieldKind;
 
+/// The pair a `tracing` span's slices are drawn as.
+pub(super) const SPAN_PAIR: &str = "tracing span";
+
 /// What a tracepoint's event does to its thread's spans.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanEdge {

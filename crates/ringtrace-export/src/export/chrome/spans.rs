@@ -35,10 +35,27 @@ pub(super) struct Spans {
     pub split: u64,
 }
 
-fn event(name: &str, ph: Phase, ts: Ts, tid: u32, args: Map<String, Value>) -> ChromeEvent {
+/// The category of a span of `pair`: `tracing` for a `tracing` span, as
+/// its events have; `tracepoint` for a pair of tracepoints.
+fn category(pair: &str) -> &'static str {
+    if pair == super::rules::SPAN_PAIR {
+        "tracing"
+    } else {
+        "tracepoint"
+    }
+}
+
+fn event(
+    name: &str,
+    pair: &str,
+    ph: Phase,
+    ts: Ts,
+    tid: u32,
+    args: Map<String, Value>,
+) -> ChromeEvent {
     ChromeEvent {
         name: name.to_owned(),
-        cat: "tracepoint",
+        cat: category(pair),
         ph,
         ts,
         tid,
@@ -56,7 +73,14 @@ impl Spans {
         args: Map<String, Value>,
         out: &mut Vec<ChromeEvent>,
     ) {
-        out.push(event(&edge.span, Phase::Begin, ts, tid, args.clone()));
+        out.push(event(
+            &edge.span,
+            edge.pair,
+            Phase::Begin,
+            ts,
+            tid,
+            args.clone(),
+        ));
         self.open.entry(tid).or_default().push(Open {
             span: edge.span.clone(),
             pair: edge.pair,
@@ -137,13 +161,13 @@ impl Spans {
             let mut split = Map::new();
             split.insert("cpu".into(), Value::from(cpu));
             split.insert("split_by_end_of".into(), Value::from(ended.span.as_str()));
-            out.push(event(&o.span, Phase::End, ts, tid, split));
+            out.push(event(&o.span, o.pair, Phase::End, ts, tid, split));
         }
-        out.push(event(&ended.span, Phase::End, ts, tid, args));
+        out.push(event(&ended.span, ended.pair, Phase::End, ts, tid, args));
         for o in inner {
             let mut again = o.args.clone();
             again.insert("continued".into(), Value::Bool(true));
-            out.push(event(&o.span, Phase::Begin, ts, tid, again));
+            out.push(event(&o.span, o.pair, Phase::Begin, ts, tid, again));
             self.split += 1;
             stack.push(o);
         }
@@ -162,7 +186,7 @@ impl Spans {
                 args.insert("unclosed".into(), Value::Bool(true));
                 out.push(ChromeEvent {
                     cat: "ringtrace",
-                    ..event(&o.span, Phase::End, ts, tid, args)
+                    ..event(&o.span, o.pair, Phase::End, ts, tid, args)
                 });
                 closed += 1;
             }

@@ -7,7 +7,7 @@
 //! and fields in args. Creation, records and close draw nothing.
 
 use super::event::{ChromeEvent, Phase, Scope, Ts};
-use super::rules::SpanEdge;
+use super::rules::{SpanEdge, SPAN_PAIR};
 use super::spans::Spans;
 use crate::dump::field_json;
 use ringtrace_tracepoint::tracing_record::{CallsiteKind, RecordKind, TracingRecord};
@@ -62,7 +62,7 @@ pub(super) fn place(
     let name = r.callsite.name.as_str();
     let edge = |begins| SpanEdge {
         span: name.to_owned(),
-        pair: "tracing span",
+        pair: SPAN_PAIR,
         begins,
     };
     match (r.kind, r.span) {

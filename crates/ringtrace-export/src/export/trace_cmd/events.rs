@@ -577,12 +577,7 @@ impl EventFormat {
                     out[at..at + 4].copy_from_slice(&offs.to_le_bytes());
                 }
                 Storage::Text => {
-                    // Escaped as a dump shows it: `trace-cmd report` prints
-                    // a string as it is, so a newline in it would break the
-                    // one line an event has, an escape sequence would reach
-                    // the terminal, and a NUL would end it.
                     let text = value.to_string();
-                    let text = crate::text::escape(&text);
                     let start = out.len();
                     // Offset and length (NUL included) are 16 bits each.
                     let room = (u16::MAX as usize).saturating_sub(start + 1);
@@ -704,19 +699,6 @@ fn conversion(slot: &Slot, spec: &str) -> (String, String) {
 mod tests {
     use super::*;
     use crate::metadata::TracepointDesc;
-
-    #[test]
-    fn a_string_field_is_written_escaped_as_one_line_with_nothing_cut() {
-        let fields = [FieldDesc::new("s", FieldKind::Str)];
-        let format = EventFormat::new(FIRST_ID, "app", "says", &fields, "s={}");
-        let value = FieldValue::Str("a\nb\u{1b}[2J\0c\\".into());
-        let (entry, cut) = format.entry(7, &[value], &Symbols::default());
-        assert_eq!(cut, 0);
-        let slot = &format.slots[0];
-        let loc = u32::from_le_bytes(entry[slot.offset..slot.offset + 4].try_into().unwrap());
-        let (start, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
-        assert_eq!(&entry[start..start + len], b"a\\nb\\x1b[2J\\x00c\\\\\0");
-    }
 
     fn desc(name: &str, id: u32) -> TracepointDesc {
         TracepointDesc {

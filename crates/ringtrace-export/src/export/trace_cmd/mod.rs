@@ -181,9 +181,11 @@ fn encode(trace: &Trace<'_>, decodings: &[Decoding], mut formats: Formats) -> Co
                 let pending_loss = carried + e.lost_before;
                 let (format, pid, values) = match d.decoder.decode(&e.payload) {
                     Decoded::Tracepoint { desc, tid, values } => {
-                        (formats.tracepoint(i, desc.id), tid, values)
+                        (formats.tracepoint(i, desc.id), tid, escaped(values))
                     }
-                    Decoded::Untagged { values, .. } => (formats.untagged(i), p.pid(), values),
+                    Decoded::Untagged { values, .. } => {
+                        (formats.untagged(i), p.pid(), escaped(values))
+                    }
                     Decoded::Tracing(t) => {
                         match crate::tracing_export::as_text_event(&t, &d.meta) {
                             Some((desc, tid, values)) => {
@@ -465,4 +467,42 @@ fn file_bytes(clock: &FileClock, c: &Contents) -> Vec<u8> {
         f[entry + 8..entry + 16].copy_from_slice(&(cpu.pages.len() as u64).to_le_bytes());
     }
     f
+}
+
+/// A tracepoint's values with their strings escaped as the dump escapes
+/// them: `trace-cmd report` prints a string as it is, so a newline in one
+/// would break the event's line, an escape sequence would reach the
+/// terminal, and a NUL would end it. (The generic `tracing` event's
+/// strings are the dump's text, escaped already.)
+fn escaped(values: Vec<FieldValue>) -> Vec<FieldValue> {
+    values
+        .into_iter()
+        .map(|v| match v {
+            FieldValue::Str(s) => FieldValue::Str(crate::text::escape(&s).into_owned()),
+            FieldValue::Bytes(b) => FieldValue::Str(crate::text::escape_bytes(&b).into_owned()),
+            other => other,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tracepoints_strings_are_escaped_as_one_line_with_nothing_cut() {
+        let values = escaped(vec![
+            FieldValue::Str("a\nb\u{1b}[2J\0c\\".into()),
+            FieldValue::Bytes(vec![b'x', 0xff, b'\n']),
+            FieldValue::Unsigned(7),
+        ]);
+        assert_eq!(
+            values,
+            [
+                FieldValue::Str(r"a\nb\x1b[2J\x00c\\".into()),
+                FieldValue::Str(r"x\xff\n".into()),
+                FieldValue::Unsigned(7),
+            ]
+        );
+    }
 }
