@@ -120,10 +120,8 @@ fn metadata_records_appended_by_a_parent_and_its_forked_child_are_all_kept() {
         }
         assert_eq!(text.len(), 1 + 2 * EACH as usize, "{how}");
     };
-    check(
-        &ring.snapshot(Vec::new()).metadata_records().to_vec(),
-        "the writer's snapshot",
-    );
+    let snapshot = ring.snapshot(Vec::new());
+    check(snapshot.metadata_records(), "the writer's snapshot");
     drop(ring);
     let recovered = ringtrace_ring::file::recover(&path).unwrap();
     assert!(
