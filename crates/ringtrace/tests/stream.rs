@@ -147,6 +147,17 @@ fn events(dir: &std::path::Path) -> Vec<u32> {
     all
 }
 
+/// Runs [`child_entry`] as `how`, streaming into `dir`; its exit status.
+fn child(dir: &std::path::Path, how: &str) -> std::process::ExitStatus {
+    self_command()
+        .args(["--exact", "child_entry", "--test-threads=1"])
+        .env(DIR, dir)
+        .env(HOW, how)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap()
+}
+
 #[test]
 fn a_program_that_exits_without_finishing_still_finishes_its_session() {
     for how in ["installed", "held"] {
@@ -157,13 +168,7 @@ fn a_program_that_exits_without_finishing_still_finishes_its_session() {
 fn exits_without_finishing(how: &str) {
     let tmp = TempDir::new("stream-exit");
     let dir = tmp.path().join("trace");
-    let status = self_command()
-        .args(["--exact", "child_entry", "--test-threads=1"])
-        .env(DIR, &dir)
-        .env(HOW, how)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
+    let status = child(&dir, how);
     assert_eq!(status.code(), Some(3), "{how}");
     assert_eq!(events(&dir), (0..EVENTS).collect::<Vec<_>>());
     let session = Session::open(&dir).unwrap();
@@ -186,13 +191,7 @@ fn a_fork_child_of_a_streaming_program_neither_waits_for_nor_finishes_its_parent
     for how in ["fork-finish", "fork-exit"] {
         let tmp = TempDir::new("stream-fork");
         let dir = tmp.path().join("trace");
-        let status = self_command()
-            .args(["--exact", "child_entry", "--test-threads=1"])
-            .env(DIR, &dir)
-            .env(HOW, how)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap();
+        let status = child(&dir, how);
         // 5: the fork child's finish was not refused; 6: it waited.
         assert_eq!(status.code(), Some(3), "{how}");
         // The parent's events, whole; the child's copy was its own.
@@ -302,13 +301,7 @@ fn killed_streaming_program(how: &str) {
     use std::os::unix::process::ExitStatusExt;
     let tmp = TempDir::new("stream-killed");
     let dir = tmp.path().join("trace");
-    let status = self_command()
-        .args(["--exact", "child_entry", "--test-threads=1"])
-        .env(DIR, &dir)
-        .env(HOW, how)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
+    let status = child(&dir, how);
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{how}: {status:?}");
     let drained = events(&dir);
     let ring = ringtrace::ring::file::recover(dir.with_extension("ring")).unwrap();
