@@ -415,5 +415,7 @@ pub(crate) const FILE_EXITED: Ordering = Release;
 /// The metadata annex's committed length in a ring file. Release: a
 /// record's bytes come before the length that covers them, in program
 /// order and for the compiler, which is what a crash needs; another
-/// process reads the word first.
+/// process reads the word first, and an appender (in this process or a
+/// forked one, under the annex's record lock) reads it with Acquire
+/// before it appends past it or copies the records out.
 pub(crate) const ANNEX_COMMITTED: Ordering = Release;
