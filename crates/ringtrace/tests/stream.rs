@@ -30,12 +30,7 @@ fn child_entry() {
         Ok(how @ ("fork-finish" | "fork-exit")) => forks_while_streaming(&dir, how),
         _ => {}
     }
-    let tracer = Tracer::builder()
-        .blocking(Duration::from_secs(5))
-        .buffer_size(64 * 1024)
-        .stream_to(dir)
-        .build()
-        .unwrap();
+    let tracer = blocking_stream(&dir);
     for i in 0..EVENTS / 2 {
         tracer.write(&i.to_le_bytes()).unwrap();
     }
@@ -57,18 +52,23 @@ fn child_entry() {
     std::process::exit(3);
 }
 
+/// A tracer streaming into `dir` in blocking mode (5 s), 64 KiB a CPU.
+fn blocking_stream(dir: &str) -> Tracer {
+    Tracer::builder()
+        .blocking(Duration::from_secs(5))
+        .buffer_size(64 * 1024)
+        .stream_to(dir)
+        .build()
+        .unwrap()
+}
+
 /// The child, forking: streams EVENTS events from an in-memory ring,
 /// forks, and its fork child writes more into its copy, then finishes the
 /// tracer (`fork-finish`: refused, naming the fork) or exits at once
 /// (`fork-exit`). Exits 3 when the fork child did as expected within a
 /// second, 5 when it did not, 6 when it took longer.
 fn forks_while_streaming(dir: &str, how: &str) -> ! {
-    let tracer = Tracer::builder()
-        .blocking(Duration::from_secs(5))
-        .buffer_size(64 * 1024)
-        .stream_to(dir)
-        .build()
-        .unwrap();
+    let tracer = blocking_stream(dir);
     for i in 0..EVENTS {
         tracer.write(&i.to_le_bytes()).unwrap();
     }
