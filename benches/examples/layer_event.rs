@@ -12,8 +12,11 @@
 //! tracer's default); NONE=1 runs with no subscriber (the floor); WHAT
 //! picks what is timed: `event` (the default), `span` (a span entered and
 //! exited: `--toggle-collect='layer_event::enter_exit'`), `nomsg` (the
-//! event without its message) or `instrument`
-//! (an `#[instrument]`ed call).
+//! event without its message), `instrument` (an `#[instrument]`ed call)
+//! or `request` (the spans bench's request: two spans made, entered,
+//! exited and closed, one event inside them:
+//! `--toggle-collect='layer_event::request'`). FRONT=subscriber records
+//! through `RingSubscriber` instead of the layer on the registry.
 
 use ringtrace_ring::{RingBuffer, RingConfig};
 use std::sync::Arc;
@@ -34,6 +37,16 @@ fn event_nomsg(a: u64, b: u64) {
 #[inline(never)]
 fn enter_exit(span: &tracing::Span) {
     let _entered = span.enter();
+}
+
+/// The spans bench's request (what=request): 2 spans, 1 event, 9 records.
+#[inline(never)]
+fn request(i: u64) {
+    let request = tracing::info_span!("request", id = i, status = 200u64);
+    let _request = request.enter();
+    let db = tracing::info_span!("db", rows = i);
+    let _db = db.enter();
+    tracing::info!(a = i, b = 2u64, "queried");
 }
 
 /// An `#[instrument]`ed call (what=instrument): a span made, entered,
@@ -57,6 +70,7 @@ fn main() {
         .expect("a clock this machine has");
     let ring =
         Arc::new(RingBuffer::new(RingConfig::default().per_cpu_bytes(4 << 20), clock).unwrap());
+    let subscriber = ringtrace_tracing::RingSubscriber::new(ring.clone());
     let layer = ringtrace_tracing::RingLayer::new(ring);
     let what = std::env::var("WHAT").unwrap_or_else(|_| "event".into());
     let run = || {
@@ -65,6 +79,7 @@ fn main() {
         match what.as_str() {
             "span" => (0..n).for_each(|_| enter_exit(&span)),
             "nomsg" => (0..n).for_each(|i| event_nomsg(std::hint::black_box(i), 2)),
+            "request" => (0..n).for_each(|i| request(std::hint::black_box(i))),
             "instrument" => (0..n).for_each(|i| {
                 std::hint::black_box(instrumented(std::hint::black_box(i)));
             }),
@@ -74,6 +89,8 @@ fn main() {
     };
     let took = if std::env::var_os("NONE").is_some() {
         run()
+    } else if std::env::var("FRONT").as_deref() == Ok("subscriber") {
+        tracing::subscriber::with_default(subscriber, run)
     } else {
         tracing::subscriber::with_default(tracing_subscriber::registry().with(layer.clone()), run)
     };

@@ -680,3 +680,45 @@ fn events_built_into_pages_read_back_exactly() {
         assert_eq!(back, events, "page size {page_size}");
     }
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "files")]
+fn a_drainer_sees_the_metadata_annex_grow_as_the_writer_appends() {
+    let dir = TempDir::new("drain-annex");
+    let path = dir.path().join("app.ring");
+    let config = RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(16 * 1024)
+        .metadata_capacity(4096)
+        .mode(Mode::Discard)
+        .file(&path);
+    let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    let live = LiveFile::open(&path).unwrap();
+    assert_eq!(live.metadata_len(), 0);
+    ring.append_metadata(b"callsite one").unwrap();
+    let one = live.metadata_len();
+    assert!(one > 0, "the first record's length is not seen");
+    assert_eq!(
+        live.metadata_records().unwrap().0,
+        [b"callsite one".to_vec()]
+    );
+    ring.append_metadata(b"callsite two").unwrap();
+    assert!(
+        live.metadata_len() > one,
+        "the second record's length is not seen"
+    );
+    assert_eq!(
+        live.metadata_records().unwrap().0,
+        [b"callsite one".to_vec(), b"callsite two".to_vec()]
+    );
+    // A file made without an annex has none to report.
+    let bare = dir.path().join("bare.ring");
+    let config = RingConfig::default()
+        .cpus(1)
+        .per_cpu_bytes(16 * 1024)
+        .metadata_capacity(0)
+        .mode(Mode::Discard)
+        .file(&bare);
+    let _bare_ring = RingBuffer::new(config, Counter::new()).unwrap();
+    assert_eq!(LiveFile::open(&bare).unwrap().metadata_len(), 0);
+}

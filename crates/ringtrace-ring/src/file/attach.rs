@@ -15,7 +15,9 @@ use super::recover::WriterState;
 use crate::config::RingConfig;
 use crate::cpu_buffer::CpuBuffer;
 use crate::page::memory::CpuMemory;
+use crate::page::zeroed::{ZeroedBox, ZeroedSlice};
 use crate::stats::Stats;
+use crate::sync::{AtomicU64, Ordering};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,6 +52,10 @@ pub struct LiveFile {
     metadata: Result<Vec<u8>, super::UnreadableMetadata>,
     source: Source,
     buffers: Vec<CpuBuffer>,
+    /// The annex's committed-length word in the map (`None` without an
+    /// annex): read after every page a drain takes, so a load, not a
+    /// system call.
+    annex_word: Option<ZeroedBox<AtomicU64>>,
     /// Keeps the words the buffers point into mapped.
     _map: Arc<memmap2::MmapMut>,
     /// Holds the drainer's lock (released when the file closes).
@@ -145,12 +151,18 @@ impl LiveFile {
             })?;
             buffers.push(CpuBuffer::drainer(cpu, geometry, memory));
         }
+        let annex_word = annex_word(&map, &header.layout).map_err(|reason| FileError::Io {
+            path: path.to_owned(),
+            action: "mapped",
+            reason,
+        })?;
         Ok(LiveFile {
             path: path.to_owned(),
             header,
             metadata,
             source,
             buffers,
+            annex_word,
             _map: map,
             _lock: lock,
         })
@@ -185,15 +197,13 @@ impl LiveFile {
     /// it grows with every record the writer appends, so a drainer reads
     /// the records again only when it changed. 0 without an annex.
     pub fn metadata_len(&self) -> u64 {
-        let offset = self.header.layout.annex_offset;
-        if self.header.layout.annex_capacity == 0 {
-            return 0;
-        }
-        self.source
-            .read_at(offset, 8, &self.path)
-            .ok()
-            .and_then(|b| <[u8; 8]>::try_from(b.as_slice()).ok())
-            .map_or(0, u64::from_le_bytes)
+        // Acquire: pairs with the writer's Release store of the word
+        // (`order::ANNEX_COMMITTED`), so the records it covers are in the
+        // file before a drain reads them (`metadata_records`, whose reads
+        // come after this load).
+        self.annex_word
+            .as_ref()
+            .map_or(0, |word| word.load(Ordering::Acquire))
     }
 
     /// One reader per CPU buffer; use
@@ -227,4 +237,19 @@ impl LiveFile {
         super::recover::writer_state(&self.source, &self.path, &self.header)
             .unwrap_or(WriterState::SettingUp)
     }
+}
+
+/// The annex's committed-length word in `map`, laid out by `layout`, or
+/// `None` when the file has no annex.
+fn annex_word(
+    map: &Arc<memmap2::MmapMut>,
+    layout: &super::FileLayout,
+) -> Result<Option<ZeroedBox<AtomicU64>>, String> {
+    if layout.annex_capacity == 0 {
+        return Ok(None);
+    }
+    let at = usize::try_from(layout.annex_offset).map_err(|e| e.to_string())?;
+    let failed = |e: crate::page::zeroed::ZeroedError| e.reason;
+    let slice = ZeroedSlice::in_file(map, at, 1).map_err(failed)?;
+    ZeroedBox::from_slice(slice).map(Some).map_err(failed)
 }
