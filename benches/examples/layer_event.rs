@@ -12,7 +12,8 @@
 //! tracer's default); NONE=1 runs with no subscriber (the floor); WHAT
 //! picks what is timed: `event` (the default), `span` (a span entered and
 //! exited: `--toggle-collect='layer_event::enter_exit'`), `nomsg` (the
-//! event without its message), `instrument` (an `#[instrument]`ed call)
+//! event without its message), `six` (the event with six fields of every
+//! kind, one a `Debug` value), `instrument` (an `#[instrument]`ed call)
 //! or `request` (the spans bench's request: two spans made, entered,
 //! exited and closed, one event inside them:
 //! `--toggle-collect='layer_event::request'`). FRONT=subscriber records
@@ -37,6 +38,12 @@ fn event_nomsg(a: u64, b: u64) {
 #[inline(never)]
 fn enter_exit(span: &tracing::Span) {
     let _entered = span.enter();
+}
+
+/// The backends bench's event with six fields (what=six).
+#[inline(never)]
+fn event_six(a: u64, b: u64) {
+    tracing::info!(a, b, c = 1.5f64, d = true, e = "name", f = ?Some(3), "event");
 }
 
 /// The spans bench's request (what=request): 2 spans, 1 event, 9 records.
@@ -79,6 +86,7 @@ fn main() {
         match what.as_str() {
             "span" => (0..n).for_each(|_| enter_exit(&span)),
             "nomsg" => (0..n).for_each(|i| event_nomsg(std::hint::black_box(i), 2)),
+            "six" => (0..n).for_each(|i| event_six(std::hint::black_box(i), 2)),
             "request" => (0..n).for_each(|i| request(std::hint::black_box(i))),
             "instrument" => (0..n).for_each(|i| {
                 std::hint::black_box(instrumented(std::hint::black_box(i)));
