@@ -1,15 +1,20 @@
 //! How long a drainer sleeps between rounds: not at all after a round
-//! that drained a good amount (a ring filling fast); briefly after one
-//! that drained a little or nothing while events keep coming, so that a
-//! ring filling at hundreds of MB/s is looked at again long before it is
-//! full (1 MiB lasts 4 ms at 250 MB/s, and a sleep can overshoot by a
-//! scheduler's time slice) and what is written at once is worth a system
-//! call; long once the writers have gone quiet, so that an idle recorder
-//! costs next to nothing.
+//! that drained a good amount (a ring filling fast); after one that
+//! drained a little while events keep coming, long enough for about that
+//! good amount to come at the rate the round saw, but never more than a
+//! quarter of the time the smallest ring would take to fill at that
+//! rate, nor more than the idle sleep; the idle sleep once the writers
+//! have gone quiet, so that an idle recorder costs next to nothing.
+//!
+//! A ring filling at hundreds of MB/s is so looked at again long before
+//! it is full (1 MiB lasts 4 ms at 250 MB/s, and a sleep can overshoot by
+//! a scheduler's time slice), and one filling at a few MB/s is not woken
+//! for every page: each round costs system calls whatever it drains.
 
 use std::time::{Duration, Instant};
 
-/// The sleep after an empty round while writers are active.
+/// The shortest sleep after a round that drained less than a good amount
+/// while writers are active.
 pub const ACTIVE_SLEEP: Duration = Duration::from_micros(100);
 /// How long after the last round that drained something the writers
 /// count as active.
@@ -24,59 +29,102 @@ pub const ACTIVE_FOR: Duration = Duration::from_millis(50);
 /// let mut pacer = Pacer::new(Duration::from_millis(2)).gather(8);
 /// assert_eq!(pacer.after_round(0), Some(Duration::from_millis(2))); // nothing yet
 /// assert_eq!(pacer.after_round(20), None); // go again at once
-/// assert_eq!(pacer.after_round(3), Some(ACTIVE_SLEEP)); // let more come
-/// assert_eq!(pacer.after_round(0), Some(ACTIVE_SLEEP));
+/// // A few pages: sleep for more to come, from 100 us to the idle 2 ms.
+/// let sleep = pacer.after_round(3).unwrap();
+/// assert!(sleep >= ACTIVE_SLEEP && sleep <= Duration::from_millis(2));
 /// ```
 #[derive(Debug, Clone)]
 pub struct Pacer {
     idle: Duration,
     gather: u64,
+    /// Pages of the smallest CPU buffer drained, if known.
+    capacity: Option<u64>,
     last_busy: Option<Instant>,
+    /// When the last round ended (its pages came in the time since).
+    last_round: Option<Instant>,
 }
 
 impl Pacer {
-    /// A pacer whose sleep once the writers are quiet is `idle`.
-    /// (Rounds that drain anything at all are followed at once.)
+    /// A pacer whose sleep once the writers are quiet is `idle`, and
+    /// at most while they are active. (Rounds that drain at least the
+    /// [`gather`](Self::gather) amount are followed at once.)
     pub fn new(idle: Duration) -> Pacer {
         Pacer {
             idle,
             gather: 1,
+            capacity: None,
             last_busy: None,
+            last_round: None,
         }
     }
 
     /// Rounds must drain at least `pages` pages to be followed at once;
-    /// after one that drained fewer, the drainer sleeps as while writers
-    /// are active.
+    /// after one that drained fewer, the drainer sleeps for about that
+    /// many to come (a quarter of the smallest buffer at most, once
+    /// [`capacity`](Self::capacity) is given).
     pub fn gather(mut self, pages: u64) -> Pacer {
         self.gather = pages.max(1);
         self
+    }
+
+    /// The pages of the smallest CPU buffer drained: no sleep lasts more
+    /// than a quarter of the time it takes to fill at the rate the last
+    /// round saw, and no round waits for more than a quarter of it.
+    pub fn capacity(&mut self, pages: u64) {
+        self.capacity = Some(pages.max(1));
     }
 
     /// After a round that drained `pages` pages (or pieces): how long to
     /// sleep before the next (`None`: not at all).
     pub fn after_round(&mut self, pages: u64) -> Option<Duration> {
         let now = Instant::now();
+        let since = self.last_round.map(|at| now.duration_since(at));
+        self.last_round = Some(now);
         if pages > 0 {
             self.last_busy = Some(now);
         }
-        if pages >= self.gather {
+        let gather = match self.capacity {
+            Some(capacity) => self.gather.min((capacity / 4).max(1)),
+            None => self.gather,
+        };
+        if pages >= gather {
             return None;
         }
         let active = self
             .last_busy
             .is_some_and(|at| now.duration_since(at) < ACTIVE_FOR);
-        Some(if active {
-            ACTIVE_SLEEP.min(self.idle)
+        if !active {
+            return Some(self.idle);
+        }
+        let shortest = ACTIVE_SLEEP.min(self.idle);
+        let Some(since) = since else {
+            return Some(shortest);
+        };
+        // The rate of the last interval: `pages` came in `since`. Nothing
+        // came: twice the interval (the writers slowing down).
+        let (want, longest) = if pages == 0 {
+            (since.saturating_mul(2), self.idle)
         } else {
-            self.idle
-        })
+            let per_page = since.div_f64(pages as f64);
+            let times = |n: u64| per_page.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+            let longest = match self.capacity {
+                Some(capacity) => self.idle.min(times(capacity) / 4),
+                None => self.idle,
+            };
+            (times(gather), longest)
+        };
+        Some(want.min(longest).max(shortest))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `pacer` as if its last round ended `ago`.
+    fn last_round_ago(pacer: &mut Pacer, ago: Duration) {
+        pacer.last_round = Some(Instant::now() - ago);
+    }
 
     #[test]
     fn a_quiet_drainer_sleeps_long_again_once_writers_stop() {
@@ -89,11 +137,56 @@ mod tests {
         let mut short = Pacer::new(Duration::from_micros(10));
         short.after_round(1);
         assert_eq!(short.after_round(0), Some(Duration::from_micros(10)));
-        // A gathering pacer sleeps briefly after a small round.
+        // gather(0) is gather(1).
         let mut gathering = Pacer::new(Duration::from_millis(5)).gather(0);
-        assert_eq!(gathering.after_round(1), None, "gather(0) is gather(1)");
-        let mut gathering = gathering.gather(4);
-        assert_eq!(gathering.after_round(3), Some(ACTIVE_SLEEP));
-        assert_eq!(gathering.after_round(4), None);
+        assert_eq!(gathering.after_round(1), None);
+    }
+
+    #[test]
+    fn a_slow_writer_is_waited_for_until_a_good_amount_has_come() {
+        let mut pacer = Pacer::new(Duration::from_millis(20)).gather(32);
+        pacer.after_round(1);
+        // 4 pages in 1 ms: 32 come in about 8 ms.
+        last_round_ago(&mut pacer, Duration::from_millis(1));
+        let sleep = pacer.after_round(4).unwrap();
+        assert!(
+            sleep >= Duration::from_millis(7) && sleep <= Duration::from_millis(9),
+            "{sleep:?}"
+        );
+        // Never past the idle sleep.
+        last_round_ago(&mut pacer, Duration::from_millis(10));
+        assert_eq!(pacer.after_round(1), Some(Duration::from_millis(20)));
+        // Nothing came: twice the interval, up to the idle sleep.
+        last_round_ago(&mut pacer, Duration::from_millis(3));
+        let sleep = pacer.after_round(0).unwrap();
+        assert!(sleep >= Duration::from_millis(6), "{sleep:?}");
+        assert!(sleep <= Duration::from_millis(20), "{sleep:?}");
+    }
+
+    #[test]
+    fn no_sleep_outlasts_a_quarter_of_the_smallest_buffer() {
+        let mut pacer = Pacer::new(Duration::from_millis(50)).gather(32);
+        pacer.capacity(64);
+        pacer.after_round(1);
+        // 8 pages in 1 ms: 64 pages fill in 8 ms; a quarter is 2 ms,
+        // though gathering 16 (a quarter of the buffer) would take 2 ms
+        // too, and 32 would take 4.
+        last_round_ago(&mut pacer, Duration::from_millis(1));
+        let sleep = pacer.after_round(8).unwrap();
+        assert!(sleep <= Duration::from_micros(2_100), "{sleep:?}");
+        assert!(sleep >= Duration::from_micros(1_900), "{sleep:?}");
+        // A quarter of the buffer in a round is a good amount: at once.
+        assert_eq!(pacer.after_round(16), None);
+        // A tiny buffer: a page is a good amount.
+        pacer.capacity(2);
+        assert_eq!(pacer.after_round(1), None);
+    }
+
+    #[test]
+    fn the_sleep_never_drops_below_the_active_sleep() {
+        let mut pacer = Pacer::new(Duration::from_millis(2)).gather(32);
+        pacer.after_round(1);
+        last_round_ago(&mut pacer, Duration::from_micros(1));
+        assert_eq!(pacer.after_round(31), Some(ACTIVE_SLEEP));
     }
 }

@@ -138,6 +138,7 @@ impl Stream {
                     let mut drainer = Drainer::new(ring.cpus());
                     let mut records = RingRecords::new(&ring);
                     let mut pacer = ringtrace_session::Pacer::new(IDLE).gather(32);
+                    pacer.capacity(ring.geometry().pages_per_cpu as u64);
                     let failed = |e: ringtrace_session::WriteError| e.to_string();
                     // A full disk is counted by the session writer (what
                     // it could not write, in the summary and the index),

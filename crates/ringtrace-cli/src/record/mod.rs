@@ -37,9 +37,10 @@ use tracked::Tracked;
 /// How long the recorder sleeps when a round drained nothing and the
 /// writers have been quiet a while (see `ringtrace_session::Pacer`).
 const IDLE: Duration = Duration::from_millis(2);
-/// Pages a round should find before the next comes at once: fewer, and
-/// the recorder sleeps briefly first, so that its writes are larger
-/// (each costs system time of its own, whatever its size).
+/// Pages a round should find before the next comes at once (or a quarter
+/// of the smallest buffer): fewer, and the recorder sleeps for about that
+/// many to come first, so that its rounds and writes are fewer and larger
+/// (each costs system time of its own, whatever it drains).
 const GATHER_PAGES: u64 = 32;
 /// After the command exits, how long the recorder keeps looking for ring
 /// files of processes it left behind that are still being set up.
@@ -402,6 +403,15 @@ pub fn record(options: &RecordOptions) -> Result<Recorded, String> {
             || (stop_at.is_some() && command.is_none());
         if finished || given_up {
             break;
+        }
+        // The smallest buffer being drained bounds the sleeps.
+        let smallest = tracked
+            .iter()
+            .filter(|t| !t.is_done())
+            .map(|t| t.header().pages_per_cpu as u64)
+            .min();
+        if let Some(pages) = smallest {
+            pacer.capacity(pages);
         }
         if let Some(sleep) = pacer.after_round(pages) {
             std::thread::sleep(sleep);
