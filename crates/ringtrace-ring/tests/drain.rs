@@ -685,14 +685,19 @@ fn events_built_into_pages_read_back_exactly() {
 #[cfg_attr(miri, ignore = "files")]
 fn a_drainer_sees_the_metadata_annex_grow_as_the_writer_appends() {
     let dir = TempDir::new("drain-annex");
-    let path = dir.path().join("app.ring");
-    let config = RingConfig::default()
-        .cpus(1)
-        .per_cpu_bytes(16 * 1024)
-        .metadata_capacity(4096)
-        .mode(Mode::Discard)
-        .file(&path);
-    let ring = RingBuffer::new(config, Counter::new()).unwrap();
+    // A one-CPU discard ring in the file `name`, with `annex` bytes of
+    // metadata annex.
+    let ring_file = |name: &str, annex: usize| {
+        let path = dir.path().join(name);
+        let config = RingConfig::default()
+            .cpus(1)
+            .per_cpu_bytes(16 * 1024)
+            .metadata_capacity(annex)
+            .mode(Mode::Discard)
+            .file(&path);
+        (RingBuffer::new(config, Counter::new()).unwrap(), path)
+    };
+    let (ring, path) = ring_file("app.ring", 4096);
     let live = LiveFile::open(&path).unwrap();
     assert_eq!(live.metadata_len(), 0);
     ring.append_metadata(b"callsite one").unwrap();
@@ -712,13 +717,6 @@ fn a_drainer_sees_the_metadata_annex_grow_as_the_writer_appends() {
         [b"callsite one".to_vec(), b"callsite two".to_vec()]
     );
     // A file made without an annex has none to report.
-    let bare = dir.path().join("bare.ring");
-    let config = RingConfig::default()
-        .cpus(1)
-        .per_cpu_bytes(16 * 1024)
-        .metadata_capacity(0)
-        .mode(Mode::Discard)
-        .file(&bare);
-    let _bare_ring = RingBuffer::new(config, Counter::new()).unwrap();
+    let (_bare_ring, bare) = ring_file("bare.ring", 0);
     assert_eq!(LiveFile::open(&bare).unwrap().metadata_len(), 0);
 }
