@@ -8,6 +8,14 @@
 //!     target/release/examples/layer_event 100000
 //! ```
 //!
+//! On a VM without a PMU, `perf` still samples by its software clock,
+//! which shows where the time goes, not only the instructions:
+//!
+//! ```text
+//! perf record -F 20000 -e cpu-clock -- target/release/examples/layer_event 5000000
+//! perf report --no-children --sort sym
+//! ```
+//!
 //! CLOCK (environment) picks the ring's clock (`mono` by default: the
 //! tracer's default); NONE=1 runs with no subscriber (the floor); WHAT
 //! picks what is timed: `event` (the default), `span` (a span entered and
