@@ -77,7 +77,11 @@ impl Pacer {
     /// After a round that drained `pages` pages (or pieces): how long to
     /// sleep before the next (`None`: not at all).
     pub fn after_round(&mut self, pages: u64) -> Option<Duration> {
-        let now = Instant::now();
+        self.after_round_at(pages, Instant::now())
+    }
+
+    /// [`after_round`](Self::after_round) for a round that ended at `now`.
+    fn after_round_at(&mut self, pages: u64, now: Instant) -> Option<Duration> {
         let since = self.last_round.map(|at| now.duration_since(at));
         self.last_round = Some(now);
         if pages > 0 {
@@ -121,16 +125,20 @@ impl Pacer {
 mod tests {
     use super::*;
 
-    /// `pacer` as if its last round ended `ago`.
-    fn last_round_ago(pacer: &mut Pacer, ago: Duration) {
-        pacer.last_round = Some(Instant::now() - ago);
+    /// The sleep after a round of `pages` that ended `after` the last
+    /// one (exactly: no time passes between the two in the test).
+    fn round_after(pacer: &mut Pacer, after: Duration, pages: u64) -> Option<Duration> {
+        let last = pacer.last_round.unwrap_or_else(Instant::now);
+        pacer.last_round = Some(last);
+        pacer.after_round_at(pages, last + after)
     }
 
     #[test]
     fn a_quiet_drainer_sleeps_long_again_once_writers_stop() {
         let mut pacer = Pacer::new(Duration::from_millis(5));
         assert_eq!(pacer.after_round(1), None);
-        assert_eq!(pacer.after_round(0), Some(ACTIVE_SLEEP));
+        let soon = Duration::from_micros(10);
+        assert_eq!(round_after(&mut pacer, soon, 0), Some(ACTIVE_SLEEP));
         pacer.last_busy = Some(Instant::now() - ACTIVE_FOR - Duration::from_millis(1));
         assert_eq!(pacer.after_round(0), Some(Duration::from_millis(5)));
         // An idle shorter than the active sleep is kept.
@@ -146,21 +154,14 @@ mod tests {
     fn a_slow_writer_is_waited_for_until_a_good_amount_has_come() {
         let mut pacer = Pacer::new(Duration::from_millis(20)).gather(32);
         pacer.after_round(1);
-        // 4 pages in 1 ms: 32 come in about 8 ms.
-        last_round_ago(&mut pacer, Duration::from_millis(1));
-        let sleep = pacer.after_round(4).unwrap();
-        assert!(
-            sleep >= Duration::from_millis(7) && sleep <= Duration::from_millis(9),
-            "{sleep:?}"
-        );
+        // 4 pages in 1 ms: 32 come in 8 ms.
+        let ms = Duration::from_millis;
+        assert_eq!(round_after(&mut pacer, ms(1), 4), Some(ms(8)));
         // Never past the idle sleep.
-        last_round_ago(&mut pacer, Duration::from_millis(10));
-        assert_eq!(pacer.after_round(1), Some(Duration::from_millis(20)));
+        assert_eq!(round_after(&mut pacer, ms(10), 1), Some(ms(20)));
         // Nothing came: twice the interval, up to the idle sleep.
-        last_round_ago(&mut pacer, Duration::from_millis(3));
-        let sleep = pacer.after_round(0).unwrap();
-        assert!(sleep >= Duration::from_millis(6), "{sleep:?}");
-        assert!(sleep <= Duration::from_millis(20), "{sleep:?}");
+        assert_eq!(round_after(&mut pacer, ms(3), 0), Some(ms(6)));
+        assert_eq!(round_after(&mut pacer, ms(15), 0), Some(ms(20)));
     }
 
     #[test]
@@ -168,14 +169,19 @@ mod tests {
         let mut pacer = Pacer::new(Duration::from_millis(50)).gather(32);
         pacer.capacity(64);
         pacer.after_round(1);
-        // 8 pages in 1 ms: 64 pages fill in 8 ms; a quarter is 2 ms,
-        // though gathering 16 (a quarter of the buffer) would take 2 ms
-        // too, and 32 would take 4.
-        last_round_ago(&mut pacer, Duration::from_millis(1));
-        let sleep = pacer.after_round(8).unwrap();
-        assert!(sleep <= Duration::from_micros(2_100), "{sleep:?}");
-        assert!(sleep >= Duration::from_micros(1_900), "{sleep:?}");
+        let ms = Duration::from_millis;
+        // 8 pages in 1 ms: 64 pages fill in 8 ms, a quarter of which is
+        // 2 ms; gathering 16 (a quarter of the buffer) takes 2 ms too.
+        assert_eq!(round_after(&mut pacer, ms(1), 8), Some(ms(2)));
+        // 1 page in 1 ms: 16 would take 16 ms, the buffer fills in 64:
+        // a quarter of it is 16 ms; the idle sleep is longer.
+        assert_eq!(round_after(&mut pacer, ms(1), 1), Some(ms(16)));
+        // A larger buffer: no sleep past the idle one.
+        pacer.capacity(4096);
+        assert_eq!(round_after(&mut pacer, ms(1), 1), Some(ms(32)));
+        assert_eq!(round_after(&mut pacer, ms(10), 1), Some(ms(50)));
         // A quarter of the buffer in a round is a good amount: at once.
+        pacer.capacity(64);
         assert_eq!(pacer.after_round(16), None);
         // A tiny buffer: a page is a good amount.
         pacer.capacity(2);
@@ -186,7 +192,9 @@ mod tests {
     fn the_sleep_never_drops_below_the_active_sleep() {
         let mut pacer = Pacer::new(Duration::from_millis(2)).gather(32);
         pacer.after_round(1);
-        last_round_ago(&mut pacer, Duration::from_micros(1));
-        assert_eq!(pacer.after_round(31), Some(ACTIVE_SLEEP));
+        assert_eq!(
+            round_after(&mut pacer, Duration::from_micros(1), 31),
+            Some(ACTIVE_SLEEP)
+        );
     }
 }
